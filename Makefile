@@ -1,0 +1,28 @@
+# zklock — ZooKeeper coordination recipes (Apache Curator peer) for PostgreSQL
+
+MODULE_big = zklock
+OBJS = \
+	src/zklock.o \
+	src/zklock_shmem.o \
+	src/zklock_worker.o \
+	src/zklock_sql.o \
+	src/zklock_recipe.o
+
+EXTENSION = zklock
+DATA = zklock--0.1.sql
+PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
+
+SHLIB_LINK += -lzookeeper_st
+PG_CPPFLAGS += -I$(srcdir)/src
+
+# pg_regress runs against a private cluster started by test/run-regress.sh
+REGRESS = zklock_mutex zklock_input
+REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: unittest
+unittest:
+	$(MAKE) -C test/unit check

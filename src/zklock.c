@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock.c
+ *	  Module entry point: GUCs, shared memory hooks and the registration
+ *	  of the ZooKeeper worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+#include "zklock.h"
+
+PG_MODULE_MAGIC;
+
+char	   *zklock_hosts = NULL;
+int			zklock_session_timeout = 60000;
+int			zklock_connect_timeout = 15000;
+char	   *zklock_namespace = NULL;
+int			zklock_max_requests = 1024;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+/*
+ * Check a new value of zklock.namespace: empty, or a valid path without a
+ * trailing slash, short enough to leave room for lock paths.
+ */
+static bool
+check_namespace(char **newval, void **extra, GucSource source)
+{
+	size_t		len = strlen(*newval);
+	ZklockPathError err;
+
+	if (len == 0)
+		return true;
+	if (len > ZKLOCK_MAX_NAMESPACE_LEN)
+	{
+		GUC_check_errdetail("zklock.namespace is longer than %d bytes.",
+							ZKLOCK_MAX_NAMESPACE_LEN);
+		return false;
+	}
+	err = zklock_validate_path(*newval, len, ZKLOCK_MAX_NAMESPACE_LEN, NULL);
+	if (err != ZKLOCK_PATH_OK)
+	{
+		GUC_check_errdetail("zklock.namespace is not a valid ZooKeeper path: %s.",
+							zklock_path_error_message(err));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Define the GUCs of zklock.
+ */
+static void
+define_gucs(void)
+{
+	DefineCustomStringVariable("zklock.hosts",
+							   "ZooKeeper connect string (host:port,host:port...).",
+							   NULL,
+							   &zklock_hosts,
+							   "127.0.0.1:2181",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.session_timeout",
+							"ZooKeeper session timeout requested by the worker.",
+							"The server may negotiate a different value; zk_status() shows it.",
+							&zklock_session_timeout,
+							60000, 1000, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.connect_timeout",
+							"How long a call waits for a missing ZooKeeper connection before it fails.",
+							NULL,
+							&zklock_connect_timeout,
+							15000, 100, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.namespace",
+							   "Path prefix applied to every zklock path.",
+							   "Like Curator's namespace; SQL paths cannot leave it.",
+							   &zklock_namespace,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_namespace, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.max_requests",
+							"Size of the shared table of zklock requests.",
+							"Every lock waited for or held by any backend takes one entry.",
+							&zklock_max_requests,
+							1024, 4, 1000000,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("zklock");
+}
+
+/*
+ * Register the background worker that owns the ZooKeeper session.
+ */
+static void
+register_worker(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "zklock");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zklock_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "zklock worker");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "zklock worker");
+	worker.bgw_main_arg = (Datum) 0;
+	worker.bgw_notify_pid = 0;
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * shmem_request_hook: reserve the request table and its lock.
+ */
+static void
+zklock_shmem_request_hook(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	zklock_shmem_request();
+}
+
+/*
+ * shmem_startup_hook: create or attach to the request table.
+ */
+static void
+zklock_shmem_startup_hook(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	zklock_shmem_startup();
+}
+
+/*
+ * Module load.  zklock only works preloaded: the worker and the shared
+ * request table must exist before any backend uses it.
+ */
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock must be loaded via shared_preload_libraries"),
+				 errhint("Add zklock to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	define_gucs();
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = zklock_shmem_request_hook;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = zklock_shmem_startup_hook;
+
+	register_worker();
+}

@@ -1,0 +1,142 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock.h
+ *	  Shared declarations of zklock: GUCs, the shared-memory request table
+ *	  that backends and the ZooKeeper worker use to talk to each other.
+ *
+ * A backend never talks to ZooKeeper.  It fills a slot of the request
+ * table, sets the worker's latch and waits on its own latch.  The worker
+ * runs the recipe, writes the outcome into the slot and sets the
+ * backend's latch.  A granted lock keeps its slot (state HELD) until it is
+ * released, so the table is also the registry of every lock held or
+ * waited for in this cluster: zk_locks reads it, and the worker uses it
+ * to clean up after backends that exit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_H
+#define ZKLOCK_H
+
+#include "postgres.h"
+
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/timestamp.h"
+
+#include "zklock_recipe.h"
+
+/* longest namespace prefix (zklock.namespace) in bytes */
+#define ZKLOCK_MAX_NAMESPACE_LEN	256
+/* buffer for a full ZooKeeper path: namespace + user path + NUL */
+#define ZKLOCK_FULL_PATH_SIZE	(ZKLOCK_MAX_NAMESPACE_LEN + ZKLOCK_MAX_PATH_LEN + 1)
+/* buffer for a lock node's own name, e.g. _c_<uuid>-lock-0000000007 */
+#define ZKLOCK_NODE_NAME_SIZE	80
+/* buffer for the data written into a lock node (holder identity) */
+#define ZKLOCK_NODE_DATA_SIZE	256
+/* buffer for an error message handed back by the worker */
+#define ZKLOCK_ERRMSG_SIZE		256
+
+/*
+ * Life of a request slot.  Transitions are made under ZklockShared->lock;
+ * the comment on each state says who moves it on.
+ */
+typedef enum ZklockSlotState
+{
+	ZKS_FREE = 0,				/* unused; a backend may claim it */
+	ZKS_NEW,					/* filled by a backend; worker picks it up */
+	ZKS_ACTIVE,					/* worker is running the recipe */
+	ZKS_HELD,					/* granted; the backend owns the lock */
+	ZKS_DONE,					/* finished without a lock; backend reads and
+								 * frees it */
+	ZKS_CANCEL,					/* backend gave up waiting; worker withdraws
+								 * the node and frees the slot */
+	ZKS_RELEASE,				/* backend released; worker deletes the node
+								 * and frees the slot */
+	ZKS_LOST					/* held lock lost with the ZooKeeper session;
+								 * backend frees it */
+} ZklockSlotState;
+
+/* Which recipe a slot runs */
+typedef enum ZklockOp
+{
+	ZKOP_MUTEX = 1
+} ZklockOp;
+
+/* Outcome of a request that ended in ZKS_DONE */
+typedef enum ZklockResult
+{
+	ZKR_NONE = 0,
+	ZKR_NOT_GRANTED,			/* a try found the lock taken */
+	ZKR_ERROR					/* sqlerrcode and errmsg say what */
+} ZklockResult;
+
+/* Connection state of the worker's ZooKeeper session, as zk_status shows it */
+typedef enum ZklockConnState
+{
+	ZKC_NONE = 0,				/* no worker running */
+	ZKC_CONNECTING,				/* no session established yet */
+	ZKC_CONNECTED,
+	ZKC_SUSPENDED,				/* connection lost, session may be alive */
+	ZKC_EXPIRED					/* session expired; a new one is being made */
+} ZklockConnState;
+
+typedef struct ZklockSlot
+{
+	ZklockSlotState state;
+	ZklockOp	op;
+	bool		try_only;		/* do not wait: give up if not first */
+	int			procno;			/* owner's PGPROC number (for its latch) */
+	int			pid;			/* owner's pid */
+	uint32		serial;			/* bumped on every claim of the slot */
+	ZklockResult result;
+	int			sqlerrcode;
+	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	char		uuid[ZKLOCK_UUID_LEN + 1];	/* protection id of our node */
+	int64		czxid;			/* creation zxid of our node, once created */
+	uint64		session_gen;	/* worker session generation of the node */
+	TimestampTz since;			/* when requested; when granted */
+	int32		session_count;	/* reentrancy counts, kept by the owner */
+	int32		xact_count;
+	int			user_path_off;	/* where the user's path starts in path */
+	char		path[ZKLOCK_FULL_PATH_SIZE];	/* full lock path in ZooKeeper */
+	char		node[ZKLOCK_NODE_NAME_SIZE];	/* our child node, "" if none */
+	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
+} ZklockSlot;
+
+typedef struct ZklockShared
+{
+	LWLock	   *lock;			/* protects everything below */
+	int			worker_pid;		/* 0 when no worker runs */
+	Latch	   *worker_latch;
+	ZklockConnState conn_state;
+	TimestampTz state_since;
+	bool		have_session;	/* session_id/passwd are valid */
+	int64		session_id;
+	char		session_passwd[16];
+	uint64		session_gen;	/* bumped for every new session */
+	int			negotiated_timeout; /* ms */
+	char		server[128];
+	int			nslots;
+	ZklockSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+} ZklockShared;
+
+/* GUCs */
+extern char *zklock_hosts;
+extern int	zklock_session_timeout;
+extern int	zklock_connect_timeout;
+extern char *zklock_namespace;
+extern int	zklock_max_requests;
+
+/* zklock_shmem.c */
+extern ZklockShared *zklock_shared;
+extern void zklock_shmem_request(void);
+extern void zklock_shmem_startup(void);
+extern void zklock_wake_worker(void);
+extern void zklock_wake_backend(ZklockSlot *slot);
+extern const char *zklock_slot_state_name(ZklockSlotState state);
+extern const char *zklock_conn_state_name(ZklockConnState state);
+
+/* zklock_worker.c */
+extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
+
+#endif							/* ZKLOCK_H */

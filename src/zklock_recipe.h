@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_recipe.h
+ *		Pure decision functions of the zklock recipe core.
+ *
+ * These functions re-express the decisions of Apache Curator's recipes
+ * (node naming, sorting of children, "do I hold the lock", which node to
+ * watch, double-barrier leave order) and ZooKeeper's path validation.  They
+ * make no PostgreSQL or ZooKeeper calls and use only libc, so that they can
+ * be unit-tested on their own (test/unit).
+ *
+ * src/zklock_recipe.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_RECIPE_H
+#define ZKLOCK_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ZKLOCK_MAX_PATH_LEN 480		/* max bytes of a user path */
+#define ZKLOCK_UUID_LEN 36
+
+/* Curator's node names (WIRE.md) */
+#define ZKLOCK_LOCK_NAME "lock-"
+#define ZKLOCK_LEASE_NAME "lease-"
+#define ZKLOCK_READ_LOCK_NAME "__READ__"
+#define ZKLOCK_WRITE_LOCK_NAME "__WRIT__"
+#define ZKLOCK_READY_NODE "ready"
+#define ZKLOCK_PROTECTED_PREFIX "_c_"
+/* "_c_" + uuid + "-" */
+#define ZKLOCK_PROTECTED_PREFIX_LEN (3 + ZKLOCK_UUID_LEN + 1)
+
+typedef enum ZklockPathError
+{
+	ZKLOCK_PATH_OK = 0,
+	ZKLOCK_PATH_EMPTY,			/* "" */
+	ZKLOCK_PATH_NO_LEADING_SLASH,	/* "a/b" */
+	ZKLOCK_PATH_ROOT,			/* "/" alone: a lock needs a node below the
+								 * root */
+	ZKLOCK_PATH_TRAILING_SLASH, /* "/a/" */
+	ZKLOCK_PATH_EMPTY_COMPONENT,	/* "/a//b" */
+	ZKLOCK_PATH_DOT_COMPONENT,	/* "/a/./b", "/a/..", "/." */
+	ZKLOCK_PATH_BAD_CHARACTER,	/* a character ZooKeeper refuses */
+	ZKLOCK_PATH_BAD_ENCODING,	/* not valid UTF-8 */
+	ZKLOCK_PATH_TOO_LONG,		/* > maxlen bytes */
+	ZKLOCK_PATH_RESERVED		/* first component is "zookeeper" */
+} ZklockPathError;
+
+/*
+ * Validate a path the way ZooKeeper's PathUtils.validatePath does, plus the
+ * rules above.  path need not be NUL-terminated; len bytes.  On error
+ * *bad_offset (if not NULL) is the byte offset of the offending character or
+ * component; on success it is left alone.
+ */
+extern ZklockPathError zklock_validate_path(const char *path, size_t len,
+											size_t maxlen, size_t *bad_offset);
+extern const char *zklock_path_error_message(ZklockPathError err);
+
+/* Java UUID.randomUUID().toString() of 16 random bytes; out has 37 bytes */
+extern void zklock_format_uuid(const unsigned char bytes[16], char *out);
+extern bool zklock_is_uuid(const char *s);
+
+/* "_c_" + uuid + "-" (40 chars) into out (>= 41 bytes) */
+extern void zklock_protected_prefix(const char *uuid, char *out);
+/* "_c_<uuid>-<lock_name>"; returns chars needed (snprintf semantics) */
+extern int	zklock_protected_name(const char *uuid, const char *lock_name,
+								  char *out, size_t outlen);
+extern int	zklock_find_protected(char *const *children, int n,
+								  const char *prefix);
+
+extern const char *zklock_sort_key(const char *name, const char *lock_name);
+extern void zklock_sort_children(char **names, int n, const char *lock_name);
+extern int	zklock_find_child(char *const *names, int n, const char *own);
+
+/* Curator's StandardLockInternalsDriver.getsTheLock on SORTED children */
+typedef struct ZklockLockDecision
+{
+	bool		lost;			/* own node not among children: it was
+								 * deleted, create a new one */
+	bool		holds;			/* own index < max_leases */
+	int			own_index;		/* -1 when lost */
+	int			watch_index;	/* index of the node to watch (own_index -
+								 * max_leases) when !holds && !lost, else -1 */
+} ZklockLockDecision;
+
+extern ZklockLockDecision zklock_lock_decide(char *const *sorted, int n,
+											 const char *own, int max_leases);
+
+/* Read/write lock */
+extern const char *zklock_rw_sort_key(const char *name);
+extern void zklock_rw_sort_children(char **names, int n);
+extern ZklockLockDecision zklock_read_decide(char *const *sorted, int n,
+											 const char *own);
+
+/* Double barrier leave */
+typedef enum ZklockLeaveAction
+{
+	ZKLOCK_LEAVE_DONE,			/* no members left */
+	ZKLOCK_LEAVE_ERROR_MISSING, /* our node missing while others remain */
+	ZKLOCK_LEAVE_DELETE_OURS_DONE,	/* only ours left: delete it, done */
+	ZKLOCK_LEAVE_WATCH_HIGHEST, /* we are lowest: watch the highest */
+	ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST,	/* delete ours, watch the lowest */
+	ZKLOCK_LEAVE_WATCH_LOWEST	/* ours already deleted (own == NULL): watch
+								 * the lowest */
+} ZklockLeaveAction;
+
+extern ZklockLeaveAction zklock_double_barrier_leave_decide(char *const *children,
+															int n,
+															const char *own,
+															const char **watch_name);
+
+#endif							/* ZKLOCK_RECIPE_H */

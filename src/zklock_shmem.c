@@ -1,0 +1,132 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_shmem.c
+ *	  The shared-memory request table and the latches that connect
+ *	  backends with the ZooKeeper worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+
+#include "zklock.h"
+
+ZklockShared *zklock_shared = NULL;
+
+/*
+ * Bytes of shared memory the request table needs.
+ */
+static Size
+zklock_shmem_size(void)
+{
+	return add_size(offsetof(ZklockShared, slots),
+					mul_size(sizeof(ZklockSlot), zklock_max_requests));
+}
+
+/*
+ * Ask for our shared memory and one LWLock (called from
+ * shmem_request_hook).
+ */
+void
+zklock_shmem_request(void)
+{
+	RequestAddinShmemSpace(zklock_shmem_size());
+	RequestNamedLWLockTranche("zklock", 1);
+}
+
+/*
+ * Create the request table, or attach to it in a process that did not
+ * create it.  A fresh table means a fresh cluster start: no session to
+ * resume, every slot free.
+ */
+void
+zklock_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	zklock_shared = ShmemInitStruct("zklock", zklock_shmem_size(), &found);
+	if (!found)
+	{
+		memset(zklock_shared, 0, zklock_shmem_size());
+		zklock_shared->lock = &(GetNamedLWLockTranche("zklock"))->lock;
+		zklock_shared->conn_state = ZKC_NONE;
+		zklock_shared->nslots = zklock_max_requests;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Set the worker's latch, if a worker runs.
+ */
+void
+zklock_wake_worker(void)
+{
+	Latch	   *latch = zklock_shared->worker_latch;
+
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/*
+ * Set the latch of the backend that owns a slot.
+ */
+void
+zklock_wake_backend(ZklockSlot *slot)
+{
+	if (slot->procno >= 0 && slot->procno < (int) ProcGlobal->allProcCount)
+		SetLatch(&ProcGlobal->allProcs[slot->procno].procLatch);
+}
+
+/*
+ * Name of a slot state as zk_locks shows it.
+ */
+const char *
+zklock_slot_state_name(ZklockSlotState state)
+{
+	switch (state)
+	{
+		case ZKS_NEW:
+		case ZKS_ACTIVE:
+			return "waiting";
+		case ZKS_HELD:
+			return "held";
+		case ZKS_CANCEL:
+			return "cancelling";
+		case ZKS_RELEASE:
+			return "releasing";
+		case ZKS_LOST:
+			return "lost";
+		case ZKS_DONE:
+			return "done";
+		case ZKS_FREE:
+			break;
+	}
+	return "free";
+}
+
+/*
+ * Name of a connection state as zk_status shows it.
+ */
+const char *
+zklock_conn_state_name(ZklockConnState state)
+{
+	switch (state)
+	{
+		case ZKC_NONE:
+			return "no worker";
+		case ZKC_CONNECTING:
+			return "connecting";
+		case ZKC_CONNECTED:
+			return "connected";
+		case ZKC_SUSPENDED:
+			return "suspended";
+		case ZKC_EXPIRED:
+			return "expired";
+	}
+	return "unknown";
+}

@@ -1,0 +1,484 @@
+/*-------------------------------------------------------------------------
+ *
+ * raw_cycle.c
+ *		Protocol floor of a ZooKeeper lock cycle, measured with the raw
+ *		single-threaded C client (libzookeeper_st).
+ *
+ * One cycle is what an uncontended Curator InterProcessMutex acquire plus
+ * release costs on the wire: create an EPHEMERAL_SEQUENTIAL child
+ * "lock-" under a parent, list the children of the parent, delete the
+ * child.  One ZooKeeper session carries every cycle; "inflight" pipeline
+ * slots run cycles back to back, each slot either on its own parent or
+ * all slots on one shared parent.  Nothing here waits for a lock: the
+ * point is the cost of the three round trips, nothing else.
+ *
+ * Usage:
+ *		raw_cycle host:port inflight distinct|shared seconds [warmup_seconds]
+ *
+ * Prints one line:
+ *		RESULT inflight=N shape=S cycles=C secs=T cps=X p50=U p99=U avg=U
+ * where latencies are in microseconds, from the create being queued to
+ * the delete's reply.
+ *
+ * test/bench/raw_cycle.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#define MAX_SLOTS		1024
+#define PATH_LEN		256
+#define BASE_LEN		128
+
+/* Where a slot is in its cycle */
+typedef enum SlotStep
+{
+	STEP_CREATE,
+	STEP_CHILDREN,
+	STEP_DELETE
+} SlotStep;
+
+/* One pipeline slot: at most one request of it is in flight at a time */
+typedef struct Slot
+{
+	int			idx;
+	SlotStep	step;
+	uint64_t	start_us;		/* when the current cycle was started */
+	char		parent[PATH_LEN];
+	char		prefix[PATH_LEN];	/* parent + "/lock-" */
+	char		node[PATH_LEN];		/* node created by the current cycle */
+} Slot;
+
+static zhandle_t *zh;
+static int	connected = 0;
+static int	failed = 0;
+
+static Slot slots[MAX_SLOTS];
+static int	active_slots = 0;	/* slots with a request in flight */
+
+static uint64_t measure_start_us;
+static uint64_t measure_end_us;
+
+static uint32_t *latencies;
+static size_t nlatencies = 0;
+static size_t latencies_cap = 0;
+
+static int	pending_setup = 0;	/* parent creates still in flight */
+
+/*
+ * now_us
+ *		Monotonic clock in microseconds.
+ */
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * fail
+ *		Report an error and make the main loop give up.
+ */
+static void
+fail(const char *what, int rc)
+{
+	fprintf(stderr, "raw_cycle: %s: %s (%d)\n", what, zerror(rc), rc);
+	failed = 1;
+}
+
+/*
+ * record_latency
+ *		Append one cycle latency (microseconds) to the sample array.
+ */
+static void
+record_latency(uint64_t us)
+{
+	if (nlatencies == latencies_cap)
+	{
+		latencies_cap = latencies_cap ? latencies_cap * 2 : 65536;
+		latencies = realloc(latencies, latencies_cap * sizeof(uint32_t));
+		if (latencies == NULL)
+		{
+			fprintf(stderr, "raw_cycle: out of memory\n");
+			exit(1);
+		}
+	}
+	latencies[nlatencies++] = (uint32_t) (us > UINT32_MAX ? UINT32_MAX : us);
+}
+
+/*
+ * session_watcher
+ *		Global watcher: only tracks the connection state.
+ */
+static void
+session_watcher(zhandle_t *h, int type, int state, const char *path,
+				void *ctx)
+{
+	if (type != ZOO_SESSION_EVENT)
+		return;
+	if (state == ZOO_CONNECTED_STATE)
+		connected = 1;
+	else if (state == ZOO_EXPIRED_SESSION_STATE ||
+			 state == ZOO_AUTH_FAILED_STATE)
+	{
+		connected = 0;
+		fail("session lost", ZSESSIONEXPIRED);
+	}
+	else
+		connected = 0;
+}
+
+static void start_cycle(Slot *slot);
+
+/*
+ * delete_done
+ *		Third step finished: the cycle is complete.  Count it if it ended
+ *		inside the measured window, then start the next one unless the
+ *		window is over.
+ */
+static void
+delete_done(int rc, const void *data)
+{
+	Slot	   *slot = (Slot *) data;
+	uint64_t	now = now_us();
+
+	if (rc != ZOK)
+	{
+		fail("delete", rc);
+		active_slots--;
+		return;
+	}
+	if (now >= measure_start_us && now <= measure_end_us)
+		record_latency(now - slot->start_us);
+	if (now < measure_end_us && !failed)
+		start_cycle(slot);
+	else
+		active_slots--;
+}
+
+/*
+ * children_done
+ *		Second step finished: delete our node.
+ */
+static void
+children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	Slot	   *slot = (Slot *) data;
+
+	if (rc != ZOK)
+	{
+		fail("get_children", rc);
+		active_slots--;
+		return;
+	}
+	slot->step = STEP_DELETE;
+	rc = zoo_adelete(zh, slot->node, -1, delete_done, slot);
+	if (rc != ZOK)
+	{
+		fail("zoo_adelete", rc);
+		active_slots--;
+	}
+}
+
+/*
+ * create_done
+ *		First step finished: remember the node name, list the parent.
+ */
+static void
+create_done(int rc, const char *value, const void *data)
+{
+	Slot	   *slot = (Slot *) data;
+
+	if (rc != ZOK)
+	{
+		fail("create", rc);
+		active_slots--;
+		return;
+	}
+	snprintf(slot->node, PATH_LEN, "%s", value);
+	slot->step = STEP_CHILDREN;
+	rc = zoo_aget_children(zh, slot->parent, 0, children_done, slot);
+	if (rc != ZOK)
+	{
+		fail("zoo_aget_children", rc);
+		active_slots--;
+	}
+}
+
+/*
+ * start_cycle
+ *		Queue the create of a new cycle on this slot.  The slot counts as
+ *		active for as long as the cycle is running.
+ */
+static void
+start_cycle(Slot *slot)
+{
+	int			rc;
+
+	slot->step = STEP_CREATE;
+	slot->start_us = now_us();
+	rc = zoo_acreate(zh, slot->prefix, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+					 ZOO_EPHEMERAL | ZOO_SEQUENCE, create_done, slot);
+	if (rc != ZOK)
+	{
+		fail("zoo_acreate", rc);
+		active_slots--;
+	}
+}
+
+/*
+ * setup_done
+ *		Completion of a parent create; an existing parent is fine.
+ */
+static void
+setup_done(int rc, const char *value, const void *data)
+{
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		fail((const char *) data, rc);
+	pending_setup--;
+}
+
+/*
+ * create_parent
+ *		Queue the persistent create of a parent node.
+ */
+static void
+create_parent(const char *path)
+{
+	int			rc;
+
+	pending_setup++;
+	rc = zoo_acreate(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
+					 setup_done, path);
+	if (rc != ZOK)
+	{
+		fail("zoo_acreate (parent)", rc);
+		pending_setup--;
+	}
+}
+
+/*
+ * run_events
+ *		One turn of the event loop: ask the client what it wants, poll for
+ *		it (at most max_wait_ms), let the client process what happened.
+ */
+static void
+run_events(int max_wait_ms)
+{
+	int			fd = -1;
+	int			interest = 0;
+	int			timeout_ms;
+	int			events = 0;
+	int			rc;
+	struct timeval tv;
+	struct pollfd pfd;
+
+	rc = zookeeper_interest(zh, &fd, &interest, &tv);
+	if (rc != ZOK && rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT)
+	{
+		fail("zookeeper_interest", rc);
+		return;
+	}
+
+	timeout_ms = tv.tv_sec * 1000 + tv.tv_usec / 1000;
+	if (timeout_ms > max_wait_ms || timeout_ms < 0)
+		timeout_ms = max_wait_ms;
+
+	if (fd >= 0)
+	{
+		pfd.fd = fd;
+		pfd.events = 0;
+		pfd.revents = 0;
+		if (interest & ZOOKEEPER_READ)
+			pfd.events |= POLLIN;
+		if (interest & ZOOKEEPER_WRITE)
+			pfd.events |= POLLOUT;
+		rc = poll(&pfd, 1, timeout_ms);
+		if (rc < 0 && errno != EINTR)
+		{
+			perror("raw_cycle: poll");
+			failed = 1;
+			return;
+		}
+		if (rc > 0)
+		{
+			if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
+				events |= ZOOKEEPER_READ;
+			if (pfd.revents & POLLOUT)
+				events |= ZOOKEEPER_WRITE;
+		}
+	}
+	else
+		poll(NULL, 0, timeout_ms);
+
+	rc = zookeeper_process(zh, events);
+	if (rc != ZOK && rc != ZNOTHING && rc != ZCONNECTIONLOSS &&
+		rc != ZOPERATIONTIMEOUT)
+		fail("zookeeper_process", rc);
+}
+
+/*
+ * cmp_u32
+ *		qsort comparator for uint32_t.
+ */
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t	x = *(const uint32_t *) a;
+	uint32_t	y = *(const uint32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * percentile
+ *		Nearest-rank percentile of the sorted samples.
+ */
+static uint32_t
+percentile(double p)
+{
+	size_t		rank;
+
+	if (nlatencies == 0)
+		return 0;
+	rank = (size_t) (p / 100.0 * nlatencies + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > nlatencies)
+		rank = nlatencies;
+	return latencies[rank - 1];
+}
+
+/*
+ * main
+ *		Connect, create the parents, run the pipeline for warm-up plus the
+ *		measured window, drain, report.
+ */
+int
+main(int argc, char **argv)
+{
+	const char *hosts;
+	int			inflight;
+	int			shared;
+	double		seconds;
+	double		warmup = 0;
+	uint64_t	deadline;
+	uint64_t	t0;
+	static char base[BASE_LEN];
+	static char shared_parent[PATH_LEN];
+	double		elapsed;
+	uint64_t	sum = 0;
+	size_t		i;
+
+	if (argc < 5)
+	{
+		fprintf(stderr,
+				"usage: %s host:port inflight distinct|shared seconds [warmup_seconds]\n",
+				argv[0]);
+		return 2;
+	}
+	hosts = argv[1];
+	inflight = atoi(argv[2]);
+	shared = (strcmp(argv[3], "shared") == 0);
+	seconds = atof(argv[4]);
+	if (argc > 5)
+		warmup = atof(argv[5]);
+	if (inflight < 1 || inflight > MAX_SLOTS || seconds <= 0 || warmup < 0)
+	{
+		fprintf(stderr, "raw_cycle: bad arguments\n");
+		return 2;
+	}
+
+	zoo_set_debug_level(0);
+	zh = zookeeper_init(hosts, session_watcher, 30000, NULL, NULL, 0);
+	if (zh == NULL)
+	{
+		perror("raw_cycle: zookeeper_init");
+		return 1;
+	}
+
+	/* wait for the session */
+	deadline = now_us() + 15 * 1000000ULL;
+	while (!connected && !failed && now_us() < deadline)
+		run_events(100);
+	if (!connected)
+	{
+		fprintf(stderr, "raw_cycle: could not connect to %s\n", hosts);
+		return 1;
+	}
+
+	/* parents, created once: requests of one session apply in order */
+	snprintf(base, BASE_LEN, "/bench/raw/%ld-%d-%s",
+			 (long) getpid(), inflight, shared ? "shared" : "distinct");
+	snprintf(shared_parent, PATH_LEN, "%s/shared", base);
+	create_parent("/bench");
+	create_parent("/bench/raw");
+	create_parent(base);
+	if (shared)
+		create_parent(shared_parent);
+	for (i = 0; i < (size_t) inflight; i++)
+	{
+		Slot	   *slot = &slots[i];
+
+		slot->idx = (int) i;
+		if (shared)
+			snprintf(slot->parent, PATH_LEN, "%s", shared_parent);
+		else
+		{
+			snprintf(slot->parent, PATH_LEN, "%s/s%d", base, (int) i);
+			create_parent(slot->parent);
+		}
+		snprintf(slot->prefix, PATH_LEN, "%s/lock-", slot->parent);
+	}
+	deadline = now_us() + 15 * 1000000ULL;
+	while (pending_setup > 0 && !failed && now_us() < deadline)
+		run_events(100);
+	if (failed || pending_setup > 0)
+	{
+		fprintf(stderr, "raw_cycle: could not create parents\n");
+		return 1;
+	}
+
+	/* run: warm-up, then the measured window */
+	t0 = now_us();
+	measure_start_us = t0 + (uint64_t) (warmup * 1e6);
+	measure_end_us = measure_start_us + (uint64_t) (seconds * 1e6);
+	for (i = 0; i < (size_t) inflight; i++)
+	{
+		active_slots++;
+		start_cycle(&slots[i]);
+	}
+	deadline = measure_end_us + 30 * 1000000ULL;
+	while (active_slots > 0 && !failed && now_us() < deadline)
+		run_events(100);
+	if (failed || active_slots > 0)
+	{
+		fprintf(stderr, "raw_cycle: run failed (%d slots still active)\n",
+				active_slots);
+		return 1;
+	}
+
+	elapsed = (double) (measure_end_us - measure_start_us) / 1e6;
+	qsort(latencies, nlatencies, sizeof(uint32_t), cmp_u32);
+	for (i = 0; i < nlatencies; i++)
+		sum += latencies[i];
+	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f\n",
+		   inflight, shared ? "shared" : "distinct", nlatencies, elapsed,
+		   nlatencies / elapsed, percentile(50), percentile(99),
+		   nlatencies ? (double) sum / nlatencies : 0.0);
+
+	zookeeper_close(zh);
+	return 0;
+}

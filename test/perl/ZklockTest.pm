@@ -1,0 +1,767 @@
+
+# ZklockTest — helpers for zklock's TAP tests.
+#
+# Built on PostgreSQL's own TAP framework (PostgreSQL::Test::Cluster and
+# PostgreSQL::Test::Utils, shipped by Debian under
+# /usr/lib/postgresql/15/lib/pgxs/src/test/perl). Run the tests with, from the
+# repository root and as a non-root user (initdb refuses root):
+#
+#   PATH=/usr/lib/postgresql/15/bin:$PATH \
+#   prove -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/
+#
+# Environment the PostgreSQL modules need, defaulted here when unset:
+#   PG_REGRESS  pg_regress binary (Cluster->init runs "pg_regress --config-auth");
+#               Debian: <pgxs dir>/src/test/regress/pg_regress
+#   TESTDIR     base of tmp_check/ (logs, data dirs); default: <repo>/test
+#   PATH        must reach the PG 15 binaries (initdb, pg_ctl, psql, pg_config);
+#               /usr/lib/postgresql/15/bin is prepended when pg_config is absent
+# Optional: PG_TEST_NOCLEAN=1 keeps the data directories and ZooKeeper dirs,
+# PG_TEST_TIMEOUT_DEFAULT (seconds) bounds PostgreSQL's own waits.
+#
+# What this module gives:
+#   start_zk() / stop_zk($connect) / restart_zk($connect)
+#                                     a standalone ZooKeeper via test/zk/zk.sh
+#   new_zklock_node($name, $zk, $extra_conf)
+#                                     a started cluster with zklock loaded and
+#                                     connected to ZooKeeper
+#   ZklockTest::Session               a psql session that can leave a statement
+#                                     running (a waiter) and collect it later
+#   ZklockTest::Peer                  a Curator 5.4 peer (test/java/CuratorPeer.java)
+#   wait_until(), wait_waiting(), wait_held(), sqlstate_of(), seq_of(), ...
+package ZklockTest;
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use Config;
+
+our ($REPO, $PGBIN);
+
+BEGIN
+{
+	# Repository root: this file is <repo>/test/perl/ZklockTest.pm.
+	$REPO = abs_path(dirname(__FILE__) . '/../..');
+
+	# Find the PostgreSQL 15 binaries.
+	$PGBIN = '/usr/lib/postgresql/15/bin';
+	my $have_pg_config = grep { -x "$_/pg_config" } split /:/, ($ENV{PATH} // '');
+	$ENV{PATH} = "$PGBIN:" . ($ENV{PATH} // '/usr/bin:/bin') unless $have_pg_config;
+
+	if (!defined $ENV{PG_REGRESS})
+	{
+		my $pgxs = `pg_config --pgxs 2>/dev/null`;
+		chomp $pgxs;
+		my $regress = dirname(dirname($pgxs // '')) . '/test/regress/pg_regress';
+		$regress = '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress'
+		  unless -x $regress;
+		$ENV{PG_REGRESS} = $regress;
+	}
+
+	# tmp_check/ (logs, data directories) goes under <repo>/test.
+	$ENV{TESTDIR} //= "$REPO/test";
+}
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use Time::HiRes qw(time usleep);
+use Test::More;
+
+use Exporter 'import';
+our @EXPORT = qw(
+  start_zk stop_zk restart_zk zk_port
+  new_zklock_node wait_connected
+  new_peer
+  wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
+  sqlstate_of psql_error seq_of sort_by_seq lock_children
+  zk_lock_rows worker_pid
+  $CURATOR_NODE_RE $DEFAULT_TIMEOUT
+);
+
+# Bound of every wait in these helpers (seconds). Tests stay under a minute
+# when all goes well; a broken extension makes a wait fail after this long
+# instead of hanging.
+our $DEFAULT_TIMEOUT = 30;
+
+# Watchdog: a test file that runs longer than this (seconds) dies, so that
+# END blocks stop its ZooKeeper and clusters, instead of hanging prove.
+# Override with ZKLOCK_TEST_ALARM (0 disables).
+my $alarm = $ENV{ZKLOCK_TEST_ALARM} // 300;
+if ($alarm > 0)
+{
+	$SIG{ALRM} = sub { die "zklock test watchdog: $0 exceeded ${alarm}s\n"; };
+	alarm($alarm);
+}
+
+# A Curator InterProcessMutex node name: protected prefix with a version-4
+# UUID as Java prints it, then "lock-" and the 10-digit sequence.
+our $CURATOR_NODE_RE =
+  qr/^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$/;
+
+############################################################################
+# ZooKeeper
+############################################################################
+
+my $ZK_SH = "$REPO/test/zk/zk.sh";
+my %zk_dirs;    # connect string => server directory
+my %zk_running; # connect string => 1 while started
+
+# start_zk(): start a standalone ZooKeeper on a free 127.0.0.1 port, return
+# its connect string "127.0.0.1:PORT". Bails out of the test if it fails.
+sub start_zk
+{
+	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $ZK_SH, 'start', $dir ], '>', \$out, '2>', \$err,
+		IPC::Run::timeout(90))
+	  or BAIL_OUT("zk.sh start failed: $err");
+	chomp $out;
+	BAIL_OUT("zk.sh start printed no port: '$out' $err") unless $out =~ /^(\d+)$/;
+	my $connect = "127.0.0.1:$1";
+	$zk_dirs{$connect} = $dir;
+	$zk_running{$connect} = 1;
+	note "ZooKeeper started at $connect (dir $dir)";
+	return $connect;
+}
+
+# stop_zk($connect): stop the server started by start_zk (all of them when
+# no argument). The directory is kept so restart_zk can reuse it.
+sub stop_zk
+{
+	my @which = @_ ? @_ : keys %zk_running;
+	for my $c (@which)
+	{
+		my $dir = $zk_dirs{$c} or next;
+		delete $zk_running{$c};
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ $ZK_SH, 'stop', $dir ], '>', \$out, '2>', \$err,
+			IPC::Run::timeout(30))
+		  or diag("zk.sh stop $dir failed: $err");
+		note "ZooKeeper at $c stopped";
+	}
+	return;
+}
+
+# restart_zk($connect): start again a stopped server on the same port and data.
+sub restart_zk
+{
+	my ($c) = @_;
+	my $dir = $zk_dirs{$c} or die "unknown ZooKeeper $c";
+	my ($port) = $c =~ /:(\d+)$/;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $ZK_SH, 'start', $dir, $port ], '>', \$out, '2>', \$err,
+		IPC::Run::timeout(90))
+	  or die "zk.sh restart failed: $err";
+	$zk_running{$c} = 1;
+	note "ZooKeeper at $c restarted";
+	return $c;
+}
+
+sub zk_port { my ($c) = @_; return ($c =~ /:(\d+)$/)[0]; }
+
+# Leave no server behind, even when a test dies half-way.
+END
+{
+	local $?;
+	stop_zk() if %zk_running;
+}
+
+############################################################################
+# PostgreSQL clusters
+############################################################################
+
+# new_zklock_node($name, $zk_connect, $extra_conf): a started cluster with
+# shared_preload_libraries = 'zklock', zklock.hosts = $zk_connect,
+# zklock.session_timeout = '10s' plus $extra_conf lines, the extension
+# created in database postgres, and zk_status() reporting 'connected'.
+# Options: wait_connected => 0 skips the wait (for a ZooKeeper that is down).
+sub new_zklock_node
+{
+	my ($name, $zk, $extra_conf, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', qq{
+shared_preload_libraries = 'zklock'
+zklock.hosts = '$zk'
+zklock.session_timeout = '10s'
+max_connections = 30
+log_min_messages = debug1
+} . ($extra_conf // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
+	return $node if defined $opts{wait_connected} && !$opts{wait_connected};
+	wait_connected($node)
+	  or BAIL_OUT("zklock on node $name did not connect to ZooKeeper $zk");
+	return $node;
+}
+
+# wait_connected($node, $timeout): true once zk_status() says 'connected'.
+sub wait_connected
+{
+	my ($node, $timeout) = @_;
+	return wait_sql($node, q{SELECT state FROM zk_status()}, 'connected', $timeout);
+}
+
+############################################################################
+# Waiting for conditions (bounded polling; never a blind sleep)
+############################################################################
+
+# wait_until(sub { ... }, $timeout, $what): call the sub every 50 ms until
+# it returns true or $timeout seconds pass. Returns the last value.
+sub wait_until
+{
+	my ($cond, $timeout, $what) = @_;
+	$timeout //= $DEFAULT_TIMEOUT;
+	my $deadline = time + $timeout;
+	while (1)
+	{
+		my $v = $cond->();
+		return $v if $v;
+		if (time >= $deadline)
+		{
+			diag("timed out after ${timeout}s waiting for " . ($what // 'condition'));
+			return $v;
+		}
+		usleep(50_000);
+	}
+}
+
+# wait_sql($node, $sql, $expected, $timeout): poll $sql (one psql call each)
+# until its output equals $expected. Returns true on success.
+sub wait_sql
+{
+	my ($node, $sql, $expected, $timeout) = @_;
+	my $last;
+	my $ok = wait_until(
+		sub {
+			my ($stdout, $stderr, $to) = ('', '', 0);
+			$node->psql('postgres', $sql, stdout => \$stdout, stderr => \$stderr,
+				timeout => 15, timed_out => \$to);
+			$last = $stdout;
+			return $stdout eq $expected;
+		},
+		$timeout,
+		"[$sql] = [$expected]");
+	diag("last result of [$sql]: [" . ($last // '') . "]") unless $ok;
+	return $ok;
+}
+
+# wait_waiting($node, $pid, $path): true once backend $pid shows in zk_locks
+# as waiting on $path with its ZooKeeper node created. This is how tests
+# establish arrival order before starting the next waiter.
+sub wait_waiting
+{
+	my ($node, $pid, $path, $timeout) = @_;
+	return wait_sql($node,
+		qq{SELECT count(*) FROM zk_locks WHERE pid = $pid AND path = '$path'
+		   AND state = 'waiting' AND node IS NOT NULL},
+		'1', $timeout);
+}
+
+# wait_held($node, $pid, $path): true once backend $pid holds $path.
+sub wait_held
+{
+	my ($node, $pid, $path, $timeout) = @_;
+	return wait_sql($node,
+		qq{SELECT count(*) FROM zk_locks WHERE pid = $pid AND path = '$path'
+		   AND state = 'held'},
+		'1', $timeout);
+}
+
+# wait_no_zklock_rows($node, $path): true once zk_locks has no row for $path.
+sub wait_no_zklock_rows
+{
+	my ($node, $path, $timeout) = @_;
+	return wait_sql($node, qq{SELECT count(*) FROM zk_locks WHERE path = '$path'},
+		'0', $timeout);
+}
+
+############################################################################
+# Errors and node names
+############################################################################
+
+# sqlstate_of($stderr): the SQLSTATE of the first ERROR/FATAL in psql's
+# verbose output ("ERROR:  57014: canceling statement ..."), or undef.
+sub sqlstate_of
+{
+	my ($stderr) = @_;
+	return undef unless defined $stderr;
+	return $1 if $stderr =~ /(?:ERROR|FATAL|PANIC):\s+([0-9A-Z]{5}):/;
+	return undef;
+}
+
+# psql_error($node, $sql, $timeout): run $sql in a fresh psql with verbose
+# errors; returns ($sqlstate, $stderr, $stdout, $elapsed_seconds).
+sub psql_error
+{
+	my ($node, $sql, $timeout) = @_;
+	my ($stdout, $stderr, $timed_out) = ('', '', 0);
+	my $t0 = time;
+	$node->psql(
+		'postgres', $sql,
+		stdout => \$stdout,
+		stderr => \$stderr,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ],
+		timeout => $timeout // $DEFAULT_TIMEOUT,
+		timed_out => \$timed_out);
+	# A statement still running at $timeout is reported as SQLSTATE 'HANG!'.
+	return ($timed_out ? 'HANG!' : sqlstate_of($stderr), $stderr, $stdout, time - $t0);
+}
+
+# seq_of($node_name): the sequence number of a lock node (the text after
+# the last "lock-"), as Curator sorts them.
+sub seq_of
+{
+	my ($name) = @_;
+	return $name =~ /.*lock-(.*)$/ ? $1 : $name;
+}
+
+# sort_by_seq(@names): lock nodes in queue order (Curator's fixForSorting).
+sub sort_by_seq
+{
+	return sort { seq_of($a) cmp seq_of($b) } @_;
+}
+
+# lock_children($peer, $path): the lock nodes under $path in queue order
+# ([] when the node does not exist), read by the Curator peer.
+sub lock_children
+{
+	my ($peer, $path) = @_;
+	my $kids = $peer->children($path);
+	return [] unless defined $kids;
+	return [ sort_by_seq(@$kids) ];
+}
+
+# zk_lock_rows($node, $path): { pid => { node, state, scope, count } } from
+# the zk_locks view of $node for $path.
+sub zk_lock_rows
+{
+	my ($node, $path) = @_;
+	my $out = $node->safe_psql('postgres',
+		qq{SELECT pid, coalesce(node, ''), state, scope, count FROM zk_locks
+		   WHERE path = '$path' ORDER BY pid});
+	my %rows;
+	for my $line (split /\n/, $out)
+	{
+		my ($pid, $n, $state, $scope, $count) = split /\|/, $line;
+		$rows{$pid} = { node => $n, state => $state, scope => $scope, count => $count };
+	}
+	return \%rows;
+}
+
+# worker_pid($node): pid of the zklock background worker ('' if none).
+sub worker_pid
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		q{SELECT coalesce(max(pid)::text, '') FROM pg_stat_activity
+		  WHERE backend_type = 'zklock worker'});
+}
+
+sub new_peer { return ZklockTest::Peer->new(@_); }
+
+############################################################################
+# ZklockTest::Session — a psql session for holders and waiters
+############################################################################
+#
+#   my $s = ZklockTest::Session->new($node, 'name');
+#   $s->pid;                              backend pid
+#   my $r = $s->query($sql);              run and wait (bounded)
+#   $s->start($sql); ... $r = $s->result; leave a statement running, collect later
+#   $r = { out => stdout, err => stderr, sqlstate => ..., done => 1, dead => 0|1 }
+#
+# psql runs with -XAtq, ON_ERROR_STOP off and VERBOSITY=verbose so that
+# errors carry their SQLSTATE and the session survives them.
+package ZklockTest::Session;
+
+use strict;
+use warnings;
+use IPC::Run;
+use Test::More;
+use Time::HiRes qw(time);
+
+sub new
+{
+	my ($class, $node, $name) = @_;
+	my $self = bless {
+		node => $node,
+		name => $name // 'session',
+		in => '',
+		out => '',
+		err => '',
+		n => 0,
+		pending => undef,
+	}, $class;
+	local %ENV = $node->_get_env();
+	$self->{timer} = IPC::Run::timer($ZklockTest::DEFAULT_TIMEOUT);
+	$self->{h} = IPC::Run::start(
+		[
+			$node->installed_command('psql'), '-XAtq',
+			'-v', 'ON_ERROR_STOP=0',
+			'-v', 'VERBOSITY=verbose',
+			'-v', "PROMPT1=", '-d', $node->connstr('postgres') . " application_name=$self->{name}",
+			'-f', '-'
+		],
+		'<', \$self->{in}, '>', \$self->{out}, '2>', \$self->{err},
+		$self->{timer});
+	my $r = $self->query('SELECT pg_backend_pid()');
+	die "session $self->{name}: could not connect: $r->{err}"
+	  unless $r->{done} && $r->{out} =~ /^(\d+)$/;
+	$self->{pid} = $1;
+	return $self;
+}
+
+sub pid { return $_[0]{pid}; }
+sub name { return $_[0]{name}; }
+
+# start($sql): send $sql and return at once; the statement may block.
+sub start
+{
+	my ($self, $sql) = @_;
+	die "session $self->{name}: a statement is still pending" if defined $self->{pending};
+	my $n = ++$self->{n};
+	my $banner = "__zklock_done_$self->{name}_$n";
+	$self->{pending} = $banner;
+	Test::More::note("[$self->{name} pid " . ($self->{pid} // '?') . "] $sql");
+	$self->{in} .= "$sql\n;\n\\echo $banner\n\\warn $banner\n";
+	eval { $self->{h}->pump_nb; };
+	return;
+}
+
+# done(): true when the pending statement has finished (or psql died).
+sub done
+{
+	my ($self) = @_;
+	return 1 unless defined $self->{pending};
+	eval { $self->{h}->pump_nb if $self->{h}->pumpable; };
+	my $b = $self->{pending};
+	return 1 if $self->{out} =~ /^$b$/m && $self->{err} =~ /^$b$/m;
+	return 1 unless $self->{h}->pumpable;
+	return 0;
+}
+
+# result($timeout): wait (bounded) for the pending statement; returns
+# { out, err, sqlstate, done, dead }. done = 0 means it is still running
+# after $timeout seconds (it stays pending: call result again later).
+sub result
+{
+	my ($self, $timeout) = @_;
+	my $b = $self->{pending};
+	die "session $self->{name}: nothing pending" unless defined $b;
+	$timeout //= $ZklockTest::DEFAULT_TIMEOUT;
+	$self->{timer}->start($timeout);
+	my $finished = sub {
+		$self->{out} =~ /^$b$/m && $self->{err} =~ /^$b$/m;
+	};
+	while (!$finished->() && $self->{h}->pumpable && !$self->{timer}->is_expired)
+	{
+		eval { $self->{h}->pump; };
+		last if $@ && !$self->{h}->pumpable;
+	}
+	my $done = $finished->();
+	my $dead = !$done && !$self->{h}->pumpable;
+	if (!$done && !$dead)
+	{
+		return { done => 0, dead => 0, out => $self->{out}, err => $self->{err} };
+	}
+	my ($out, $err) = ($self->{out}, $self->{err});
+	$out =~ s/\n?^$b\n//m;
+	$err =~ s/\n?^$b\n//m;
+	chomp $out;
+	$self->{out} = $self->{err} = '';
+	$self->{pending} = undef;
+	Test::More::note("[$self->{name}] -> out=[$out] err=[$err]" . ($dead ? ' (psql exited)' : ''));
+	return {
+		done => 1,
+		dead => $dead ? 1 : 0,
+		out => $out,
+		err => $err,
+		sqlstate => ZklockTest::sqlstate_of($err),
+	};
+}
+
+# query($sql, $timeout): start + result. Dies if the statement does not
+# finish within $timeout (a hang is a test failure, not a wait forever).
+sub query
+{
+	my ($self, $sql, $timeout) = @_;
+	$self->start($sql);
+	my $r = $self->result($timeout);
+	die "session $self->{name}: [$sql] did not finish within "
+	  . ($timeout // $ZklockTest::DEFAULT_TIMEOUT) . "s"
+	  unless $r->{done};
+	return $r;
+}
+
+# value($sql): query and return stdout; dies on an error.
+sub value
+{
+	my ($self, $sql, $timeout) = @_;
+	my $r = $self->query($sql, $timeout);
+	die "session $self->{name}: [$sql] failed: $r->{err}" if $r->{err} =~ /ERROR|FATAL/;
+	return $r->{out};
+}
+
+# alive(): psql still running (its backend was not terminated).
+sub alive
+{
+	my ($self) = @_;
+	eval { $self->{h}->pump_nb if $self->{h}->pumpable; };
+	return $self->{h}->pumpable ? 1 : 0;
+}
+
+# quit(): end psql (and so the backend) normally; bounded.
+sub quit
+{
+	my ($self) = @_;
+	return if $self->{closed};
+	$self->{closed} = 1;
+	if ($self->{h}->pumpable)
+	{
+		$self->{in} .= "\\q\n";
+		$self->{timer}->start(15);
+		eval { $self->{h}->finish; 1 } or eval { $self->{h}->kill_kill; };
+	}
+	else
+	{
+		eval { $self->{h}->finish; };
+	}
+	return;
+}
+
+sub DESTROY
+{
+	my ($self) = @_;
+	local ($@, $?);
+	eval { $self->{h}->kill_kill if !$self->{closed} && $self->{h}->pumpable; };
+}
+
+############################################################################
+# ZklockTest::Peer — a Curator 5.4 client (test/java/CuratorPeer.java)
+############################################################################
+#
+#   my $peer = ZklockTest::Peer->new($zk_connect);
+#   $peer->acquire('c1', '/p', 1000);          async
+#   $peer->wait_reply(qr/^(acquired|timeout|error) c1\b/)   -> the line
+#   $peer->release('c1');                      waits for "released c1"
+#   $peer->children('/p')                      -> [names] or undef (no node)
+#   $peer->quit;
+package ZklockTest::Peer;
+
+use strict;
+use warnings;
+use IPC::Run;
+use Test::More;
+use File::Path qw(make_path);
+
+my $build_dir;    # CuratorPeer.class, compiled once per test process
+
+sub _compile
+{
+	return $build_dir if defined $build_dir;
+	my $dir = PostgreSQL::Test::Utils::tempdir('curator');
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'javac', '-nowarn', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
+			"$ZklockTest::REPO/test/java/CuratorPeer.java"
+		],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
+	  or BAIL_OUT("javac CuratorPeer.java failed: $out $err");
+	$build_dir = $dir;
+	return $dir;
+}
+
+sub new
+{
+	my ($class, $connect, $name) = @_;
+	my $dir = _compile();
+	my $self = bless {
+		name => $name // 'peer',
+		in => '',
+		out => '',
+		err => '',
+		lines => [],
+	}, $class;
+	$self->{timer} = IPC::Run::timer($ZklockTest::DEFAULT_TIMEOUT);
+	$self->{h} = IPC::Run::start(
+		[
+			'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR",
+			'CuratorPeer', $connect
+		],
+		'<', \$self->{in}, '>', \$self->{out}, '2>', \$self->{err},
+		$self->{timer});
+	my $l = $self->wait_reply(qr/^(ready|error connect)/, 60);
+	die "Curator peer did not connect to $connect: " . ($l // 'no reply') . " $self->{err}"
+	  unless defined $l && $l eq 'ready';
+	return $self;
+}
+
+# send($line): send one command, do not wait.
+sub send
+{
+	my ($self, $line) = @_;
+	Test::More::note("[$self->{name}] << $line");
+	$self->{in} .= "$line\n";
+	eval { $self->{h}->pump_nb; };
+	return;
+}
+
+# Move complete lines from the output buffer into the line queue.
+sub _split
+{
+	my ($self) = @_;
+	while ($self->{out} =~ s/^([^\n]*)\n//)
+	{
+		push @{ $self->{lines} }, $1;
+		Test::More::note("[$self->{name}] >> $1");
+	}
+}
+
+# wait_reply($re, $timeout): remove and return the first reply line that
+# matches $re, waiting at most $timeout seconds; undef on timeout. Lines
+# that do not match stay queued for later waits (replies of concurrent
+# acquires arrive in any order).
+sub wait_reply
+{
+	my ($self, $re, $timeout) = @_;
+	$self->{timer}->start($timeout // $ZklockTest::DEFAULT_TIMEOUT);
+	while (1)
+	{
+		$self->_split;
+		for my $i (0 .. $#{ $self->{lines} })
+		{
+			if ($self->{lines}[$i] =~ $re)
+			{
+				return splice(@{ $self->{lines} }, $i, 1);
+			}
+		}
+		last if $self->{timer}->is_expired || !$self->{h}->pumpable;
+		eval { $self->{h}->pump; };
+	}
+	$self->_split;
+	diag("[$self->{name}] no reply matching $re; queued: [@{$self->{lines}}] stderr: $self->{err}");
+	return undef;
+}
+
+# has_reply($re): non-blocking check whether a matching reply arrived
+# (the line stays queued).
+sub has_reply
+{
+	my ($self, $re) = @_;
+	eval { $self->{h}->pump_nb if $self->{h}->pumpable; };
+	$self->_split;
+	return scalar grep { $_ =~ $re } @{ $self->{lines} };
+}
+
+# cmd($line, $re, $timeout): send and wait for the matching reply.
+sub cmd
+{
+	my ($self, $line, $re, $timeout) = @_;
+	$self->send($line);
+	return $self->wait_reply($re, $timeout);
+}
+
+# acquire($id, $path, $timeout_ms): start an acquire on ID's thread (async).
+sub acquire
+{
+	my ($self, $id, $path, $ms) = @_;
+	$self->send("acquire $id $path " . ($ms // -1));
+	return;
+}
+
+# acquire_result($id, $timeout): 'acquired' | 'timeout' | 'error ...' | undef.
+sub acquire_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(acquired|timeout|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	$l =~ s/^(acquired|timeout) \Q$id\E$/$1/;
+	return $l;
+}
+
+# release($id): 'released' or the error line.
+sub release
+{
+	my ($self, $id) = @_;
+	my $l = $self->cmd("release $id", qr/^(released|error) \Q$id\E(\s|$)/);
+	return undef unless defined $l;
+	return $l eq "released $id" ? 'released' : $l;
+}
+
+# children($path): [names sorted as strings], undef when $path does not exist.
+sub children
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("children $path", qr/^(children|nonode|error children)\s+\Q$path\E(\s|$)|^error children/);
+	die "children $path: no reply" unless defined $l;
+	return undef if $l =~ /^nonode/;
+	die "children $path: $l" if $l =~ /^error/;
+	my @w = split ' ', $l;
+	splice(@w, 0, 2);
+	return \@w;
+}
+
+# participants($path): [full paths] in Curator's queue order.
+sub participants
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("participants $path", qr/^participants \Q$path\E(\s|$)|^error participants/);
+	die "participants $path: " . ($l // 'no reply') unless defined $l && $l =~ /^participants/;
+	my @w = split ' ', $l;
+	splice(@w, 0, 2);
+	return \@w;
+}
+
+sub exists
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("exists $path", qr/^exists \Q$path\E |^error exists/);
+	die "exists $path: " . ($l // 'no reply') unless defined $l && $l =~ /^exists/;
+	return $l =~ / true$/ ? 1 : 0;
+}
+
+sub get
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("get $path", qr/^(data|nonode) \Q$path\E(\s|$)|^error get/);
+	return undef unless defined $l && $l =~ /^data/;
+	$l =~ s/^data \Q$path\E ?//;
+	return $l;
+}
+
+sub delete
+{
+	my ($self, $path) = @_;
+	return $self->cmd("delete $path", qr/^deleted \Q$path\E$|^error delete/);
+}
+
+sub ping { my ($self) = @_; return $self->cmd('ping', qr/^pong$/, 10); }
+
+# quit(): close Curator (its session and nodes go at once) and wait (bounded).
+sub quit
+{
+	my ($self) = @_;
+	return if $self->{closed};
+	$self->{closed} = 1;
+	$self->{in} .= "quit\n";
+	$self->{timer}->start(20);
+	eval { $self->{h}->finish; 1 } or eval { $self->{h}->kill_kill; };
+	return;
+}
+
+sub DESTROY
+{
+	my ($self) = @_;
+	local ($@, $?);
+	eval { $self->{h}->kill_kill if !$self->{closed} && $self->{h}->pumpable; };
+}
+
+package ZklockTest;
+
+our $CURATOR_JAR = $ENV{CURATOR_JAR} // '/usr/share/java/curator-recipes.jar';
+
+1;

@@ -1,0 +1,1125 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_recipe.c
+ *		cmocka unit tests of the zklock recipe core (src/zklock_recipe.c).
+ *
+ * Expected values are Curator 5.x / ZooKeeper 3.8 behaviour as written
+ * down in WIRE.md: what a Java peer would name, sort and decide.
+ *
+ * test/unit/test_recipe.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "zklock_recipe.h"
+
+#define NOT_SET ((size_t) 0xDEADBEEF)
+
+#define U1 "53345f98-9423-4e0c-a7b5-9f819e3ec2e1"
+#define U2 "0b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+#define U3 "ffeeddcc-bbaa-4998-8877-665544332211"
+
+/*
+ * Validate a literal (sizeof, so embedded NULs count) with the default
+ * maximum and check the error and, for errors, the offset.  A macro so
+ * that a failure names the line of the case.
+ */
+#define CHECK_PATH(lit, want, want_off) \
+	do { \
+		size_t off_ = NOT_SET; \
+		ZklockPathError e_ = zklock_validate_path((lit), sizeof(lit) - 1, \
+												  ZKLOCK_MAX_PATH_LEN, &off_); \
+		if (e_ != (want)) \
+			print_error("path \"%s\": got %d (%s), want %d\n", (lit), (int) e_, \
+						zklock_path_error_message(e_), (int) (want)); \
+		assert_int_equal(e_, (want)); \
+		assert_int_equal(off_, (want) == ZKLOCK_PATH_OK ? NOT_SET : (size_t) (want_off)); \
+	} while (0)
+
+#define CHECK_OK(lit) CHECK_PATH(lit, ZKLOCK_PATH_OK, 0)
+
+/* ---------------------------------------------------------------- paths */
+
+static void
+test_path_valid_simple_and_nested(void **state)
+{
+	(void) state;
+	CHECK_OK("/a");
+	CHECK_OK("/a/b");
+	CHECK_OK("/a/b-c_d.e");
+	CHECK_OK("/locks/orders/2024-01-01");
+	CHECK_OK("/a b/with space");
+	CHECK_OK("/~!@#$%^&*()=+[]{};:'\",<>?|\\");
+}
+
+static void
+test_path_valid_utf8(void **state)
+{
+	(void) state;
+	CHECK_OK("/\xc3\xa4\xc3\xb6\xc3\xbc");	/* /äöü */
+	CHECK_OK("/\xe6\x97\xa5\xe6\x9c\xac/\xce\xb1\xce\xb2");	/* /日本/αβ */
+	CHECK_OK("/\xc2\xa0");		/* U+00A0, first after the C1 block */
+	CHECK_OK("/\xed\x9f\xbf");	/* U+D7FF, last before the refused block */
+	CHECK_OK("/\xef\xa4\x80");	/* U+F900, first after private use */
+	CHECK_OK("/\xef\xbf\xaf");	/* U+FFEF, last before U+FFF0 */
+}
+
+static void
+test_path_valid_dots_inside_names(void **state)
+{
+	(void) state;
+	CHECK_OK("/a/.b");
+	CHECK_OK("/a/b.");
+	CHECK_OK("/...");
+	CHECK_OK("/a/..b");
+	CHECK_OK("/a/b..");
+	CHECK_OK("/.hidden/x");
+}
+
+static void
+test_path_empty(void **state)
+{
+	(void) state;
+	CHECK_PATH("", ZKLOCK_PATH_EMPTY, 0);
+}
+
+static void
+test_path_no_leading_slash(void **state)
+{
+	(void) state;
+	CHECK_PATH("a/b", ZKLOCK_PATH_NO_LEADING_SLASH, 0);
+	CHECK_PATH("a", ZKLOCK_PATH_NO_LEADING_SLASH, 0);
+	CHECK_PATH(" /a", ZKLOCK_PATH_NO_LEADING_SLASH, 0);
+}
+
+static void
+test_path_root_alone_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/", ZKLOCK_PATH_ROOT, 0);
+}
+
+static void
+test_path_trailing_slash(void **state)
+{
+	(void) state;
+	CHECK_PATH("/a/", ZKLOCK_PATH_TRAILING_SLASH, 2);
+	CHECK_PATH("/a/b/", ZKLOCK_PATH_TRAILING_SLASH, 4);
+	CHECK_PATH("//", ZKLOCK_PATH_TRAILING_SLASH, 1);
+	/* ZooKeeper checks the end before scanning */
+	CHECK_PATH("/a//", ZKLOCK_PATH_TRAILING_SLASH, 3);
+}
+
+static void
+test_path_empty_component(void **state)
+{
+	(void) state;
+	CHECK_PATH("/a//b", ZKLOCK_PATH_EMPTY_COMPONENT, 3);
+	CHECK_PATH("//a", ZKLOCK_PATH_EMPTY_COMPONENT, 1);
+	CHECK_PATH("/a/b///c", ZKLOCK_PATH_EMPTY_COMPONENT, 5);
+}
+
+static void
+test_path_dot_components(void **state)
+{
+	(void) state;
+	CHECK_PATH("/.", ZKLOCK_PATH_DOT_COMPONENT, 1);
+	CHECK_PATH("/..", ZKLOCK_PATH_DOT_COMPONENT, 1);
+	CHECK_PATH("/a/./b", ZKLOCK_PATH_DOT_COMPONENT, 3);
+	CHECK_PATH("/a/..", ZKLOCK_PATH_DOT_COMPONENT, 3);
+	CHECK_PATH("/a/../b", ZKLOCK_PATH_DOT_COMPONENT, 3);
+	CHECK_PATH("/./a", ZKLOCK_PATH_DOT_COMPONENT, 1);
+}
+
+static void
+test_path_control_characters_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/\x01", ZKLOCK_PATH_BAD_CHARACTER, 1);
+	CHECK_PATH("/a\x01" "b", ZKLOCK_PATH_BAD_CHARACTER, 2);
+	CHECK_PATH("/a\tb", ZKLOCK_PATH_BAD_CHARACTER, 2);
+	CHECK_PATH("/a\nb", ZKLOCK_PATH_BAD_CHARACTER, 2);
+	CHECK_PATH("/a/\x1f", ZKLOCK_PATH_BAD_CHARACTER, 3);
+	CHECK_PATH("/a\x7f", ZKLOCK_PATH_BAD_CHARACTER, 2);	/* U+007F DEL */
+}
+
+static void
+test_path_nul_byte_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/a\0b", ZKLOCK_PATH_BAD_CHARACTER, 2);
+}
+
+static void
+test_path_c1_controls_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/\xc2\x80", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+0080 */
+	CHECK_PATH("/ab\xc2\x85", ZKLOCK_PATH_BAD_CHARACTER, 3);	/* U+0085 NEL */
+	CHECK_PATH("/\xc2\x9f", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+009F */
+}
+
+static void
+test_path_private_use_and_specials_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/x\xee\x80\x80", ZKLOCK_PATH_BAD_CHARACTER, 2);	/* U+E000 */
+	CHECK_PATH("/\xef\xa3\xbf", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+F8FF */
+	CHECK_PATH("/\xef\xbf\xb0", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+FFF0 */
+	CHECK_PATH("/\xef\xbf\xb5", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+FFF5 */
+	CHECK_PATH("/\xef\xbf\xbd", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+FFFD */
+	CHECK_PATH("/\xef\xbf\xbf", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+FFFF */
+}
+
+static void
+test_path_supplementary_characters_rejected_as_java_surrogates(void **state)
+{
+	(void) state;
+	/* U+1F600 reaches ZooKeeper as a surrogate pair, which it refuses */
+	CHECK_PATH("/a\xf0\x9f\x98\x80", ZKLOCK_PATH_BAD_CHARACTER, 2);
+	CHECK_PATH("/\xf0\x90\x80\x80", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+10000 */
+	CHECK_PATH("/\xf4\x8f\xbf\xbf", ZKLOCK_PATH_BAD_CHARACTER, 1);	/* U+10FFFF */
+}
+
+static void
+test_path_invalid_utf8_rejected(void **state)
+{
+	(void) state;
+	CHECK_PATH("/\x80", ZKLOCK_PATH_BAD_ENCODING, 1);	/* lone continuation */
+	CHECK_PATH("/ab\xbf", ZKLOCK_PATH_BAD_ENCODING, 3);
+	CHECK_PATH("/\xff", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xfe", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xf5\x80\x80\x80", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xf4\x90\x80\x80", ZKLOCK_PATH_BAD_ENCODING, 1);	/* > U+10FFFF */
+	CHECK_PATH("/\xc3", ZKLOCK_PATH_BAD_ENCODING, 1);	/* truncated at end */
+	CHECK_PATH("/\xe2\x82", ZKLOCK_PATH_BAD_ENCODING, 1);	/* truncated at end */
+	CHECK_PATH("/\xc3" "a", ZKLOCK_PATH_BAD_ENCODING, 1);	/* bad continuation */
+	CHECK_PATH("/\xe2\x82/b", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xed\xa0\x80", ZKLOCK_PATH_BAD_ENCODING, 1);	/* encoded U+D800 */
+	CHECK_PATH("/\xed\xbf\xbf", ZKLOCK_PATH_BAD_ENCODING, 1);	/* encoded U+DFFF */
+}
+
+static void
+test_path_overlong_utf8_rejected(void **state)
+{
+	(void) state;
+	/* overlong forms of '/' and '.' must not sneak in structure */
+	CHECK_PATH("/a\xc0\xaf" "b", ZKLOCK_PATH_BAD_ENCODING, 2);
+	CHECK_PATH("/\xc1\xbf", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xe0\x80\xae", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xe0\x9f\xbf", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xf0\x80\x80\xaf", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xf0\x8f\xbf\xbf", ZKLOCK_PATH_BAD_ENCODING, 1);
+	CHECK_PATH("/\xc0\x80", ZKLOCK_PATH_BAD_ENCODING, 1);	/* modified UTF-8 NUL */
+}
+
+static void
+test_path_length_limit_exact_ok_one_more_rejected(void **state)
+{
+	char		buf[ZKLOCK_MAX_PATH_LEN + 2];
+	size_t		off = NOT_SET;
+
+	(void) state;
+	buf[0] = '/';
+	memset(buf + 1, 'a', sizeof(buf) - 1);
+
+	assert_int_equal(zklock_validate_path(buf, ZKLOCK_MAX_PATH_LEN,
+										  ZKLOCK_MAX_PATH_LEN, &off),
+					 ZKLOCK_PATH_OK);
+	assert_int_equal(off, NOT_SET);
+	assert_int_equal(zklock_validate_path(buf, ZKLOCK_MAX_PATH_LEN + 1,
+										  ZKLOCK_MAX_PATH_LEN, &off),
+					 ZKLOCK_PATH_TOO_LONG);
+	assert_int_equal(off, ZKLOCK_MAX_PATH_LEN);
+
+	/* the limit is in bytes: five 2-byte characters are 11 bytes */
+	assert_int_equal(zklock_validate_path("/\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4",
+										  11, 11, NULL), ZKLOCK_PATH_OK);
+	assert_int_equal(zklock_validate_path("/\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4\xc3\xa4",
+										  11, 10, &off), ZKLOCK_PATH_TOO_LONG);
+	assert_int_equal(off, 10);
+	assert_int_equal(zklock_validate_path("/abcdefghi", 10, 10, NULL),
+					 ZKLOCK_PATH_OK);
+	assert_int_equal(zklock_validate_path("/abcdefghij", 11, 10, NULL),
+					 ZKLOCK_PATH_TOO_LONG);
+}
+
+static void
+test_path_zookeeper_subtree_reserved(void **state)
+{
+	(void) state;
+	CHECK_PATH("/zookeeper", ZKLOCK_PATH_RESERVED, 1);
+	CHECK_PATH("/zookeeper/x", ZKLOCK_PATH_RESERVED, 1);
+	CHECK_PATH("/zookeeper/quota/a", ZKLOCK_PATH_RESERVED, 1);
+	CHECK_OK("/zookeeperx");
+	CHECK_OK("/zookeepe");
+	CHECK_OK("/ZooKeeper");
+	CHECK_OK("/a/zookeeper");
+}
+
+static void
+test_path_is_length_bounded_not_nul_terminated(void **state)
+{
+	const char	raw[] = {'/', 'a', 'b', '/'};	/* no NUL anywhere */
+	size_t		off = NOT_SET;
+
+	(void) state;
+	assert_int_equal(zklock_validate_path(raw, 3, 480, &off), ZKLOCK_PATH_OK);
+	assert_int_equal(zklock_validate_path(raw, 4, 480, &off),
+					 ZKLOCK_PATH_TRAILING_SLASH);
+	assert_int_equal(off, 3);
+	/* "/a/./b" cut after "/a/." ends in a dot component */
+	assert_int_equal(zklock_validate_path("/a/./b", 4, 480, &off),
+					 ZKLOCK_PATH_DOT_COMPONENT);
+	assert_int_equal(off, 3);
+	/* NULL bad_offset is allowed */
+	assert_int_equal(zklock_validate_path("a", 1, 480, NULL),
+					 ZKLOCK_PATH_NO_LEADING_SLASH);
+}
+
+static void
+test_path_error_messages(void **state)
+{
+	ZklockPathError e;
+	ZklockPathError e2;
+
+	(void) state;
+	assert_string_equal(zklock_path_error_message(ZKLOCK_PATH_NO_LEADING_SLASH),
+						"path must start with \"/\"");
+	for (e = ZKLOCK_PATH_OK; e <= ZKLOCK_PATH_RESERVED; e++)
+	{
+		const char *m = zklock_path_error_message(e);
+		size_t		l;
+
+		assert_non_null(m);
+		l = strlen(m);
+		assert_true(l > 0);
+		assert_true(m[0] >= 'a' && m[0] <= 'z');	/* lower case */
+		assert_true(m[l - 1] != '.');	/* no period */
+		assert_string_not_equal(m, "unknown path error");
+		for (e2 = ZKLOCK_PATH_OK; e2 < e; e2++)
+			assert_string_not_equal(m, zklock_path_error_message(e2));
+	}
+	assert_string_equal(zklock_path_error_message((ZklockPathError) 99),
+						"unknown path error");
+}
+
+/* ---------------------------------------------------------------- uuids */
+
+static void
+test_uuid_sets_version_and_variant_like_java(void **state)
+{
+	unsigned char b[16];
+	unsigned char copy[16];
+	char		out[ZKLOCK_UUID_LEN + 1];
+	int			i;
+
+	(void) state;
+	for (i = 0; i < 16; i++)
+		b[i] = (unsigned char) i;
+	memcpy(copy, b, 16);
+	memset(out, 'X', sizeof(out));
+	zklock_format_uuid(b, out);
+	/* byte 6: 0x06 -> 0x46, byte 8: 0x08 -> 0x88 */
+	assert_string_equal(out, "00010203-0405-4607-8809-0a0b0c0d0e0f");
+	assert_memory_equal(b, copy, 16);	/* input untouched */
+
+	memset(b, 0, 16);
+	zklock_format_uuid(b, out);
+	assert_string_equal(out, "00000000-0000-4000-8000-000000000000");
+
+	memset(b, 0xff, 16);
+	zklock_format_uuid(b, out);
+	assert_string_equal(out, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+}
+
+static void
+test_uuid_of_real_curator_node_round_trips(void **state)
+{
+	/* the UUID of WIRE.md's example node, already version 4 / variant 10 */
+	const unsigned char b[16] = {0x53, 0x34, 0x5f, 0x98, 0x94, 0x23, 0x4e, 0x0c,
+	0xa7, 0xb5, 0x9f, 0x81, 0x9e, 0x3e, 0xc2, 0xe1};
+	char		out[ZKLOCK_UUID_LEN + 1];
+
+	(void) state;
+	zklock_format_uuid(b, out);
+	assert_string_equal(out, U1);
+	assert_int_equal(strlen(out), ZKLOCK_UUID_LEN);
+	assert_true(zklock_is_uuid(out));
+}
+
+static void
+test_is_uuid_accepts_java_form(void **state)
+{
+	(void) state;
+	assert_true(zklock_is_uuid(U1));
+	assert_true(zklock_is_uuid(U2));
+	assert_true(zklock_is_uuid("00000000-0000-0000-0000-000000000000"));
+}
+
+static void
+test_is_uuid_rejects_other_forms(void **state)
+{
+	(void) state;
+	assert_false(zklock_is_uuid(NULL));
+	assert_false(zklock_is_uuid(""));
+	assert_false(zklock_is_uuid("53345F98-9423-4E0C-A7B5-9F819E3EC2E1"));	/* upper */
+	assert_false(zklock_is_uuid("53345f98-9423-4e0c-a7b5-9f819e3ec2e"));	/* 35 */
+	assert_false(zklock_is_uuid("53345f98-9423-4e0c-a7b5-9f819e3ec2e1a"));	/* 37 */
+	assert_false(zklock_is_uuid("53345f9889423-4e0c-a7b5-9f819e3ec2e1"));	/* no dash */
+	assert_false(zklock_is_uuid("53345f9-89423-4e0c-a7b5-9f819e3ec2e1"));	/* dash moved */
+	assert_false(zklock_is_uuid("53345f98-9423-4e0c-a7b5-9f819e3ec2eg"));	/* not hex */
+	assert_false(zklock_is_uuid("53345f98942340e0ca7b59f819e3ec2e1000"));	/* no dashes */
+	assert_false(zklock_is_uuid("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1"));
+}
+
+/* ---------------------------------------------------------------- protected names */
+
+static void
+test_protected_prefix_is_c_uuid_dash(void **state)
+{
+	char		out[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
+
+	(void) state;
+	zklock_protected_prefix(U1, out);
+	assert_string_equal(out, "_c_" U1 "-");
+	assert_int_equal(strlen(out), 40);
+	assert_int_equal(ZKLOCK_PROTECTED_PREFIX_LEN, 40);
+}
+
+static void
+test_protected_name_for_each_recipe(void **state)
+{
+	char		out[128];
+
+	(void) state;
+	assert_int_equal(zklock_protected_name(U1, "lock-", out, sizeof(out)), 45);
+	assert_string_equal(out, "_c_" U1 "-lock-");
+	assert_int_equal(zklock_protected_name(U1, "__READ__", out, sizeof(out)), 48);
+	assert_string_equal(out, "_c_" U1 "-__READ__");
+	assert_int_equal(zklock_protected_name(U1, "__WRIT__", out, sizeof(out)), 48);
+	assert_string_equal(out, "_c_" U1 "-__WRIT__");
+	assert_int_equal(zklock_protected_name(U1, "lease-", out, sizeof(out)), 46);
+	assert_string_equal(out, "_c_" U1 "-lease-");
+}
+
+static void
+test_protected_name_truncates_like_snprintf(void **state)
+{
+	char		out[64];
+
+	(void) state;
+	memset(out, 'X', sizeof(out));
+	assert_int_equal(zklock_protected_name(U1, "lock-", out, 10), 45);
+	assert_string_equal(out, "_c_53345f");
+	assert_int_equal(out[10], 'X');
+
+	memset(out, 'X', sizeof(out));
+	assert_int_equal(zklock_protected_name(U1, "lock-", out, 43), 45);
+	assert_string_equal(out, "_c_" U1 "-lo");
+
+	/* exactly enough room */
+	assert_int_equal(zklock_protected_name(U1, "lock-", out, 46), 45);
+	assert_string_equal(out, "_c_" U1 "-lock-");
+
+	memset(out, 'X', sizeof(out));
+	assert_int_equal(zklock_protected_name(U1, "lock-", out, 1), 45);
+	assert_string_equal(out, "");
+	assert_int_equal(zklock_protected_name(U1, "lock-", NULL, 0), 45);
+}
+
+static void
+test_find_protected_recovers_lost_create(void **state)
+{
+	char	   *children[] = {
+		"_c_" U2 "-lock-0000000001",
+		"_c_" U3 "-lock-0000000002",
+		"_c_" U1 "-lock-0000000003",
+		"_c_" U1 "-lock-0000000009",
+	};
+	char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
+
+	(void) state;
+	zklock_protected_prefix(U1, prefix);
+	assert_int_equal(zklock_find_protected(children, 4, prefix), 2);
+	zklock_protected_prefix(U2, prefix);
+	assert_int_equal(zklock_find_protected(children, 4, prefix), 0);
+	zklock_protected_prefix("11111111-2222-4333-8444-555555555555", prefix);
+	assert_int_equal(zklock_find_protected(children, 4, prefix), -1);
+	assert_int_equal(zklock_find_protected(children, 0, prefix), -1);
+	/* the prefix must be at the start, not anywhere in the name */
+	assert_int_equal(zklock_find_protected(children, 4, U1 "-lock-"), -1);
+}
+
+/* ---------------------------------------------------------------- sort keys */
+
+static void
+test_sort_key_strips_through_lock_name(void **state)
+{
+	const char *n1 = "_c_x-lock-0000000003";
+	const char *n2 = "_c_" U1 "-lock-0000000007";
+	const char *n3 = "lock-0000000001";
+
+	(void) state;
+	assert_string_equal(zklock_sort_key(n1, "lock-"), "0000000003");
+	assert_ptr_equal(zklock_sort_key(n1, "lock-"), n1 + 10);
+	assert_string_equal(zklock_sort_key(n2, "lock-"), "0000000007");
+	assert_string_equal(zklock_sort_key(n3, "lock-"), "0000000001");
+	assert_string_equal(zklock_sort_key("_c_" U1 "-lease-0000000004", "lease-"),
+						"0000000004");
+}
+
+static void
+test_sort_key_whole_name_without_lock_name(void **state)
+{
+	const char *foo = "foo";
+	const char *seq = "0000000005";
+
+	(void) state;
+	assert_ptr_equal(zklock_sort_key(foo, "lock-"), foo);
+	assert_ptr_equal(zklock_sort_key(seq, "lock-"), seq);
+	assert_string_equal(zklock_sort_key("", "lock-"), "");
+	/* "lock" without the dash is not the lock name */
+	assert_string_equal(zklock_sort_key("lock0000000001", "lock-"), "lock0000000001");
+}
+
+static void
+test_sort_key_uses_last_occurrence(void **state)
+{
+	(void) state;
+	assert_string_equal(zklock_sort_key("lock-lock-0000000005", "lock-"), "0000000005");
+	assert_string_equal(zklock_sort_key("_c_x-mylock-app-lock-0000000002", "lock-"),
+						"0000000002");
+	assert_string_equal(zklock_sort_key("_c_x-lock-0000000002lock-9", "lock-"), "9");
+	/* name ending in the lock name: empty key */
+	assert_string_equal(zklock_sort_key("_c_x-lock-", "lock-"), "");
+	/* overlapping occurrences: Java's lastIndexOf finds the last start */
+	assert_string_equal(zklock_sort_key("xaaay", "aa"), "y");
+	assert_string_equal(zklock_sort_key("aaaa", "aa"), "");
+	/* empty lock name occurs at the end, as in Java */
+	assert_string_equal(zklock_sort_key("abc", ""), "");
+}
+
+static void
+test_sort_key_negative_sequence_after_overflow(void **state)
+{
+	(void) state;
+	/* the server prints the signed counter with %010d */
+	assert_string_equal(zklock_sort_key("_c_x-lock--000000001", "lock-"), "-000000001");
+	assert_string_equal(zklock_sort_key("_c_x-lock--2147483648", "lock-"), "-2147483648");
+}
+
+static void
+test_rw_sort_key(void **state)
+{
+	(void) state;
+	assert_string_equal(zklock_rw_sort_key("_c_" U1 "-__READ__0000000002"), "0000000002");
+	assert_string_equal(zklock_rw_sort_key("_c_" U1 "-__WRIT__0000000001"), "0000000001");
+	assert_string_equal(zklock_rw_sort_key("__READ____WRIT__0000000003"), "0000000003");
+	assert_string_equal(zklock_rw_sort_key("__WRIT____READ__0000000004"), "0000000004");
+	assert_string_equal(zklock_rw_sort_key("_c_x-lock-0000000001"), "_c_x-lock-0000000001");
+}
+
+/* ---------------------------------------------------------------- sorting */
+
+static void
+test_sort_shuffled_nodes_from_different_uuids(void **state)
+{
+	char	   *names[] = {
+		"_c_9a0b1c2d-0000-4000-8000-000000000001-lock-0000000006",
+		"_c_00000000-0000-4000-8000-000000000002-lock-0000000009",
+		"_c_ffffffff-0000-4000-8000-000000000003-lock-0000000000",
+		"_c_12345678-0000-4000-8000-000000000004-lock-0000000003",
+		"_c_abcdef01-0000-4000-8000-000000000005-lock-0000000008",
+		"_c_77777777-0000-4000-8000-000000000006-lock-0000000001",
+		"_c_0fedcba9-0000-4000-8000-000000000007-lock-0000000005",
+		"_c_c0ffee00-0000-4000-8000-000000000008-lock-0000000002",
+		"_c_deadbeef-0000-4000-8000-000000000009-lock-0000000007",
+		"_c_55555555-0000-4000-8000-00000000000a-lock-0000000004",
+	};
+	char		want[16];
+	int			i;
+
+	(void) state;
+	zklock_sort_children(names, 10, "lock-");
+	for (i = 0; i < 10; i++)
+	{
+		sprintf(want, "%010d", i);
+		assert_string_equal(zklock_sort_key(names[i], "lock-"), want);
+	}
+	/* the holder is the lowest sequence, whatever its uuid */
+	assert_string_equal(names[0], "_c_ffffffff-0000-4000-8000-000000000003-lock-0000000000");
+}
+
+static void
+test_sort_mixed_curator_and_foreign_names(void **state)
+{
+	char	   *names[] = {
+		"foo",
+		"_c_b-lock-0000000002",
+		"lock-0000000003",		/* unprotected Curator node */
+		"_c_a-lock-0000000001",
+		"0000000000",
+	};
+
+	(void) state;
+	zklock_sort_children(names, 5, "lock-");
+	assert_string_equal(names[0], "0000000000");
+	assert_string_equal(names[1], "_c_a-lock-0000000001");
+	assert_string_equal(names[2], "_c_b-lock-0000000002");
+	assert_string_equal(names[3], "lock-0000000003");
+	assert_string_equal(names[4], "foo");	/* 'f' sorts after digits */
+}
+
+static void
+test_sort_ties_broken_by_full_name(void **state)
+{
+	char	   *names[] = {
+		"_c_c-lock-0000000001",
+		"_c_b-lock-0000000001",
+		"_c_a-lock-0000000001",
+	};
+
+	(void) state;
+	zklock_sort_children(names, 3, "lock-");
+	assert_string_equal(names[0], "_c_a-lock-0000000001");
+	assert_string_equal(names[1], "_c_b-lock-0000000001");
+	assert_string_equal(names[2], "_c_c-lock-0000000001");
+}
+
+static void
+test_sort_negative_sequences_first_as_curator_does(void **state)
+{
+	char	   *names[] = {
+		"_c_a-lock-2147483647",
+		"_c_b-lock--2147483648",
+		"_c_c-lock-0000000000",
+		"_c_d-lock--000000001",
+	};
+
+	(void) state;
+	zklock_sort_children(names, 4, "lock-");
+	/* string order, not numeric: '-' < '0', then "-0..." < "-2..." */
+	assert_string_equal(names[0], "_c_d-lock--000000001");
+	assert_string_equal(names[1], "_c_b-lock--2147483648");
+	assert_string_equal(names[2], "_c_c-lock-0000000000");
+	assert_string_equal(names[3], "_c_a-lock-2147483647");
+}
+
+static void
+test_sort_large_reversed_queue(void **state)
+{
+	enum
+	{
+	NNAMES = 1000};
+	static char bufs[NNAMES][32];
+	char	   *names[NNAMES];
+	char		want[32];
+	int			i;
+
+	(void) state;
+	for (i = 0; i < NNAMES; i++)
+	{
+		/* uuid part decreasing as the sequence grows */
+		sprintf(bufs[i], "_c_%04d-lock-%010d", NNAMES - i, (i * 7919) % NNAMES);
+		names[i] = bufs[i];
+	}
+	zklock_sort_children(names, NNAMES, "lock-");
+	for (i = 0; i < NNAMES; i++)
+	{
+		sprintf(want, "%010d", i);
+		assert_string_equal(zklock_sort_key(names[i], "lock-"), want);
+	}
+}
+
+static void
+test_sort_empty_and_single(void **state)
+{
+	char	   *one[] = {"_c_a-lock-0000000001"};
+
+	(void) state;
+	zklock_sort_children(NULL, 0, "lock-");
+	zklock_sort_children(one, 1, "lock-");
+	assert_string_equal(one[0], "_c_a-lock-0000000001");
+	zklock_rw_sort_children(NULL, 0);
+}
+
+static void
+test_find_child_exact_match_only(void **state)
+{
+	char	   *names[] = {"_c_a-lock-0000000001", "_c_b-lock-0000000002"};
+
+	(void) state;
+	assert_int_equal(zklock_find_child(names, 2, "_c_b-lock-0000000002"), 1);
+	assert_int_equal(zklock_find_child(names, 2, "_c_a-lock-0000000001"), 0);
+	assert_int_equal(zklock_find_child(names, 2, "_c_b-lock-000000000"), -1);
+	assert_int_equal(zklock_find_child(names, 2, "_c_b-lock-00000000021"), -1);
+	assert_int_equal(zklock_find_child(names, 0, "_c_a-lock-0000000001"), -1);
+}
+
+/* ---------------------------------------------------------------- mutex decisions */
+
+static char *sorted3[] = {
+	"_c_" U2 "-lock-0000000001",
+	"_c_" U1 "-lock-0000000002",
+	"_c_" U3 "-lock-0000000003",
+};
+
+static void
+test_lock_decide_lowest_node_holds(void **state)
+{
+	ZklockLockDecision d = zklock_lock_decide(sorted3, 3, "_c_" U2 "-lock-0000000001", 1);
+
+	(void) state;
+	assert_false(d.lost);
+	assert_true(d.holds);
+	assert_int_equal(d.own_index, 0);
+	assert_int_equal(d.watch_index, -1);
+
+	/* alone in the queue */
+	d = zklock_lock_decide(sorted3, 1, "_c_" U2 "-lock-0000000001", 1);
+	assert_true(d.holds);
+}
+
+static void
+test_lock_decide_waiter_watches_its_predecessor(void **state)
+{
+	ZklockLockDecision d = zklock_lock_decide(sorted3, 3, "_c_" U1 "-lock-0000000002", 1);
+
+	(void) state;
+	assert_false(d.lost);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 1);
+	assert_int_equal(d.watch_index, 0);
+
+	d = zklock_lock_decide(sorted3, 3, "_c_" U3 "-lock-0000000003", 1);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 2);
+	assert_int_equal(d.watch_index, 1);	/* not the holder: one wake-up each */
+}
+
+static void
+test_lock_decide_lost_when_own_node_missing(void **state)
+{
+	ZklockLockDecision d = zklock_lock_decide(sorted3, 3, "_c_" U1 "-lock-0000000009", 1);
+
+	(void) state;
+	assert_true(d.lost);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, -1);
+	assert_int_equal(d.watch_index, -1);
+
+	d = zklock_lock_decide(NULL, 0, "_c_" U1 "-lock-0000000002", 1);
+	assert_true(d.lost);
+	assert_false(d.holds);
+}
+
+static void
+test_lock_decide_three_leases(void **state)
+{
+	char	   *s[] = {"_c_a-lock-0000000001", "_c_b-lock-0000000002",
+		"_c_c-lock-0000000003", "_c_d-lock-0000000004", "_c_e-lock-0000000005"};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_lock_decide(s, 5, "_c_a-lock-0000000001", 3);
+	assert_true(d.holds);
+	assert_int_equal(d.watch_index, -1);
+	d = zklock_lock_decide(s, 5, "_c_c-lock-0000000003", 3);
+	assert_true(d.holds);
+	assert_int_equal(d.own_index, 2);
+	assert_int_equal(d.watch_index, -1);
+	d = zklock_lock_decide(s, 5, "_c_d-lock-0000000004", 3);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 3);
+	assert_int_equal(d.watch_index, 0);
+	d = zklock_lock_decide(s, 5, "_c_e-lock-0000000005", 3);
+	assert_false(d.holds);
+	assert_int_equal(d.watch_index, 1);
+}
+
+static void
+test_lock_decide_max_leases_below_one_is_a_mutex(void **state)
+{
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_lock_decide(sorted3, 3, "_c_" U2 "-lock-0000000001", 0);
+	assert_true(d.holds);
+	d = zklock_lock_decide(sorted3, 3, "_c_" U1 "-lock-0000000002", -5);
+	assert_false(d.holds);
+	assert_int_equal(d.watch_index, 0);
+}
+
+static void
+test_lock_decide_after_sorting_shuffled_children(void **state)
+{
+	char	   *c[] = {
+		"_c_" U3 "-lock-0000000012",
+		"_c_" U1 "-lock-0000000011",
+		"_c_" U2 "-lock-0000000010",
+	};
+	ZklockLockDecision d;
+
+	(void) state;
+	zklock_sort_children(c, 3, "lock-");
+	d = zklock_lock_decide(c, 3, "_c_" U3 "-lock-0000000012", 1);
+	assert_false(d.holds);
+	assert_string_equal(c[d.watch_index], "_c_" U1 "-lock-0000000011");
+}
+
+/* ---------------------------------------------------------------- read/write lock */
+
+#define W1 "_c_" U1 "-__WRIT__0000000003"
+#define R1 "_c_" U2 "-__READ__0000000001"
+#define R2 "_c_" U3 "-__READ__0000000002"
+#define R4 "_c_aaaaaaaa-0000-4000-8000-000000000004-__READ__0000000004"
+#define W5 "_c_bbbbbbbb-0000-4000-8000-000000000005-__WRIT__0000000005"
+
+static void
+test_rw_sort_orders_readers_and_writers_by_sequence(void **state)
+{
+	char	   *c[] = {W5, R4, W1, R2, R1};
+
+	(void) state;
+	zklock_rw_sort_children(c, 5);
+	assert_string_equal(c[0], R1);
+	assert_string_equal(c[1], R2);
+	assert_string_equal(c[2], W1);
+	assert_string_equal(c[3], R4);
+	assert_string_equal(c[4], W5);
+}
+
+static void
+test_read_decide_readers_before_first_writer_hold(void **state)
+{
+	char	   *c[] = {R1, R2, W1, R4, W5};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_read_decide(c, 5, R1);
+	assert_false(d.lost);
+	assert_true(d.holds);
+	assert_int_equal(d.own_index, 0);
+	assert_int_equal(d.watch_index, -1);
+	d = zklock_read_decide(c, 5, R2);
+	assert_true(d.holds);
+	assert_int_equal(d.own_index, 1);
+	assert_int_equal(d.watch_index, -1);
+}
+
+static void
+test_read_decide_reader_after_writer_watches_that_writer(void **state)
+{
+	char	   *c[] = {R1, R2, W1, R4, W5};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_read_decide(c, 5, R4);
+	assert_false(d.lost);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 3);
+	assert_int_equal(d.watch_index, 2);
+	assert_string_equal(c[d.watch_index], W1);
+}
+
+static void
+test_read_decide_watches_lowest_writer_not_nearest(void **state)
+{
+	char	   *r6 = "_c_cccccccc-0000-4000-8000-000000000006-__READ__0000000006";
+	char	   *c[] = {R1, W1, R4, W5, r6};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_read_decide(c, 5, r6);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 4);
+	assert_int_equal(d.watch_index, 1);	/* W1, not W5 */
+}
+
+static void
+test_read_decide_all_readers_hold_without_writers(void **state)
+{
+	char	   *c[] = {R1, R2, R4};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_read_decide(c, 3, R4);
+	assert_true(d.holds);
+	assert_int_equal(d.own_index, 2);
+	assert_int_equal(d.watch_index, -1);
+}
+
+static void
+test_read_decide_lost_when_own_missing(void **state)
+{
+	char	   *c[] = {R1, W1, R4};
+	ZklockLockDecision d;
+
+	(void) state;
+	d = zklock_read_decide(c, 3, R2);
+	assert_true(d.lost);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, -1);
+	assert_int_equal(d.watch_index, -1);
+	/* a writer's name is never taken for our read node */
+	d = zklock_read_decide(c, 3, W1);
+	assert_true(d.lost);
+}
+
+static void
+test_read_decide_matches_own_with_starts_with(void **state)
+{
+	char	   *c[] = {R1, W1, R4};
+	ZklockLockDecision d;
+
+	(void) state;
+	/* Curator matches our node with startsWith, not equals */
+	d = zklock_read_decide(c, 3, "_c_" U2 "-__READ__");
+	assert_false(d.lost);
+	assert_int_equal(d.own_index, 0);
+	assert_true(d.holds);
+}
+
+static void
+test_write_decide_via_lock_decide_on_rw_sorted(void **state)
+{
+	char	   *c[] = {W5, R4, W1, R2, R1};
+	ZklockLockDecision d;
+
+	(void) state;
+	zklock_rw_sort_children(c, 5);	/* R1 R2 W1 R4 W5 */
+	/* a writer waits behind readers too: W1 watches R2 */
+	d = zklock_lock_decide(c, 5, W1, 1);
+	assert_false(d.holds);
+	assert_int_equal(d.own_index, 2);
+	assert_int_equal(d.watch_index, 1);
+	assert_string_equal(c[d.watch_index], R2);
+	/* W5 watches the reader R4 before it */
+	d = zklock_lock_decide(c, 5, W5, 1);
+	assert_false(d.holds);
+	assert_string_equal(c[d.watch_index], R4);
+
+	/* with the readers gone W1 holds the write lock */
+	{
+		char	   *c2[] = {W5, W1};
+
+		zklock_rw_sort_children(c2, 2);
+		d = zklock_lock_decide(c2, 2, W1, 1);
+		assert_true(d.holds);
+		assert_int_equal(d.own_index, 0);
+	}
+}
+
+static void
+test_rw_downgrade_read_node_sorts_at_writers_place(void **state)
+{
+	/* Curator 5.5+: read node named with the writer's sequence */
+	char	   *down = "_c_" U1 "-__READ__0000000003";
+	char	   *c[] = {W5, W1, down};
+	ZklockLockDecision d;
+
+	(void) state;
+	zklock_rw_sort_children(c, 3);
+	assert_string_equal(c[0], down);
+	assert_string_equal(c[1], W1);
+	assert_string_equal(c[2], W5);
+	d = zklock_read_decide(c, 3, down);
+	assert_true(d.holds);
+	/* the queued writer stays behind the downgraded holder */
+	d = zklock_lock_decide(c, 3, W5, 1);
+	assert_false(d.holds);
+	assert_string_equal(c[d.watch_index], W1);
+}
+
+/* ---------------------------------------------------------------- double barrier */
+
+#define M1 "1a2b3c4d-0000-4000-8000-000000000001"
+#define M2 "5e6f7a8b-0000-4000-8000-000000000002"
+#define M3 "c9d0e1f2-0000-4000-8000-000000000003"
+
+static void
+test_leave_done_when_no_members(void **state)
+{
+	char	   *only_ready[] = {"ready"};
+	const char *w = "junk";
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(only_ready, 1, M1, &w),
+					 ZKLOCK_LEAVE_DONE);
+	assert_null(w);
+	w = "junk";
+	assert_int_equal(zklock_double_barrier_leave_decide(NULL, 0, M1, &w),
+					 ZKLOCK_LEAVE_DONE);
+	assert_null(w);
+}
+
+static void
+test_leave_error_when_own_node_missing(void **state)
+{
+	char	   *c[] = {"ready", M2, M3};
+	const char *w = "junk";
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 3, M1, &w),
+					 ZKLOCK_LEAVE_ERROR_MISSING);
+	assert_null(w);
+}
+
+static void
+test_leave_only_ours_left_delete_and_done(void **state)
+{
+	char	   *c[] = {M2, "ready"};
+	const char *w = "junk";
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, &w),
+					 ZKLOCK_LEAVE_DELETE_OURS_DONE);
+	assert_null(w);
+}
+
+static void
+test_leave_lowest_watches_highest(void **state)
+{
+	char	   *c[] = {M3, "ready", M1, M2};
+	const char *w = NULL;
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M1, &w),
+					 ZKLOCK_LEAVE_WATCH_HIGHEST);
+	assert_non_null(w);
+	assert_string_equal(w, M3);
+	assert_ptr_equal(w, c[0]);	/* points into children */
+}
+
+static void
+test_leave_others_delete_ours_and_watch_lowest(void **state)
+{
+	char	   *c[] = {M3, "ready", M1, M2};
+	const char *w = NULL;
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M2, &w),
+					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+	w = NULL;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M3, &w),
+					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+}
+
+static void
+test_leave_two_members_lowest_and_highest(void **state)
+{
+	char	   *c[] = {M2, M1};
+	const char *w = NULL;
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M1, &w),
+					 ZKLOCK_LEAVE_WATCH_HIGHEST);
+	assert_string_equal(w, M2);
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, &w),
+					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+	/* watch_name may be NULL */
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, NULL),
+					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
+}
+
+static void
+test_leave_after_ours_deleted_pass_null_own(void **state)
+{
+	char	   *two[] = {"ready", M3, M1};
+	char	   *one[] = {M3, "ready"};
+	const char *w = NULL;
+
+	(void) state;
+	assert_int_equal(zklock_double_barrier_leave_decide(two, 3, NULL, &w),
+					 ZKLOCK_LEAVE_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+	w = "junk";
+	assert_int_equal(zklock_double_barrier_leave_decide(one, 2, NULL, &w),
+					 ZKLOCK_LEAVE_DONE);
+	assert_null(w);
+	assert_int_equal(zklock_double_barrier_leave_decide(one, 1, NULL, &w),
+					 ZKLOCK_LEAVE_DONE);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_path_valid_simple_and_nested),
+		cmocka_unit_test(test_path_valid_utf8),
+		cmocka_unit_test(test_path_valid_dots_inside_names),
+		cmocka_unit_test(test_path_empty),
+		cmocka_unit_test(test_path_no_leading_slash),
+		cmocka_unit_test(test_path_root_alone_rejected),
+		cmocka_unit_test(test_path_trailing_slash),
+		cmocka_unit_test(test_path_empty_component),
+		cmocka_unit_test(test_path_dot_components),
+		cmocka_unit_test(test_path_control_characters_rejected),
+		cmocka_unit_test(test_path_nul_byte_rejected),
+		cmocka_unit_test(test_path_c1_controls_rejected),
+		cmocka_unit_test(test_path_private_use_and_specials_rejected),
+		cmocka_unit_test(test_path_supplementary_characters_rejected_as_java_surrogates),
+		cmocka_unit_test(test_path_invalid_utf8_rejected),
+		cmocka_unit_test(test_path_overlong_utf8_rejected),
+		cmocka_unit_test(test_path_length_limit_exact_ok_one_more_rejected),
+		cmocka_unit_test(test_path_zookeeper_subtree_reserved),
+		cmocka_unit_test(test_path_is_length_bounded_not_nul_terminated),
+		cmocka_unit_test(test_path_error_messages),
+		cmocka_unit_test(test_uuid_sets_version_and_variant_like_java),
+		cmocka_unit_test(test_uuid_of_real_curator_node_round_trips),
+		cmocka_unit_test(test_is_uuid_accepts_java_form),
+		cmocka_unit_test(test_is_uuid_rejects_other_forms),
+		cmocka_unit_test(test_protected_prefix_is_c_uuid_dash),
+		cmocka_unit_test(test_protected_name_for_each_recipe),
+		cmocka_unit_test(test_protected_name_truncates_like_snprintf),
+		cmocka_unit_test(test_find_protected_recovers_lost_create),
+		cmocka_unit_test(test_sort_key_strips_through_lock_name),
+		cmocka_unit_test(test_sort_key_whole_name_without_lock_name),
+		cmocka_unit_test(test_sort_key_uses_last_occurrence),
+		cmocka_unit_test(test_sort_key_negative_sequence_after_overflow),
+		cmocka_unit_test(test_rw_sort_key),
+		cmocka_unit_test(test_sort_shuffled_nodes_from_different_uuids),
+		cmocka_unit_test(test_sort_mixed_curator_and_foreign_names),
+		cmocka_unit_test(test_sort_ties_broken_by_full_name),
+		cmocka_unit_test(test_sort_negative_sequences_first_as_curator_does),
+		cmocka_unit_test(test_sort_large_reversed_queue),
+		cmocka_unit_test(test_sort_empty_and_single),
+		cmocka_unit_test(test_find_child_exact_match_only),
+		cmocka_unit_test(test_lock_decide_lowest_node_holds),
+		cmocka_unit_test(test_lock_decide_waiter_watches_its_predecessor),
+		cmocka_unit_test(test_lock_decide_lost_when_own_node_missing),
+		cmocka_unit_test(test_lock_decide_three_leases),
+		cmocka_unit_test(test_lock_decide_max_leases_below_one_is_a_mutex),
+		cmocka_unit_test(test_lock_decide_after_sorting_shuffled_children),
+		cmocka_unit_test(test_rw_sort_orders_readers_and_writers_by_sequence),
+		cmocka_unit_test(test_read_decide_readers_before_first_writer_hold),
+		cmocka_unit_test(test_read_decide_reader_after_writer_watches_that_writer),
+		cmocka_unit_test(test_read_decide_watches_lowest_writer_not_nearest),
+		cmocka_unit_test(test_read_decide_all_readers_hold_without_writers),
+		cmocka_unit_test(test_read_decide_lost_when_own_missing),
+		cmocka_unit_test(test_read_decide_matches_own_with_starts_with),
+		cmocka_unit_test(test_write_decide_via_lock_decide_on_rw_sorted),
+		cmocka_unit_test(test_rw_downgrade_read_node_sorts_at_writers_place),
+		cmocka_unit_test(test_leave_done_when_no_members),
+		cmocka_unit_test(test_leave_error_when_own_node_missing),
+		cmocka_unit_test(test_leave_only_ours_left_delete_and_done),
+		cmocka_unit_test(test_leave_lowest_watches_highest),
+		cmocka_unit_test(test_leave_others_delete_ours_and_watch_lowest),
+		cmocka_unit_test(test_leave_two_members_lowest_and_highest),
+		cmocka_unit_test(test_leave_after_ours_deleted_pass_null_own),
+	};
+
+	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
+}
