@@ -55,7 +55,8 @@ CREATE FUNCTION zk_status(
     OUT requests_queued integer,
     OUT locks_held integer,
     OUT worker_pid integer,
-    OUT state_since timestamptz)
+    OUT state_since timestamptz,
+    OUT slots_used integer)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -860,8 +860,8 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8];
+	Datum		values[9];
+	bool		nulls[9];
 	char		sid[32];
 	char		server[128];
 	ZklockConnState cs;
@@ -869,6 +869,7 @@ zk_status(PG_FUNCTION_ARGS)
 	int			timeout;
 	int			queued = 0;
 	int			held = 0;
+	int			used = 0;
 	int			worker_pid;
 	TimestampTz since;
 	int			i;
@@ -892,7 +893,9 @@ zk_status(PG_FUNCTION_ARGS)
 	{
 		ZklockSlotState st = sh->slots[i].state;
 
-		if (st == ZKS_NEW || st == ZKS_ACTIVE || st == ZKS_CANCEL || st == ZKS_RELEASE)
+		if (st != ZKS_FREE)
+			used++;
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
 			queued++;
 		else if (st == ZKS_HELD)
 			held++;
@@ -913,6 +916,7 @@ zk_status(PG_FUNCTION_ARGS)
 	nulls[6] = (worker_pid == 0);
 	values[7] = TimestampTzGetDatum(since);
 	nulls[7] = (since == 0);
+	values[8] = Int32GetDatum(used);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -942,7 +946,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	{
 		ZklockSlotState st = sh->slots[i].state;
 
-		if (st != ZKS_FREE && st != ZKS_DONE)
+		/* holders and waiters; withdrawn entries are neither */
+		if (st == ZKS_NEW || st == ZKS_ACTIVE || st == ZKS_HELD || st == ZKS_LOST)
 			memcpy(&copy[n++], &sh->slots[i], sizeof(ZklockSlot));
 	}
 	LWLockRelease(sh->lock);

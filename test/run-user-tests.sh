@@ -1,0 +1,68 @@
+#!/bin/bash
+# run-user-tests.sh — the PostgreSQL parts of the test suite, run as an
+# unprivileged user from a tree that user owns (initdb refuses root).
+# Expects zklock to be built and installed (make install) already.
+#   run-user-tests.sh [regress] [tap] [bench]   (default: regress tap)
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+PGBIN=/usr/lib/postgresql/15/bin
+export PATH="$PGBIN:$PATH"
+PGXS=$(pg_config --pgxs)
+PG_REGRESS=$(dirname "$(dirname "$PGXS")")/test/regress/pg_regress
+export PG_REGRESS
+
+what="${*:-regress tap}"
+status=0
+WORK=$(mktemp -d /tmp/zklock-test.XXXXXX)
+ZKDIR="$WORK/zk"
+
+cleanup() {
+	test/zk/zk.sh stop "$ZKDIR" >/dev/null 2>&1 || true
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [[ " $what " == *" regress "* ]]; then
+	echo "=== pg_regress (private ZooKeeper and PostgreSQL) ==="
+	ZKPORT=$(test/zk/zk.sh start "$ZKDIR") || { echo "could not start ZooKeeper"; exit 1; }
+	cat > "$WORK/regress.conf" <<CONF
+shared_preload_libraries = 'zklock'
+zklock.hosts = '127.0.0.1:$ZKPORT'
+zklock.session_timeout = '10s'
+max_prepared_transactions = 2
+listen_addresses = ''
+CONF
+	if ! "$PG_REGRESS" --temp-instance="$WORK/regress-instance" \
+			--temp-config="$WORK/regress.conf" \
+			--bindir="$PGBIN" \
+			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
+			--dbname=zklock_regress \
+			zklock_mutex zklock_input; then
+		cat "$WORK/regress-out/regression.diffs" 2>/dev/null
+		status=1
+	fi
+	test/zk/zk.sh stop "$ZKDIR" >/dev/null 2>&1
+fi
+
+if [[ " $what " == *" tap "* ]]; then
+	echo "=== TAP tests (PostgreSQL::Test::Cluster, ZooKeeper, Curator) ==="
+	export TESTDIR="$WORK/tap"
+	mkdir -p "$TESTDIR"
+	if ! prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
+			${TAP_TESTS:-test/t/}; then
+		status=1
+		for f in "$TESTDIR"/tmp_check/log/*; do
+			[ -f "$f" ] || continue
+			echo "--- tail of $f"
+			tail -n 40 "$f"
+		done
+	fi
+fi
+
+if [[ " $what " == *" bench "* ]]; then
+	test/bench/run.sh || status=1
+fi
+
+exit $status
