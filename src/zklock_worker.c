@@ -77,7 +77,6 @@ typedef struct PendingDelete
 static zhandle_t *zh = NULL;
 static bool zk_connected = false;
 static bool need_reconnect = false;
-static bool resume_parked = false;
 static WorkerReq *reqs = NULL;
 static PendingDelete *pending_deletes = NULL;
 static uint64 next_delete_id = 1;
@@ -819,12 +818,9 @@ run_requests(void)
 			if (zk_connected)
 				resume(i);
 		}
-		else if (slot->state == ZKS_ACTIVE && req->parked && zk_connected &&
-				 resume_parked)
+		else if (slot->state == ZKS_ACTIVE && req->parked && zk_connected)
 			resume(i);
 	}
-	if (zk_connected)
-		resume_parked = false;
 	LWLockRelease(sh->lock);
 }
 
@@ -920,7 +916,6 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->conn_state = ZKC_CONNECTED;
 		sh->state_since = GetCurrentTimestamp();
 		zk_connected = true;
-		resume_parked = true;
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{

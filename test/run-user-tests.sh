@@ -51,7 +51,7 @@ if [[ " $what " == *" tap "* ]]; then
 	export TESTDIR="$WORK/tap"
 	mkdir -p "$TESTDIR"
 	if ! prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
-			${TAP_TESTS:-test/t/}; then
+			${TAP_TESTS:-test/t/*.pl}; then
 		status=1
 		for f in "$TESTDIR"/tmp_check/log/*; do
 			[ -f "$f" ] || continue

@@ -155,7 +155,7 @@ EOF
 		lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$outf" | head -n 1)
 		# log line: client_id transaction_no time(us) script_no epoch epoch_us
 		p=$(cat "$pgtmp"/log_"$name".* | awk '{ print $3 }' | percentiles)
-		echo "$record $tps $p $(awk -v l="$lat" 'BEGIN { printf "%.0f", l * 1000 }')" >>"$out"
+		echo "$record $(awk -v t="$tps" -v l="$lat" 'BEGIN { printf "%.0f", t }') $p $(awk -v l="$lat" 'BEGIN { printf "%.0f", l * 1000 }')" >>"$out"
 		log "  $name: tps=$tps p50/p99(us)=$p avg(ms)=$lat"
 	}
 
@@ -201,7 +201,7 @@ while [ $# -gt 0 ]; do
 		--seconds) SECS=$2; shift 2 ;;
 		--pg-seconds) PG_SECS=$2; shift 2 ;;
 		--fsync) ZK_FSYNC=yes; shift ;;
-		-h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 		*) die "unknown argument: $1" ;;
 	esac
 done
@@ -350,7 +350,8 @@ log "zookeeper: $(four_letter "$ZK_PORT" srvr | grep -E 'Latency|Outstanding|Nod
 echo
 echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete)."
 echo "Same ZooKeeper 3.8 standalone server (forceSync=$ZK_FSYNC), $(nproc) CPUs; raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape."
-echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds."
+echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds;"
+echo "ratios: cyc/s higher is better for zklock, p50 lower is better for zklock."
 echo
 awk -v shapes="$SHAPES" '
 	{ cps[$1, $2] = $3; p50[$1, $2] = $4; p99[$1, $2] = $5; have[$1] = 1 }
@@ -359,15 +360,15 @@ awk -v shapes="$SHAPES" '
 	END {
 		label["1"] = "1 in flight"; label["8d"] = "8 distinct"; label["32d"] = "32 distinct"
 		label["8s"] = "8 shared"; label["32s"] = "32 shared"
-		printf "%-12s | %-22s | %-22s | %-22s | %-13s | %-13s\n", "", "raw C", "Curator", "zklock SQL", "zklock/Curator", "zklock/raw"
-		printf "%-12s | %7s %7s %6s | %7s %7s %6s | %7s %7s %6s | %6s %6s | %6s %6s\n", "shape",
+		printf "%-12s | %-23s | %-23s | %-23s | %-13s | %-13s\n", "", "raw C", "Curator", "zklock SQL", "zklock/Curator", "zklock/raw"
+		printf "%-12s | %7s %7s %7s | %7s %7s %7s | %7s %7s %7s | %6s %6s | %6s %6s\n", "shape",
 			"cyc/s", "p50", "p99", "cyc/s", "p50", "p99", "cyc/s", "p50", "p99",
 			"cyc/s", "p50", "cyc/s", "p50"
-		printf "%s\n", "-------------+------------------------+------------------------+------------------------+----------------+--------------"
+		printf "%s\n", "-------------+-------------------------+-------------------------+-------------------------+---------------+--------------"
 		n = split(shapes, list, " ")
 		for (i = 1; i <= n; i++) {
 			split(list[i], part, ":"); sh = part[1]
-			printf "%-12s | %7s %7s %6s | %7s %7s %6s | %7s %7s %6s | %6s %6s | %6s %6s\n", label[sh],
+			printf "%-12s | %7s %7s %7s | %7s %7s %7s | %7s %7s %7s | %6s %6s | %6s %6s\n", label[sh],
 				v("raw", sh, cps), v("raw", sh, p50), v("raw", sh, p99),
 				v("curator", sh, cps), v("curator", sh, p50), v("curator", sh, p99),
 				v("sql", sh, cps), v("sql", sh, p50), v("sql", sh, p99),

@@ -27,10 +27,15 @@ is($peer->acquire_result('c1'), 'acquired', 'Curator acquires');
 push @curator_nodes, @{ $peer->children($p1) };
 
 my $s1 = ZklockTest::Session->new($node, 's1');
+# (zklock may queue the delete of an abandoned node and return at once, so
+# other ZooKeeper clients see it go shortly after the call: poll, bounded.)
 is($s1->value("SELECT zk_mutex_acquire('$p1', '700ms')"), 'f',
 	'SQL acquire with timeout returns false while Curator holds the lock');
+ok(wait_until(sub { @{ $peer->children($p1) } == 1 }, 10, 'only the Curator node'),
+	'the timed-out SQL attempt left no node');
 is($s1->value("SELECT zk_mutex_try_acquire('$p1')"), 'f', 'SQL try_acquire returns false too');
-is(scalar @{ $peer->children($p1) }, 1, 'the failed SQL attempts left no node');
+ok(wait_until(sub { @{ $peer->children($p1) } == 1 }, 10, 'only the Curator node'),
+	'the failed try_acquire left no node');
 
 $s1->start("SELECT zk_mutex_acquire('$p1')");
 ok(wait_waiting($node, $s1->pid, $p1), 'SQL waiter queued behind Curator');
