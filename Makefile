@@ -26,3 +26,6 @@ include $(PGXS)
 .PHONY: unittest
 unittest:
 	$(MAKE) -C test/unit check
+
+# every object depends on the shared headers
+$(OBJS): src/zklock.h src/zklock_recipe.h

@@ -5,12 +5,13 @@
 
 -- Reentrant mutex (Curator's InterProcessMutex)
 
-CREATE FUNCTION zk_mutex_acquire(path text, timeout interval DEFAULT NULL)
+CREATE FUNCTION zk_mutex_acquire(path text, timeout interval DEFAULT NULL,
+                                 revocable boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_mutex_acquire'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION zk_mutex_acquire(text, interval) IS
+COMMENT ON FUNCTION zk_mutex_acquire(text, interval, boolean) IS
 'take the ZooKeeper mutex at path for this session; false when the timeout passed first';
 
 CREATE FUNCTION zk_mutex_try_acquire(path text)
@@ -21,12 +22,13 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION zk_mutex_try_acquire(text) IS
 'take the ZooKeeper mutex at path if it is free, without waiting';
 
-CREATE FUNCTION zk_mutex_acquire_xact(path text, timeout interval DEFAULT NULL)
+CREATE FUNCTION zk_mutex_acquire_xact(path text, timeout interval DEFAULT NULL,
+                                      revocable boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_mutex_acquire_xact'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-COMMENT ON FUNCTION zk_mutex_acquire_xact(text, interval) IS
+COMMENT ON FUNCTION zk_mutex_acquire_xact(text, interval, boolean) IS
 'take the ZooKeeper mutex at path until the end of the transaction';
 
 CREATE FUNCTION zk_mutex_release(path text)
@@ -44,6 +46,124 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION zk_release_all() IS
 'release every session-level zklock lock of this session';
+
+-- Read/write lock (Curator's InterProcessReadWriteLock)
+
+CREATE FUNCTION zk_read_lock_acquire(path text, timeout interval DEFAULT NULL,
+                                     revocable boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_read_lock_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_read_lock_acquire_xact(path text, timeout interval DEFAULT NULL,
+                                          revocable boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_read_lock_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_read_lock_release(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_read_lock_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_write_lock_acquire(path text, timeout interval DEFAULT NULL,
+                                      revocable boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_write_lock_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_write_lock_acquire_xact(path text, timeout interval DEFAULT NULL,
+                                           revocable boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_write_lock_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_write_lock_release(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_write_lock_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Non-reentrant mutex (Curator's InterProcessSemaphoreMutex)
+
+CREATE FUNCTION zk_semaphore_mutex_acquire(path text, timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_semaphore_mutex_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_semaphore_mutex_acquire_xact(path text, timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_semaphore_mutex_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_semaphore_mutex_release(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_semaphore_mutex_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Multi-lock (Curator's InterProcessMultiLock over mutexes)
+
+CREATE FUNCTION zk_multi_lock_acquire(paths text[], timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_multi_lock_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_multi_lock_release(paths text[])
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_multi_lock_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Counting semaphore with leases (Curator's InterProcessSemaphoreV2)
+
+CREATE FUNCTION zk_semaphore_acquire(path text, max_leases integer, qty integer DEFAULT 1,
+                                     timeout interval DEFAULT NULL)
+RETURNS text[] AS 'MODULE_PATHNAME', 'zk_semaphore_acquire'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_semaphore_acquire_xact(path text, max_leases integer, qty integer DEFAULT 1,
+                                          timeout interval DEFAULT NULL)
+RETURNS text[] AS 'MODULE_PATHNAME', 'zk_semaphore_acquire_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_semaphore_release(path text, lease text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_semaphore_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_semaphore_release_all(path text)
+RETURNS integer AS 'MODULE_PATHNAME', 'zk_semaphore_release_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Barrier and double barrier (Curator's DistributedBarrier, DistributedDoubleBarrier)
+
+CREATE FUNCTION zk_barrier_set(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_barrier_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_barrier_remove(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_barrier_remove'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_barrier_wait(path text, timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_barrier_wait'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_double_barrier_enter(path text, member_qty integer,
+                                        timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_double_barrier_enter'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_double_barrier_leave(path text, timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_double_barrier_leave'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Revocation (Curator's Revoker / Revocable)
+
+CREATE FUNCTION zk_revoke(path text)
+RETURNS integer AS 'MODULE_PATHNAME', 'zk_revoke'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_revocation_requested()
+RETURNS SETOF text AS 'MODULE_PATHNAME', 'zk_revocation_requested'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Participants and fencing tokens
+
+CREATE FUNCTION zk_participants(path text,
+    OUT "position" integer, OUT node text, OUT kind text, OUT data text, OUT holds boolean)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'zk_participants'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_token(path text)
+RETURNS bigint AS 'MODULE_PATHNAME', 'zk_lock_token'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Introspection
 
@@ -74,7 +194,8 @@ CREATE FUNCTION zk_locks(
     OUT count integer,
     OUT state text,
     OUT since timestamptz,
-    OUT token bigint)
+    OUT token bigint,
+    OUT revocation_requested boolean)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_locks'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -31,6 +31,8 @@
 #define ZKLOCK_FULL_PATH_SIZE	(ZKLOCK_MAX_NAMESPACE_LEN + ZKLOCK_MAX_PATH_LEN + 1)
 /* buffer for a lock node's own name, e.g. _c_<uuid>-lock-0000000007 */
 #define ZKLOCK_NODE_NAME_SIZE	80
+/* buffer for the full path of a node: lock path, /leases, node name */
+#define ZKLOCK_NODE_PATH_SIZE	(ZKLOCK_FULL_PATH_SIZE + 16 + ZKLOCK_NODE_NAME_SIZE)
 /* buffer for the data written into a lock node (holder identity) */
 #define ZKLOCK_NODE_DATA_SIZE	256
 /* buffer for an error message handed back by the worker */
@@ -56,17 +58,48 @@ typedef enum ZklockSlotState
 								 * backend frees it */
 } ZklockSlotState;
 
-/* Which recipe a slot runs */
+/* Which algorithm the worker runs for a slot */
 typedef enum ZklockOp
 {
-	ZKOP_MUTEX = 1
+	ZKOP_MUTEX = 1,				/* InterProcessMutex */
+	ZKOP_READ,					/* read side of InterProcessReadWriteLock */
+	ZKOP_WRITE,					/* write side of InterProcessReadWriteLock */
+	ZKOP_LEASE,					/* one lease of InterProcessSemaphoreV2 */
+	ZKOP_BARRIER_SET,			/* DistributedBarrier.setBarrier */
+	ZKOP_BARRIER_REMOVE,		/* DistributedBarrier.removeBarrier */
+	ZKOP_BARRIER_WAIT,			/* DistributedBarrier.waitOnBarrier */
+	ZKOP_DBARRIER_ENTER,		/* DistributedDoubleBarrier.enter */
+	ZKOP_DBARRIER_LEAVE,		/* DistributedDoubleBarrier.leave */
+	ZKOP_REVOKE,				/* Revoker.attemptRevoke on every holder */
+	ZKOP_PARTICIPANTS			/* list nodes and their data */
 } ZklockOp;
+
+/* What a slot is to the user: zk_locks' recipe column, the local key */
+typedef enum ZklockKind
+{
+	ZKK_NONE = 0,				/* transient request */
+	ZKK_MUTEX,
+	ZKK_READ,
+	ZKK_WRITE,
+	ZKK_SEMAPHORE_MUTEX,
+	ZKK_SEMAPHORE,
+	ZKK_DOUBLE_BARRIER,
+	ZKK_BARRIER					/* a barrier waiter */
+} ZklockKind;
+
+/* Steps of a lease: take the P/locks mutex, then wait for a lease */
+typedef enum ZklockPhase
+{
+	ZKP_LOCK = 0,
+	ZKP_LEASE
+} ZklockPhase;
 
 /* Outcome of a request that ended in ZKS_DONE */
 typedef enum ZklockResult
 {
 	ZKR_NONE = 0,
 	ZKR_NOT_GRANTED,			/* a try found the lock taken */
+	ZKR_OK,						/* a request without a lock succeeded */
 	ZKR_ERROR					/* sqlerrcode and errmsg say what */
 } ZklockResult;
 
@@ -84,7 +117,19 @@ typedef struct ZklockSlot
 {
 	ZklockSlotState state;
 	ZklockOp	op;
+	ZklockKind	kind;
+	ZklockPhase phase;			/* lease: which step */
 	bool		try_only;		/* do not wait: give up if not first */
+	bool		revocable;		/* watch our node for __REVOKE__ */
+	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
+	bool		node_deleted;	/* double barrier leave: ours is gone */
+	int32		max_leases;		/* lease: semaphore size */
+	int32		member_qty;		/* double barrier: members to wait for */
+	char		downgrade_seq[12];	/* read lock of a write holder: its seq */
+	int64		result_value;	/* ZKR_OK: count or flag */
+	uint32		result_dsm;		/* participants: dsm_handle for the answer */
+	uint32		result_size;	/* ... its size; the worker says what it
+								 * needed */
 	int			procno;			/* owner's PGPROC number (for its latch) */
 	int			pid;			/* owner's pid */
 	uint32		serial;			/* bumped on every claim of the slot */
@@ -100,6 +145,8 @@ typedef struct ZklockSlot
 	int			user_path_off;	/* where the user's path starts in path */
 	char		path[ZKLOCK_FULL_PATH_SIZE];	/* full lock path in ZooKeeper */
 	char		node[ZKLOCK_NODE_NAME_SIZE];	/* our child node, "" if none */
+	char		aux_uuid[ZKLOCK_UUID_LEN + 1];	/* lease: our P/locks node's id */
+	char		aux_node[ZKLOCK_NODE_NAME_SIZE];	/* lease: our P/locks node */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
 } ZklockSlot;
 
@@ -108,6 +155,7 @@ typedef struct ZklockShared
 	LWLock	   *lock;			/* protects everything below */
 	int			worker_pid;		/* 0 when no worker runs */
 	Latch	   *worker_latch;
+	bool		work_pending;	/* a backend posted something for the worker */
 	ZklockConnState conn_state;
 	TimestampTz state_since;
 	bool		have_session;	/* session_id/passwd are valid */

@@ -17,6 +17,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -24,9 +25,11 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
+#include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -40,6 +43,30 @@ PG_FUNCTION_INFO_V1(zk_mutex_acquire);
 PG_FUNCTION_INFO_V1(zk_mutex_try_acquire);
 PG_FUNCTION_INFO_V1(zk_mutex_acquire_xact);
 PG_FUNCTION_INFO_V1(zk_mutex_release);
+PG_FUNCTION_INFO_V1(zk_read_lock_acquire);
+PG_FUNCTION_INFO_V1(zk_read_lock_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_read_lock_release);
+PG_FUNCTION_INFO_V1(zk_write_lock_acquire);
+PG_FUNCTION_INFO_V1(zk_write_lock_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_write_lock_release);
+PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire);
+PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_semaphore_mutex_release);
+PG_FUNCTION_INFO_V1(zk_multi_lock_acquire);
+PG_FUNCTION_INFO_V1(zk_multi_lock_release);
+PG_FUNCTION_INFO_V1(zk_semaphore_acquire);
+PG_FUNCTION_INFO_V1(zk_semaphore_acquire_xact);
+PG_FUNCTION_INFO_V1(zk_semaphore_release);
+PG_FUNCTION_INFO_V1(zk_semaphore_release_all);
+PG_FUNCTION_INFO_V1(zk_barrier_set);
+PG_FUNCTION_INFO_V1(zk_barrier_remove);
+PG_FUNCTION_INFO_V1(zk_barrier_wait);
+PG_FUNCTION_INFO_V1(zk_double_barrier_enter);
+PG_FUNCTION_INFO_V1(zk_double_barrier_leave);
+PG_FUNCTION_INFO_V1(zk_revoke);
+PG_FUNCTION_INFO_V1(zk_revocation_requested);
+PG_FUNCTION_INFO_V1(zk_participants);
+PG_FUNCTION_INFO_V1(zk_lock_token);
 PG_FUNCTION_INFO_V1(zk_release_all);
 PG_FUNCTION_INFO_V1(zk_status);
 PG_FUNCTION_INFO_V1(zk_locks);
@@ -47,8 +74,9 @@ PG_FUNCTION_INFO_V1(zk_locks);
 /* Key of a lock in the backend-local registry */
 typedef struct LocalLockKey
 {
-	ZklockOp	op;
+	ZklockKind	kind;
 	char		path[ZKLOCK_FULL_PATH_SIZE];
+	char		lease[ZKLOCK_NODE_NAME_SIZE];	/* semaphore: the lease node */
 } LocalLockKey;
 
 /* What this backend holds of one lock */
@@ -67,6 +95,20 @@ typedef struct XactHold
 	LocalLockKey key;
 	SubTransactionId subid;
 } XactHold;
+
+/* What a backend asks the worker for */
+typedef struct ZklockAsk
+{
+	ZklockOp	op;
+	ZklockKind	kind;
+	bool		xact;
+	bool		try_only;
+	bool		revocable;
+	int64		timeout_ms;		/* -1: no timeout */
+	int32		max_leases;
+	int32		member_qty;
+	const char *downgrade_seq;
+} ZklockAsk;
 
 static HTAB *local_locks = NULL;
 static List *xact_holds = NIL;
@@ -128,6 +170,8 @@ withdraw_request(int idx, uint32 serial, bool release_if_held)
 				break;
 		}
 	}
+	if (wake)
+		zklock_shared->work_pending = true;
 	LWLockRelease(zklock_shared->lock);
 	if (wake)
 		zklock_wake_worker();
@@ -313,6 +357,8 @@ backend_exit(int code, Datum arg)
 				break;
 		}
 	}
+	if (wake)
+		zklock_shared->work_pending = true;
 	LWLockRelease(zklock_shared->lock);
 	if (wake)
 		zklock_wake_worker();
@@ -385,7 +431,7 @@ backend_setup(void)
  * are raised here, before anything reaches the worker.
  */
 static void
-make_lock_key(text *path_text, ZklockOp op, LocalLockKey *key, int *user_off)
+make_lock_key(text *path_text, ZklockKind kind, LocalLockKey *key, int *user_off)
 {
 	const char *raw = VARDATA_ANY(path_text);
 	int			rawlen = VARSIZE_ANY_EXHDR(path_text);
@@ -413,7 +459,7 @@ make_lock_key(text *path_text, ZklockOp op, LocalLockKey *key, int *user_off)
 				 errdetail("The problem is at byte %zu of the path.", bad + 1)));
 
 	memset(key, 0, sizeof(*key));
-	key->op = op;
+	key->kind = kind;
 	memcpy(key->path, zklock_namespace, nslen);
 	memcpy(key->path + nslen, utf8, rawlen);
 	key->path[nslen + rawlen] = '\0';
@@ -431,6 +477,38 @@ path_arg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("zookeeper path must not be null")));
 	return PG_GETARG_TEXT_PP(argno);
+}
+
+/*
+ * A boolean argument with a default; NULL counts as false.
+ */
+static bool
+bool_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return false;
+	return PG_GETARG_BOOL(argno);
+}
+
+/*
+ * A count argument that must be present and at least 1.
+ */
+static int32
+count_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	int32		v;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+	v = PG_GETARG_INT32(argno);
+	if (v < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at least 1", name),
+				 errdetail("The value given was %d.", v)));
+	return v;
 }
 
 /*
@@ -469,8 +547,8 @@ timeout_arg(FunctionCallInfo fcinfo, int argno)
  * an error naming zklock.max_requests when none is free.
  */
 static int
-claim_slot(ZklockOp op, const LocalLockKey *key, int user_off, bool try_only,
-		   bool xact, uint32 *serial)
+claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+		   uint32 *serial)
 {
 	ZklockShared *sh = zklock_shared;
 	static int	hint = 0;
@@ -492,8 +570,20 @@ claim_slot(ZklockOp op, const LocalLockKey *key, int user_off, bool try_only,
 	{
 		ZklockSlot *slot = &sh->slots[idx];
 
-		slot->op = op;
-		slot->try_only = try_only;
+		slot->op = ask->op;
+		slot->kind = ask->kind;
+		slot->phase = ZKP_LOCK;
+		slot->try_only = ask->try_only;
+		slot->revocable = ask->revocable;
+		slot->revoke_requested = false;
+		slot->node_deleted = false;
+		slot->max_leases = ask->max_leases;
+		slot->member_qty = ask->member_qty;
+		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
+				sizeof(slot->downgrade_seq));
+		slot->result_value = 0;
+		slot->result_dsm = 0;
+		slot->result_size = 0;
 		slot->procno = MyProc->pgprocno;
 		slot->pid = MyProcPid;
 		slot->serial++;
@@ -504,15 +594,18 @@ claim_slot(ZklockOp op, const LocalLockKey *key, int user_off, bool try_only,
 		slot->errmsg[0] = '\0';
 		slot->uuid[0] = '\0';
 		slot->node[0] = '\0';
+		slot->aux_uuid[0] = '\0';
+		slot->aux_node[0] = '\0';
 		slot->czxid = 0;
 		slot->session_gen = 0;
 		slot->since = GetCurrentTimestamp();
-		slot->session_count = xact ? 0 : 1;
-		slot->xact_count = xact ? 1 : 0;
+		slot->session_count = (ask->kind != ZKK_NONE && !ask->xact) ? 1 : 0;
+		slot->xact_count = ask->xact ? 1 : 0;
 		slot->user_path_off = user_off;
 		strlcpy(slot->path, key->path, sizeof(slot->path));
 		strlcpy(slot->data, node_data, sizeof(slot->data));
 		slot->state = ZKS_NEW;
+		sh->work_pending = true;
 		*serial = slot->serial;
 		hint = idx + 1;
 	}
@@ -532,8 +625,9 @@ claim_slot(ZklockOp op, const LocalLockKey *key, int user_off, bool try_only,
 /* How a wait ended without an error */
 typedef enum WaitOutcome
 {
-	WAIT_GRANTED,
-	WAIT_NOT_GRANTED
+	WAIT_GRANTED,				/* the lock is ours; the slot stays */
+	WAIT_NOT_GRANTED,			/* timeout or a failed try; slot gone */
+	WAIT_DONE					/* a request without a lock finished */
 } WaitOutcome;
 
 /*
@@ -541,10 +635,11 @@ typedef enum WaitOutcome
  * timeout (ms, -1 = none) or lock_timeout passes, the connection to
  * ZooKeeper has been missing for zklock.connect_timeout, or an interrupt
  * arrives.  Whatever ends the wait early withdraws the request, so no
- * node is left behind.
+ * node is left behind.  For WAIT_DONE, *value gets the worker's result.
  */
 static WaitOutcome
-wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path)
+wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path,
+				 int64 *value)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	TimestampTz start = GetCurrentTimestamp();
@@ -560,6 +655,7 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 		for (;;)
 		{
 			ZklockSlotState st;
+			ZklockResult result = ZKR_NONE;
 			ZklockConnState cs;
 			TimestampTz now;
 			long		wait_ms = 1000;
@@ -569,11 +665,14 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 			cs = zklock_shared->conn_state;
 			if (st == ZKS_DONE && slot->serial == serial)
 			{
-				if (slot->result == ZKR_ERROR)
+				result = slot->result;
+				if (result == ZKR_ERROR)
 				{
 					fail_code = slot->sqlerrcode;
 					strlcpy(fail_msg, slot->errmsg, sizeof(fail_msg));
 				}
+				if (value)
+					*value = slot->result_value;
 				slot->state = ZKS_FREE;
 			}
 			LWLockRelease(zklock_shared->lock);
@@ -585,11 +684,11 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 			}
 			if (st == ZKS_DONE)
 			{
-				if (fail_code != 0)
+				if (result == ZKR_ERROR)
 					ereport(ERROR,
 							(errcode(fail_code),
 							 errmsg("%s", fail_msg)));
-				outcome = WAIT_NOT_GRANTED;
+				outcome = result == ZKR_OK ? WAIT_DONE : WAIT_NOT_GRANTED;
 				break;
 			}
 
@@ -634,7 +733,7 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 				ereport(ERROR,
 						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 						 errmsg("canceling statement due to lock timeout"),
-						 errdetail("Waiting for zookeeper lock \"%s\".", user_path)));
+						 errdetail("Waiting for zookeeper path \"%s\".", user_path)));
 			}
 
 			if (deadline != 0)
@@ -665,59 +764,62 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 }
 
 /*
- * Take a lock for this backend: count one more hold if we have it
- * already, otherwise ask the worker and wait.
+ * Run a request that takes no lock (barrier, revoke, participants) and
+ * return the worker's result value; *timed_out says whether the timeout
+ * passed first.
  */
-static bool
-acquire_lock(ZklockOp op, text *path, int64 timeout_ms, bool xact, bool try_only)
+static int64
+run_request(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+			uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed)
 {
-	LocalLockKey key;
-	LocalLock  *ll;
-	int			user_off;
 	int			idx;
 	uint32		serial;
+	int64		value = 0;
+	WaitOutcome outcome;
+
+	idx = claim_slot(ask, key, user_off, &serial);
+	if (dsm != 0)
+	{
+		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+		if (zklock_shared->slots[idx].serial == serial)
+		{
+			zklock_shared->slots[idx].result_dsm = dsm;
+			zklock_shared->slots[idx].result_size = dsm_size;
+		}
+		LWLockRelease(zklock_shared->lock);
+	}
+	outcome = wait_for_request(idx, serial, ask->timeout_ms, key->path + user_off, &value);
+	if (needed)
+		*needed = zklock_shared->slots[idx].result_size;
+	if (timed_out)
+		*timed_out = (outcome != WAIT_DONE);
+	return value;
+}
+
+/*
+ * Remember a new hold of a lock in the local registry (and, for a
+ * transaction-level hold, in the list of them).
+ */
+static LocalLock *
+add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+{
+	LocalLock  *ll;
 	bool		found;
 
-	make_lock_key(path, op, &key, &user_off);
-	backend_setup();
-
-	ll = hash_search(local_locks, &key, HASH_FIND, NULL);
-	if (ll != NULL && lock_is_lost(ll))
+	ll = hash_search(local_locks, key, HASH_ENTER, &found);
+	if (!found)
 	{
-		ereport(WARNING,
-				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
-						key.path + user_off),
-				 errdetail("Taking it again from the start.")));
-		(void) withdraw_request(ll->slot, ll->serial, true);
-		hash_search(local_locks, &key, HASH_REMOVE, NULL);
-		ll = NULL;
-	}
-
-	if (ll == NULL)
-	{
-		WaitOutcome outcome;
-
-		if (timeout_ms == 0)
-			try_only = true;
-		idx = claim_slot(op, &key, user_off, try_only, xact, &serial);
-		outcome = wait_for_request(idx, serial, try_only ? -1 : timeout_ms,
-								   key.path + user_off);
-		if (outcome != WAIT_GRANTED)
-			return false;
-
-		ll = hash_search(local_locks, &key, HASH_ENTER, &found);
 		ll->slot = idx;
 		ll->serial = serial;
 		ll->session_count = 0;
 		ll->xact_count = 0;
 	}
-
 	if (xact)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 		XactHold   *h = palloc(sizeof(XactHold));
 
-		h->key = key;
+		h->key = *key;
 		h->subid = GetCurrentSubTransactionId();
 		xact_holds = lappend(xact_holds, h);
 		MemoryContextSwitchTo(old);
@@ -729,6 +831,98 @@ acquire_lock(ZklockOp op, text *path, int64 timeout_ms, bool xact, bool try_only
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	publish_counts(ll);
 	LWLockRelease(zklock_shared->lock);
+	return ll;
+}
+
+/*
+ * Find a lock of ours; a lock lost with the session is dropped with a
+ * WARNING and not returned.
+ */
+static LocalLock *
+find_hold(const LocalLockKey *key, int user_off)
+{
+	LocalLock  *ll = hash_search(local_locks, key, HASH_FIND, NULL);
+
+	if (ll != NULL && lock_is_lost(ll))
+	{
+		ereport(WARNING,
+				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
+						key->path + user_off)));
+		(void) withdraw_request(ll->slot, ll->serial, true);
+		hash_search(local_locks, key, HASH_REMOVE, NULL);
+		ll = NULL;
+	}
+	return ll;
+}
+
+/*
+ * Take a lock for this backend: count one more hold if we have it
+ * already (reentrant kinds), otherwise ask the worker and wait.
+ */
+static bool
+acquire_lock(ZklockAsk *ask, text *path)
+{
+	LocalLockKey key;
+	LocalLock  *ll;
+	int			user_off;
+	int			idx;
+	uint32		serial;
+	char		seq[12];
+
+	make_lock_key(path, ask->kind, &key, &user_off);
+	backend_setup();
+
+	ll = find_hold(&key, user_off);
+	if (ll != NULL && ask->kind == ZKK_SEMAPHORE_MUTEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("semaphore mutex \"%s\" is already held by this session",
+						key.path + user_off),
+				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
+
+	if (ll == NULL)
+	{
+		LocalLockKey other = key;
+		LocalLock  *ol;
+
+		if (ask->kind == ZKK_READ)
+		{
+			/* a write holder takes the read lock at once, at its place */
+			other.kind = ZKK_WRITE;
+			ol = find_hold(&other, user_off);
+			if (ol != NULL)
+			{
+				const char *wnode = zklock_shared->slots[ol->slot].node;
+				size_t		len = strlen(wnode);
+
+				strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));
+				ask->downgrade_seq = seq;
+			}
+		}
+		else if (ask->kind == ZKK_WRITE)
+		{
+			other.kind = ZKK_READ;
+			ol = find_hold(&other, user_off);
+			if (ol != NULL && ask->timeout_ms < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_IN_USE),
+						 errmsg("cannot upgrade a read lock to a write lock on \"%s\"",
+								key.path + user_off),
+						 errdetail("This session holds the read lock; its write request would wait behind its own read lock forever."),
+						 errhint("Release the read lock first, or pass a timeout.")));
+		}
+
+		if (ask->timeout_ms == 0)
+			ask->try_only = true;
+		idx = claim_slot(ask, &key, user_off, &serial);
+		if (wait_for_request(idx, serial, ask->try_only ? -1 : ask->timeout_ms,
+							 key.path + user_off, NULL) != WAIT_GRANTED)
+			return false;
+		ll = add_hold(&key, idx, serial, ask->xact);
+		return true;
+	}
+
+	(void) add_hold(&key, ll->slot, ll->serial, ask->xact);
 	return true;
 }
 
@@ -737,21 +931,16 @@ acquire_lock(ZklockOp op, text *path, int64 timeout_ms, bool xact, bool try_only
  * for pg_advisory_unlock.
  */
 static bool
-release_lock(ZklockOp op, text *path)
+release_key(const LocalLockKey *key, int user_off)
 {
-	LocalLockKey key;
 	LocalLock  *ll;
-	int			user_off;
 
-	make_lock_key(path, op, &key, &user_off);
-	backend_setup();
-
-	ll = hash_search(local_locks, &key, HASH_FIND, NULL);
+	ll = hash_search(local_locks, key, HASH_FIND, NULL);
 	if (ll == NULL || ll->session_count == 0)
 	{
 		ereport(WARNING,
 				(errmsg("zookeeper lock \"%s\" is not held by this session",
-						key.path + user_off),
+						key->path + user_off),
 				 (ll != NULL && ll->xact_count > 0) ?
 				 errdetail("It is held at transaction level and is released at the end of the transaction.") : 0));
 		return false;
@@ -760,9 +949,9 @@ release_lock(ZklockOp op, text *path)
 	{
 		ereport(WARNING,
 				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
-						key.path + user_off)));
+						key->path + user_off)));
 		(void) withdraw_request(ll->slot, ll->serial, true);
-		hash_search(local_locks, &key, HASH_REMOVE, NULL);
+		hash_search(local_locks, key, HASH_REMOVE, NULL);
 		return false;
 	}
 	drop_hold(ll, false);
@@ -770,54 +959,937 @@ release_lock(ZklockOp op, text *path)
 }
 
 /*
- * zk_mutex_acquire(path text, timeout interval) returns boolean
+ * Release one session-level hold of the lock of a kind at a path.
+ */
+static bool
+release_lock(ZklockKind kind, text *path)
+{
+	LocalLockKey key;
+	int			user_off;
+
+	make_lock_key(path, kind, &key, &user_off);
+	backend_setup();
+	return release_key(&key, user_off);
+}
+
+/*
+ * Fill in an acquire request.
+ */
+static void
+init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind, int64 timeout_ms, bool xact)
+{
+	memset(ask, 0, sizeof(*ask));
+	ask->op = op;
+	ask->kind = kind;
+	ask->timeout_ms = timeout_ms;
+	ask->xact = xact;
+	ask->max_leases = 1;
+}
+
+/*
+ * zk_mutex_acquire(path, timeout, revocable) returns boolean
  */
 Datum
 zk_mutex_acquire(PG_FUNCTION_ARGS)
 {
+	ZklockAsk	ask;
 	text	   *path = path_arg(fcinfo, 0);
-	int64		timeout_ms = timeout_arg(fcinfo, 1);
 
-	PG_RETURN_BOOL(acquire_lock(ZKOP_MUTEX, path, timeout_ms, false, false));
+	init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, timeout_arg(fcinfo, 1), false);
+	ask.revocable = bool_arg(fcinfo, 2);
+	PG_RETURN_BOOL(acquire_lock(&ask, path));
 }
 
 /*
- * zk_mutex_try_acquire(path text) returns boolean
+ * zk_mutex_try_acquire(path) returns boolean
  */
 Datum
 zk_mutex_try_acquire(PG_FUNCTION_ARGS)
 {
+	ZklockAsk	ask;
 	text	   *path = path_arg(fcinfo, 0);
 
-	PG_RETURN_BOOL(acquire_lock(ZKOP_MUTEX, path, 0, false, true));
+	init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, 0, false);
+	PG_RETURN_BOOL(acquire_lock(&ask, path));
 }
 
 /*
- * zk_mutex_acquire_xact(path text, timeout interval) returns boolean
+ * zk_mutex_acquire_xact(path, timeout, revocable) returns boolean
  */
 Datum
 zk_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
+	ZklockAsk	ask;
 	text	   *path = path_arg(fcinfo, 0);
-	int64		timeout_ms = timeout_arg(fcinfo, 1);
 
-	PG_RETURN_BOOL(acquire_lock(ZKOP_MUTEX, path, timeout_ms, true, false));
+	init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, timeout_arg(fcinfo, 1), true);
+	ask.revocable = bool_arg(fcinfo, 2);
+	PG_RETURN_BOOL(acquire_lock(&ask, path));
 }
 
 /*
- * zk_mutex_release(path text) returns boolean
+ * zk_mutex_release(path) returns boolean
  */
 Datum
 zk_mutex_release(PG_FUNCTION_ARGS)
 {
+	PG_RETURN_BOOL(release_lock(ZKK_MUTEX, path_arg(fcinfo, 0)));
+}
+
+/*
+ * Shared body of the read/write lock acquires.
+ */
+static bool
+rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind, bool xact)
+{
+	ZklockAsk	ask;
 	text	   *path = path_arg(fcinfo, 0);
 
-	PG_RETURN_BOOL(release_lock(ZKOP_MUTEX, path));
+	init_ask(&ask, op, kind, timeout_arg(fcinfo, 1), xact);
+	ask.revocable = bool_arg(fcinfo, 2);
+	return acquire_lock(&ask, path);
+}
+
+/*
+ * zk_read_lock_acquire(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_read_lock_acquire(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, false));
+}
+
+/*
+ * zk_read_lock_acquire_xact(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_read_lock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, true));
+}
+
+/*
+ * zk_read_lock_release(path) returns boolean
+ */
+Datum
+zk_read_lock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release_lock(ZKK_READ, path_arg(fcinfo, 0)));
+}
+
+/*
+ * zk_write_lock_acquire(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_write_lock_acquire(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, false));
+}
+
+/*
+ * zk_write_lock_acquire_xact(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_write_lock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, true));
+}
+
+/*
+ * zk_write_lock_release(path) returns boolean
+ */
+Datum
+zk_write_lock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release_lock(ZKK_WRITE, path_arg(fcinfo, 0)));
+}
+
+/*
+ * zk_semaphore_mutex_acquire(path, timeout) returns boolean
+ */
+Datum
+zk_semaphore_mutex_acquire(PG_FUNCTION_ARGS)
+{
+	ZklockAsk	ask;
+	text	   *path = path_arg(fcinfo, 0);
+
+	init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX, timeout_arg(fcinfo, 1), false);
+	PG_RETURN_BOOL(acquire_lock(&ask, path));
+}
+
+/*
+ * zk_semaphore_mutex_acquire_xact(path, timeout) returns boolean
+ */
+Datum
+zk_semaphore_mutex_acquire_xact(PG_FUNCTION_ARGS)
+{
+	ZklockAsk	ask;
+	text	   *path = path_arg(fcinfo, 0);
+
+	init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX, timeout_arg(fcinfo, 1), true);
+	PG_RETURN_BOOL(acquire_lock(&ask, path));
+}
+
+/*
+ * zk_semaphore_mutex_release(path) returns boolean
+ */
+Datum
+zk_semaphore_mutex_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release_lock(ZKK_SEMAPHORE_MUTEX, path_arg(fcinfo, 0)));
+}
+
+/*
+ * The paths of a multi-lock, checked: a one-dimensional, non-empty array
+ * without NULLs or duplicates.  Returns a palloc'd array of texts.
+ */
+static text **
+multi_lock_paths(FunctionCallInfo fcinfo, int *n)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			i;
+	int			j;
+	text	  **paths;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("array of zookeeper paths must not be null")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("array of zookeeper paths must be one-dimensional")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	if (*n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("array of zookeeper paths must not be empty")));
+	paths = palloc(sizeof(text *) * *n);
+	for (i = 0; i < *n; i++)
+	{
+		LocalLockKey ki;
+		int			off;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("zookeeper path must not be null"),
+					 errdetail("Element %d of the array is null.", i + 1)));
+		paths[i] = DatumGetTextPP(elems[i]);
+		make_lock_key(paths[i], ZKK_MUTEX, &ki, &off);
+		for (j = 0; j < i; j++)
+		{
+			LocalLockKey kj;
+			int			offj;
+
+			make_lock_key(paths[j], ZKK_MUTEX, &kj, &offj);
+			if (strcmp(ki.path, kj.path) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("zookeeper path \"%s\" appears twice in the multi-lock",
+								ki.path + off)));
+		}
+	}
+	return paths;
+}
+
+/*
+ * zk_multi_lock_acquire(paths text[], timeout) returns boolean: every
+ * mutex in order, or none (the ones taken are released in reverse).
+ */
+Datum
+zk_multi_lock_acquire(PG_FUNCTION_ARGS)
+{
+	int			n;
+	text	  **paths = multi_lock_paths(fcinfo, &n);
+	int64		timeout_ms = timeout_arg(fcinfo, 1);
+	TimestampTz start = GetCurrentTimestamp();
+	volatile int taken = 0;
+	bool		ok = true;
+
+	PG_TRY();
+	{
+		while (taken < n)
+		{
+			ZklockAsk	ask;
+			int64		left = timeout_ms;
+
+			if (timeout_ms >= 0)
+			{
+				left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
+				if (left < 0)
+					left = 0;
+			}
+			init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, left, false);
+			if (!acquire_lock(&ask, paths[taken]))
+			{
+				ok = false;
+				break;
+			}
+			taken++;
+		}
+	}
+	PG_CATCH();
+	{
+		while (taken > 0)
+		{
+			LocalLockKey key;
+			int			off;
+			LocalLock  *ll;
+
+			taken--;
+			make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
+			ll = hash_search(local_locks, &key, HASH_FIND, NULL);
+			if (ll != NULL && ll->session_count > 0)
+				drop_hold(ll, false);
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (!ok)
+	{
+		while (taken > 0)
+		{
+			LocalLockKey key;
+			int			off;
+
+			taken--;
+			make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
+			(void) release_key(&key, off);
+		}
+	}
+	PG_RETURN_BOOL(ok);
+}
+
+/*
+ * zk_multi_lock_release(paths text[]) returns boolean: release each mutex
+ * in reverse order; false when one of them was not held.
+ */
+Datum
+zk_multi_lock_release(PG_FUNCTION_ARGS)
+{
+	int			n;
+	text	  **paths = multi_lock_paths(fcinfo, &n);
+	bool		all = true;
+	int			i;
+
+	backend_setup();
+	for (i = n - 1; i >= 0; i--)
+	{
+		LocalLockKey key;
+		int			off;
+
+		make_lock_key(paths[i], ZKK_MUTEX, &key, &off);
+		if (!release_key(&key, off))
+			all = false;
+	}
+	PG_RETURN_BOOL(all);
+}
+
+/*
+ * Shared body of the semaphore acquires: qty leases, one after the other,
+ * all or none.  Returns the lease names, or NULL on timeout.
+ */
+static Datum
+semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
+{
+	text	   *path = path_arg(fcinfo, 0);
+	int32		max_leases = count_arg(fcinfo, 1, "max_leases");
+	int32		qty = count_arg(fcinfo, 2, "qty");
+	int64		timeout_ms = timeout_arg(fcinfo, 3);
+	LocalLockKey key;
+	int			user_off;
+	TimestampTz start = GetCurrentTimestamp();
+	Datum	   *names;
+	int		   *slots;
+	uint32	   *serials;
+	volatile int taken = 0;
+	bool		ok = true;
+	int			i;
+
+	if (qty > max_leases)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("qty (%d) must not exceed max_leases (%d)", qty, max_leases)));
+	make_lock_key(path, ZKK_SEMAPHORE, &key, &user_off);
+	backend_setup();
+
+	names = palloc(sizeof(Datum) * qty);
+	slots = palloc(sizeof(int) * qty);
+	serials = palloc(sizeof(uint32) * qty);
+	PG_TRY();
+	{
+		while (taken < qty)
+		{
+			ZklockAsk	ask;
+			int64		left = timeout_ms;
+
+			if (timeout_ms >= 0)
+			{
+				left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
+				if (left < 0)
+					left = 0;
+			}
+			init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE, left, xact);
+			ask.max_leases = max_leases;
+			if (left == 0)
+				ask.try_only = true;
+			slots[taken] = claim_slot(&ask, &key, user_off, &serials[taken]);
+			if (wait_for_request(slots[taken], serials[taken], ask.try_only ? -1 : left,
+								 key.path + user_off, NULL) != WAIT_GRANTED)
+			{
+				ok = false;
+				break;
+			}
+			taken++;
+		}
+	}
+	PG_CATCH();
+	{
+		while (taken > 0)
+		{
+			taken--;
+			(void) withdraw_request(slots[taken], serials[taken], true);
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (!ok)
+	{
+		/* all or nothing: give back what we got */
+		while (taken > 0)
+		{
+			taken--;
+			(void) withdraw_request(slots[taken], serials[taken], true);
+		}
+		PG_RETURN_NULL();
+	}
+
+	for (i = 0; i < qty; i++)
+	{
+		LocalLockKey lk = key;
+
+		strlcpy(lk.lease, zklock_shared->slots[slots[i]].node, sizeof(lk.lease));
+		names[i] = CStringGetTextDatum(lk.lease);
+		(void) add_hold(&lk, slots[i], serials[i], xact);
+	}
+	PG_RETURN_ARRAYTYPE_P(construct_array(names, qty, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * zk_semaphore_acquire(path, max_leases, qty, timeout) returns text[]
+ */
+Datum
+zk_semaphore_acquire(PG_FUNCTION_ARGS)
+{
+	return semaphore_acquire(fcinfo, false);
+}
+
+/*
+ * zk_semaphore_acquire_xact(path, max_leases, qty, timeout) returns text[]
+ */
+Datum
+zk_semaphore_acquire_xact(PG_FUNCTION_ARGS)
+{
+	return semaphore_acquire(fcinfo, true);
+}
+
+/*
+ * zk_semaphore_release(path, lease) returns boolean
+ */
+Datum
+zk_semaphore_release(PG_FUNCTION_ARGS)
+{
+	LocalLockKey key;
+	int			user_off;
+	text	   *lease;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_SEMAPHORE, &key, &user_off);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lease must not be null")));
+	lease = PG_GETARG_TEXT_PP(1);
+	if (VARSIZE_ANY_EXHDR(lease) >= ZKLOCK_NODE_NAME_SIZE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lease name is too long")));
+	text_to_cstring_buffer(lease, key.lease, sizeof(key.lease));
+	backend_setup();
+	PG_RETURN_BOOL(release_key(&key, user_off));
+}
+
+/*
+ * zk_semaphore_release_all(path) returns integer: return every
+ * session-level lease this session holds on the semaphore.
+ */
+Datum
+zk_semaphore_release_all(PG_FUNCTION_ARGS)
+{
+	LocalLockKey key;
+	int			user_off;
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	List	   *keys = NIL;
+	ListCell   *lc;
+	int			released = 0;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_SEMAPHORE, &key, &user_off);
+	backend_setup();
+	hash_seq_init(&seq, local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		if (ll->key.kind == ZKK_SEMAPHORE && ll->session_count > 0 &&
+			strcmp(ll->key.path, key.path) == 0)
+		{
+			LocalLockKey *k = palloc(sizeof(LocalLockKey));
+
+			*k = ll->key;
+			keys = lappend(keys, k);
+		}
+	}
+	foreach(lc, keys)
+	{
+		if (release_key(lfirst(lc), user_off))
+			released++;
+	}
+	PG_RETURN_INT32(released);
+}
+
+/*
+ * Shared body of the barrier calls.
+ */
+static int64
+barrier_request(FunctionCallInfo fcinfo, ZklockOp op, int64 timeout_ms, bool *timed_out)
+{
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
+	backend_setup();
+	init_ask(&ask, op, ZKK_NONE, timeout_ms, false);
+	return run_request(&ask, &key, user_off, 0, 0, timed_out, NULL);
+}
+
+/*
+ * zk_barrier_set(path) returns boolean: true when this call set it.
+ */
+Datum
+zk_barrier_set(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(barrier_request(fcinfo, ZKOP_BARRIER_SET, -1, NULL) == 1);
+}
+
+/*
+ * zk_barrier_remove(path) returns boolean: true when this call removed it.
+ */
+Datum
+zk_barrier_remove(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(barrier_request(fcinfo, ZKOP_BARRIER_REMOVE, -1, NULL) == 1);
+}
+
+/*
+ * zk_barrier_wait(path, timeout) returns boolean: true once the barrier
+ * is down, false when the timeout passed first.
+ */
+Datum
+zk_barrier_wait(PG_FUNCTION_ARGS)
+{
+	int64		timeout_ms = timeout_arg(fcinfo, 1);
+	bool		timed_out = false;
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+	int64		value;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_BARRIER, &key, &user_off);
+	backend_setup();
+	init_ask(&ask, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, false);
+	value = run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	PG_RETURN_BOOL(!timed_out && value == 1);
+}
+
+/*
+ * zk_double_barrier_enter(path, member_qty, timeout) returns boolean
+ */
+Datum
+zk_double_barrier_enter(PG_FUNCTION_ARGS)
+{
+	text	   *path = path_arg(fcinfo, 0);
+	int32		member_qty = count_arg(fcinfo, 1, "member_qty");
+	int64		timeout_ms = timeout_arg(fcinfo, 2);
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+	int			idx;
+	uint32		serial;
+
+	make_lock_key(path, ZKK_DOUBLE_BARRIER, &key, &user_off);
+	backend_setup();
+	if (find_hold(&key, user_off) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("this session has already entered double barrier \"%s\"",
+						key.path + user_off)));
+	init_ask(&ask, ZKOP_DBARRIER_ENTER, ZKK_DOUBLE_BARRIER, timeout_ms, false);
+	ask.member_qty = member_qty;
+	idx = claim_slot(&ask, &key, user_off, &serial);
+	if (wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL) != WAIT_GRANTED)
+		PG_RETURN_BOOL(false);
+	(void) add_hold(&key, idx, serial, false);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * zk_double_barrier_leave(path, timeout) returns boolean: Curator's leave
+ * protocol on our membership; false when the timeout passed before every
+ * member left (our membership is withdrawn either way).
+ */
+Datum
+zk_double_barrier_leave(PG_FUNCTION_ARGS)
+{
+	text	   *path = path_arg(fcinfo, 0);
+	int64		timeout_ms = timeout_arg(fcinfo, 1);
+	LocalLockKey key;
+	int			user_off;
+	LocalLock  *ll;
+	int			idx;
+	uint32		serial;
+	bool		posted = false;
+	WaitOutcome outcome;
+
+	make_lock_key(path, ZKK_DOUBLE_BARRIER, &key, &user_off);
+	backend_setup();
+	ll = hash_search(local_locks, &key, HASH_FIND, NULL);
+	if (ll == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this session has not entered double barrier \"%s\"",
+						key.path + user_off)));
+	idx = ll->slot;
+	serial = ll->serial;
+	hash_search(local_locks, &key, HASH_REMOVE, NULL);
+
+	/* turn the membership into a leave request */
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	if (zklock_shared->slots[idx].serial == serial &&
+		zklock_shared->slots[idx].state == ZKS_HELD)
+	{
+		zklock_shared->slots[idx].op = ZKOP_DBARRIER_LEAVE;
+		zklock_shared->slots[idx].state = ZKS_NEW;
+		zklock_shared->work_pending = true;
+		posted = true;
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (!posted)
+	{
+		ereport(WARNING,
+				(errmsg("double barrier membership \"%s\" was lost when the zookeeper session ended",
+						key.path + user_off)));
+		(void) withdraw_request(idx, serial, true);
+		PG_RETURN_BOOL(false);
+	}
+	zklock_wake_worker();
+	outcome = wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL);
+	PG_RETURN_BOOL(outcome == WAIT_DONE);
+}
+
+/*
+ * zk_revoke(path) returns integer: ask every holder of the lock at path
+ * to release it, as Curator's Revoker.attemptRevoke does.
+ */
+Datum
+zk_revoke(PG_FUNCTION_ARGS)
+{
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
+	backend_setup();
+	init_ask(&ask, ZKOP_REVOKE, ZKK_NONE, -1, false);
+	PG_RETURN_INT32((int32) run_request(&ask, &key, user_off, 0, 0, NULL, NULL));
+}
+
+/*
+ * zk_revocation_requested() returns setof text: the paths of this
+ * session's revocable locks that someone asked to release.
+ */
+Datum
+zk_revocation_requested(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	backend_setup();
+	hash_seq_init(&seq, local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+		bool		asked;
+		char		path[ZKLOCK_FULL_PATH_SIZE];
+
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		asked = slot->serial == ll->serial && slot->revoke_requested;
+		strlcpy(path, slot->path + slot->user_path_off, sizeof(path));
+		LWLockRelease(zklock_shared->lock);
+		if (asked)
+		{
+			Datum		v = CStringGetTextDatum(path);
+			bool		n = false;
+
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &n);
+		}
+	}
+	return (Datum) 0;
+}
+
+/* One node of zk_participants */
+typedef struct Participant
+{
+	char	   *name;
+	char	   *data;			/* NULL when gone or empty */
+} Participant;
+
+/*
+ * A node's data as text: converted from UTF-8 when it is valid UTF-8,
+ * otherwise shown as \x followed by hex (another client's binary data).
+ * Always a copy: the caller's buffer goes away.
+ */
+static char *
+participant_data_text(const char *p, int len)
+{
+	if (pg_verify_mbstr(PG_UTF8, p, len, true))
+	{
+		char	   *conv = pg_any_to_server(p, len, PG_UTF8);
+
+		return conv == p ? pnstrdup(p, len) : conv;
+	}
+	else
+	{
+		StringInfoData buf;
+		int			i;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "\\x");
+		for (i = 0; i < len; i++)
+			appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
+		return buf.data;
+	}
+}
+
+static const char *participant_sort_lock;
+static bool participant_sort_rw;
+
+/*
+ * qsort comparator of participants in Curator's queue order.
+ */
+static int
+participant_cmp(const void *a, const void *b)
+{
+	const Participant *pa = a;
+	const Participant *pb = b;
+	const char *ka;
+	const char *kb;
+	int			c;
+
+	if (participant_sort_rw)
+	{
+		ka = zklock_rw_sort_key(pa->name);
+		kb = zklock_rw_sort_key(pb->name);
+	}
+	else if (participant_sort_lock)
+	{
+		ka = zklock_sort_key(pa->name, participant_sort_lock);
+		kb = zklock_sort_key(pb->name, participant_sort_lock);
+	}
+	else
+	{
+		ka = pa->name;
+		kb = pb->name;
+	}
+	c = strcmp(ka, kb);
+	return c != 0 ? c : strcmp(pa->name, pb->name);
+}
+
+/*
+ * zk_participants(path) returns table(position, node, kind, data, holds):
+ * the recipe's nodes at path in queue order, with their data.
+ */
+Datum
+zk_participants(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LocalLockKey key;
+	int			user_off;
+	uint32		size = 64 * 1024;
+	int			attempt;
+	Participant *parts = NULL;
+	int			n = 0;
+	int			kind = 0;
+	bool		rw = false;
+	bool		mutex = false;
+	bool		seen_writer = false;
+	int			i;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
+	backend_setup();
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (attempt = 0; attempt < 4; attempt++)
+	{
+		ZklockAsk	ask;
+		dsm_segment *seg = dsm_create(size, 0);
+		uint32		needed = 0;
+		int64		value;
+		char	   *p;
+
+		init_ask(&ask, ZKOP_PARTICIPANTS, ZKK_NONE, -1, false);
+		value = run_request(&ask, &key, user_off, dsm_segment_handle(seg), size,
+							NULL, &needed);
+		if (value == -1 && needed > size)
+		{
+			dsm_detach(seg);
+			size = needed + 1024;
+			continue;
+		}
+		p = dsm_segment_address(seg);
+		n = ((int32 *) p)[0];
+		kind = ((int32 *) p)[1];
+		p += sizeof(int32) * 2;
+		parts = palloc0(sizeof(Participant) * Max(n, 1));
+		for (i = 0; i < n; i++)
+		{
+			int32		nlen;
+			int32		dlen;
+
+			memcpy(&nlen, p, sizeof(int32));
+			memcpy(&dlen, p + sizeof(int32), sizeof(int32));
+			p += sizeof(int32) * 2;
+			parts[i].name = pstrdup(p);
+			p += MAXALIGN(nlen + 1);
+			if (dlen > 0)
+				parts[i].data = participant_data_text(p, dlen);
+			p += MAXALIGN(Max(dlen, 0) + 1);
+		}
+		dsm_detach(seg);
+		break;
+	}
+
+	for (i = 0; i < n; i++)
+	{
+		if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME) ||
+			strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
+			rw = true;
+		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
+			mutex = true;
+	}
+	participant_sort_rw = rw && kind == 1;
+	participant_sort_lock = kind == 2 ? ZKLOCK_LEASE_NAME :
+		(mutex && !rw) ? ZKLOCK_LOCK_NAME : NULL;
+	if (n > 1)
+		qsort(parts, n, sizeof(Participant), participant_cmp);
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5];
+		const char *pk;
+
+		memset(nulls, 0, sizeof(nulls));
+		nulls[4] = true;
+		if (kind == 2)
+			pk = "lease";
+		else if (strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
+		{
+			pk = "write";
+			values[4] = BoolGetDatum(i == 0);
+			nulls[4] = false;
+			seen_writer = true;
+		}
+		else if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME))
+		{
+			pk = "read";
+			values[4] = BoolGetDatum(!seen_writer);
+			nulls[4] = false;
+		}
+		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
+		{
+			pk = "lock";
+			values[4] = BoolGetDatum(i == 0);
+			nulls[4] = false;
+		}
+		else if (strcmp(parts[i].name, ZKLOCK_READY_NODE) == 0)
+			pk = "ready";
+		else if (zklock_is_uuid(parts[i].name))
+			pk = "member";
+		else
+			pk = "other";
+
+		values[0] = Int32GetDatum(i + 1);
+		values[1] = CStringGetTextDatum(parts[i].name);
+		values[2] = CStringGetTextDatum(pk);
+		if (parts[i].data)
+			values[3] = CStringGetTextDatum(parts[i].data);
+		else
+			nulls[3] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * zk_lock_token(path) returns bigint: the creation zxid of this session's
+ * node of a lock it holds at path, a fencing token that grows with every
+ * new holder.
+ */
+Datum
+zk_lock_token(PG_FUNCTION_ARGS)
+{
+	static const ZklockKind kinds[] = {ZKK_MUTEX, ZKK_WRITE, ZKK_READ, ZKK_SEMAPHORE_MUTEX};
+	LocalLockKey key;
+	int			user_off;
+	int			i;
+
+	make_lock_key(path_arg(fcinfo, 0), ZKK_MUTEX, &key, &user_off);
+	backend_setup();
+	for (i = 0; i < lengthof(kinds); i++)
+	{
+		LocalLock  *ll;
+
+		key.kind = kinds[i];
+		ll = find_hold(&key, user_off);
+		if (ll != NULL)
+		{
+			int64		token;
+
+			LWLockAcquire(zklock_shared->lock, LW_SHARED);
+			token = zklock_shared->slots[ll->slot].czxid;
+			LWLockRelease(zklock_shared->lock);
+			if (token != 0)
+				PG_RETURN_INT64(token);
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("this session holds no lock on \"%s\"", key.path + user_off),
+			 errhint("A fencing token exists only for a held mutex, read/write or semaphore mutex lock.")));
+	PG_RETURN_NULL();
 }
 
 /*
  * zk_release_all() returns integer: release every session-level hold of
- * this backend; transaction-level holds stay until the transaction ends.
+ * this backend, of every recipe; transaction-level holds stay until the
+ * transaction ends.
  */
 Datum
 zk_release_all(PG_FUNCTION_ARGS)
@@ -922,6 +1994,49 @@ zk_status(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Names of a lock kind as zk_locks shows them: recipe and mode.
+ */
+static void
+kind_names(ZklockKind kind, const char **recipe, const char **mode)
+{
+	switch (kind)
+	{
+		case ZKK_MUTEX:
+			*recipe = "mutex";
+			*mode = "exclusive";
+			return;
+		case ZKK_READ:
+			*recipe = "read";
+			*mode = "shared";
+			return;
+		case ZKK_WRITE:
+			*recipe = "write";
+			*mode = "exclusive";
+			return;
+		case ZKK_SEMAPHORE_MUTEX:
+			*recipe = "semaphore_mutex";
+			*mode = "exclusive";
+			return;
+		case ZKK_SEMAPHORE:
+			*recipe = "semaphore";
+			*mode = "lease";
+			return;
+		case ZKK_DOUBLE_BARRIER:
+			*recipe = "double_barrier";
+			*mode = "member";
+			return;
+		case ZKK_BARRIER:
+			*recipe = "barrier";
+			*mode = "wait";
+			return;
+		case ZKK_NONE:
+			break;
+	}
+	*recipe = "request";
+	*mode = "";
+}
+
+/*
  * zk_locks(): every lock held or waited for in this cluster.
  */
 Datum
@@ -944,20 +2059,25 @@ zk_locks(PG_FUNCTION_ARGS)
 	LWLockAcquire(sh->lock, LW_SHARED);
 	for (i = 0; i < sh->nslots; i++)
 	{
-		ZklockSlotState st = sh->slots[i].state;
+		ZklockSlot *s = &sh->slots[i];
 
-		/* holders and waiters; withdrawn entries are neither */
-		if (st == ZKS_NEW || st == ZKS_ACTIVE || st == ZKS_HELD || st == ZKS_LOST)
-			memcpy(&copy[n++], &sh->slots[i], sizeof(ZklockSlot));
+		/* holders and waiters; withdrawn entries and requests are neither */
+		if ((s->state == ZKS_NEW || s->state == ZKS_ACTIVE ||
+			 s->state == ZKS_HELD || s->state == ZKS_LOST) &&
+			s->kind != ZKK_NONE)
+			memcpy(&copy[n++], s, sizeof(ZklockSlot));
 	}
 	LWLockRelease(sh->lock);
 
 	for (i = 0; i < n; i++)
 	{
 		ZklockSlot *s = &copy[i];
-		Datum		values[10];
-		bool		nulls[10];
+		Datum		values[11];
+		bool		nulls[11];
 		const char *scope;
+		const char *recipe;
+		const char *mode;
+		const char *state;
 
 		memset(nulls, 0, sizeof(nulls));
 		if (s->session_count > 0 && s->xact_count > 0)
@@ -966,19 +2086,24 @@ zk_locks(PG_FUNCTION_ARGS)
 			scope = "xact";
 		else
 			scope = "session";
+		kind_names(s->kind, &recipe, &mode);
+		state = zklock_slot_state_name(s->state);
+		if (s->kind == ZKK_DOUBLE_BARRIER && s->op == ZKOP_DBARRIER_LEAVE)
+			state = "leaving";
 
 		values[0] = Int32GetDatum(s->pid);
-		values[1] = CStringGetTextDatum("mutex");
+		values[1] = CStringGetTextDatum(recipe);
 		values[2] = CStringGetTextDatum(s->path + s->user_path_off);
 		values[3] = CStringGetTextDatum(s->node);
 		nulls[3] = (s->node[0] == '\0');
-		values[4] = CStringGetTextDatum("exclusive");
+		values[4] = CStringGetTextDatum(mode);
 		values[5] = CStringGetTextDatum(scope);
 		values[6] = Int32GetDatum(s->session_count + s->xact_count);
-		values[7] = CStringGetTextDatum(zklock_slot_state_name(s->state));
+		values[7] = CStringGetTextDatum(state);
 		values[8] = TimestampTzGetDatum(s->since);
 		values[9] = Int64GetDatum(s->czxid);
 		nulls[9] = (s->state != ZKS_HELD || s->czxid == 0);
+		values[10] = BoolGetDatum(s->revoke_requested);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

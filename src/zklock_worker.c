@@ -27,12 +27,15 @@
  */
 #include "postgres.h"
 
+#include <poll.h>
+
 #include <zookeeper/zookeeper.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/dsm.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -55,11 +58,24 @@ typedef struct WorkerReq
 	int			inflight;		/* async calls whose completion is due */
 	bool		parked;			/* waits for the connection to come back */
 	bool		recover;		/* on resume, look for our node by prefix */
-	bool		create_sent;	/* a create may have reached the server */
+	bool		create_sent;	/* a create of our node may have reached the
+								 * server */
+	bool		aux_create_sent;	/* same for a lease's P/locks node */
 	bool		need_parents;	/* create the parents before the node */
-	bool		watching;		/* a watch on the predecessor is armed */
+	bool		watching;		/* a watch is armed; its event moves us on */
+	int			skip_lists;		/* pipelined listings to ignore */
+	bool		ready_seen;		/* double barrier: P/ready existed */
 	int			nonode_retries;
 	int			lost_retries;
+	int64		count;			/* revoke: nodes written */
+	/* participants: the listing and the data, collected in order */
+	char		pdir[ZKLOCK_NODE_PATH_SIZE];
+	int			pkind;
+	int			pn;
+	int			pdone;
+	char	  **pnames;
+	char	  **pdata;
+	int		   *plen;
 } WorkerReq;
 
 /* A node to delete, retried until it is gone or the session ends */
@@ -70,13 +86,24 @@ typedef struct PendingDelete
 	bool		by_prefix;		/* path is a parent; delete children with
 								 * prefix */
 	char		prefix[ZKLOCK_NODE_NAME_SIZE];
-	char		path[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
+	char		path[ZKLOCK_NODE_PATH_SIZE];
 	struct PendingDelete *next;
 } PendingDelete;
+
+/* Where the lock engine works for a slot: the mutex-like part of a recipe */
+typedef struct LockTarget
+{
+	char		base[ZKLOCK_NODE_PATH_SIZE];	/* parent of the lock nodes */
+	char	   *node;			/* our node's name */
+	char	   *uuid;			/* our protection id */
+	const char *lock_name;		/* "lock-", "__READ__", "__WRIT__" */
+	bool	   *create_sent;
+} LockTarget;
 
 static zhandle_t *zh = NULL;
 static bool zk_connected = false;
 static bool need_reconnect = false;
+static bool rescan = true;		/* look at every slot on the next pass */
 static WorkerReq *reqs = NULL;
 static PendingDelete *pending_deletes = NULL;
 static uint64 next_delete_id = 1;
@@ -85,10 +112,17 @@ static char *connected_hosts = NULL;
 static WaitEventSet *wes = NULL;
 static int	wes_fd = -2;
 static int	wes_interest = -1;
+static int	wes_sock_pos = -1;
 static bool wes_rebuild = true;
 
-static void list_children(int idx);
-static void issue_create(int idx);
+static const char REVOKE_MESSAGE[] = "__REVOKE__";
+
+static void lk_create(int idx);
+static void lk_list(int idx);
+static void lease_create(int idx);
+static void lease_list(int idx);
+static void continue_request(int idx);
+static void start_request(int idx);
 
 /*
  * Encode a slot index and serial into the opaque pointer that ZooKeeper
@@ -98,6 +132,15 @@ static inline const void *
 make_tag(int idx, uint32 serial)
 {
 	return (const void *) (uintptr_t) (((uint64) serial << 24) | (uint64) idx);
+}
+
+/*
+ * Tag of the request now running in slot idx.
+ */
+static inline const void *
+slot_tag(int idx)
+{
+	return make_tag(idx, zklock_shared->slots[idx].serial);
 }
 
 /*
@@ -141,6 +184,8 @@ zk_rc_sqlstate(int rc)
 			return ERRCODE_INVALID_PARAMETER_VALUE;
 		case ZNOCHILDRENFOREPHEMERALS:
 			return ERRCODE_WRONG_OBJECT_TYPE;
+		case ZNOTEMPTY:
+			return ERRCODE_OBJECT_IN_USE;
 		default:
 			return ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
 	}
@@ -154,6 +199,41 @@ static bool
 zk_rc_retryable(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+/*
+ * True for the result codes that mean the session is ending; the session
+ * watcher deals with every request then.
+ */
+static bool
+zk_rc_session_gone(int rc)
+{
+	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
+/*
+ * Forget the process-local state of a slot, freeing what it holds.
+ */
+static void
+reset_req(int idx)
+{
+	WorkerReq  *req = &reqs[idx];
+	int			i;
+
+	if (req->pnames)
+	{
+		for (i = 0; i < req->pn; i++)
+		{
+			if (req->pnames[i])
+				pfree(req->pnames[i]);
+			if (req->pdata[i])
+				pfree(req->pdata[i]);
+		}
+		pfree(req->pnames);
+		pfree(req->pdata);
+		pfree(req->plen);
+	}
+	memset(req, 0, sizeof(*req));
 }
 
 /*
@@ -171,13 +251,35 @@ slot_fail(int idx, int sqlerrcode, const char *fmt,...)
 	slot->sqlerrcode = sqlerrcode;
 	slot->result = ZKR_ERROR;
 	slot->state = ZKS_DONE;
-	reqs[idx].serial = 0;
+	reset_req(idx);
 	zklock_wake_backend(slot);
 }
 
 /*
- * Put a node on the list of nodes to delete.  The list is worked through
- * in order whenever the session is connected.
+ * End a request that does not leave a lock behind, with a result value.
+ * Caller holds the lock.
+ */
+static void
+slot_finish(int idx, ZklockResult result, int64 value)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	slot->result = result;
+	slot->result_value = value;
+	slot->state = ZKS_DONE;
+	reset_req(idx);
+	zklock_wake_backend(slot);
+}
+
+/*
+ * Send every pending delete that is not already on its way.
+ */
+static void send_deletes(void);
+
+/*
+ * Put a node on the list of nodes to delete (by exact path, or every child
+ * of path that starts with prefix) and send it when connected.  Deletes
+ * are retried until they succeed or the session ends.
  */
 static void
 queue_delete(const char *path, const char *prefix)
@@ -196,10 +298,12 @@ queue_delete(const char *path, const char *prefix)
 	for (tail = &pending_deletes; *tail != NULL; tail = &(*tail)->next)
 		;
 	*tail = pd;
+	if (zk_connected)
+		send_deletes();
 }
 
 /*
- * Remove a pending delete by id, if still listed.
+ * Find a pending delete by id, and unlink it if asked.
  */
 static PendingDelete *
 find_delete(uint64 id, bool unlink)
@@ -249,7 +353,7 @@ delete_done(int rc, const void *data)
 		return;
 	if (rc == ZOK || rc == ZNONODE || !zk_rc_retryable(rc))
 	{
-		if (rc != ZOK && rc != ZNONODE)
+		if (rc != ZOK && rc != ZNONODE && !zk_rc_session_gone(rc))
 			elog(WARNING, "zklock: could not delete ZooKeeper node \"%s\": %s",
 				 pd->path, zerror(rc));
 		find_delete(id, true);
@@ -278,13 +382,16 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 		{
 			if (strncmp(strings->data[i], pd->prefix, strlen(pd->prefix)) == 0)
 			{
-				char		child[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
+				char		child[ZKLOCK_NODE_PATH_SIZE];
 
 				snprintf(child, sizeof(child), "%s/%s", pd->path, strings->data[i]);
 				queue_delete(child, NULL);
 			}
 		}
 	}
+	pd = find_delete(id, false);
+	if (pd == NULL)
+		return;
 	if (rc == ZOK || rc == ZNONODE || !zk_rc_retryable(rc))
 	{
 		find_delete(id, true);
@@ -294,9 +401,6 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 		pd->inflight = false;
 }
 
-/*
- * Send every pending delete that is not already on its way.
- */
 static void
 send_deletes(void)
 {
@@ -321,17 +425,75 @@ send_deletes(void)
 }
 
 /*
- * Full path of a slot's own node into buf.
+ * Full path of a node of a slot: leases live under P/leases, everything
+ * else directly under P.
  */
 static void
-slot_node_path(ZklockSlot *slot, char *buf, size_t len)
+node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", slot->path, slot->node);
+	if (slot->op == ZKOP_LEASE)
+		snprintf(buf, len, "%s/leases/%s", slot->path, name);
+	else
+		snprintf(buf, len, "%s/%s", slot->path, name);
 }
 
 /*
- * Withdraw a cancelled or released request: delete its node (or look for
- * it by prefix when its create reply never came) and free the slot.
+ * Completion of a container create: nothing to do, the create queued right
+ * behind it reports what matters.
+ */
+static void
+container_done(int rc, const char *value, const void *data)
+{
+}
+
+/*
+ * Create every ancestor of path as a container node (and path itself when
+ * include_self), the way Curator's creatingParentContainersIfNeeded does.
+ * The calls are pipelined: the create queued right behind them finds its
+ * parents in place, since one session's requests are applied in order.
+ */
+static void
+create_containers(const char *path, bool include_self)
+{
+	char		parent[ZKLOCK_NODE_PATH_SIZE];
+	char	   *p;
+
+	strlcpy(parent, path, sizeof(parent));
+	for (p = parent + 1;; p++)
+	{
+		if (*p == '/' || *p == '\0')
+		{
+			char		saved = *p;
+
+			if (saved == '\0' && !include_self)
+				break;
+			*p = '\0';
+			(void) zoo_acreate(zh, parent, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+							   ZOO_CONTAINER, container_done, NULL);
+			*p = saved;
+			if (saved == '\0')
+				break;
+		}
+	}
+}
+
+/*
+ * A fresh protection id.
+ */
+static bool
+new_uuid(char *out)
+{
+	unsigned char bytes[16];
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		return false;
+	zklock_format_uuid(bytes, out);
+	return true;
+}
+
+/*
+ * Withdraw a cancelled or released request: delete its nodes (or look for
+ * them by prefix when a create reply never came) and free the slot.
  * Caller holds the lock and has checked nothing is in flight.
  */
 static void
@@ -341,30 +503,49 @@ withdraw(int idx)
 	WorkerReq  *req = &reqs[idx];
 	bool		same_session = (slot->session_gen == zklock_shared->session_gen);
 	bool		adopted = (req->serial != slot->serial);
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
-	if (same_session && slot->node[0] != '\0')
+	if (same_session)
 	{
-		char		buf[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
-
-		slot_node_path(slot, buf, sizeof(buf));
-		queue_delete(buf, NULL);
+		if (slot->node[0] != '\0' && !slot->node_deleted)
+		{
+			node_path(slot, slot->node, buf, sizeof(buf));
+			queue_delete(buf, NULL);
+		}
+		else if (slot->node[0] == '\0' && slot->uuid[0] != '\0' &&
+				 (req->create_sent || adopted))
+		{
+			zklock_protected_prefix(slot->uuid, prefix);
+			if (slot->op == ZKOP_LEASE)
+				snprintf(buf, sizeof(buf), "%s/leases", slot->path);
+			else
+				strlcpy(buf, slot->path, sizeof(buf));
+			queue_delete(buf, prefix);
+		}
+		if (slot->aux_node[0] != '\0')
+		{
+			snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
+			queue_delete(buf, NULL);
+		}
+		else if (slot->aux_uuid[0] != '\0' && (req->aux_create_sent || adopted))
+		{
+			zklock_protected_prefix(slot->aux_uuid, prefix);
+			snprintf(buf, sizeof(buf), "%s/locks", slot->path);
+			queue_delete(buf, prefix);
+		}
 	}
-	else if (same_session && slot->uuid[0] != '\0' &&
-			 (req->create_sent || adopted))
-	{
-		char		prefix[ZKLOCK_NODE_NAME_SIZE];
-
-		zklock_protected_prefix(slot->uuid, prefix);
-		queue_delete(slot->path, prefix);
-	}
-	memset(req, 0, sizeof(*req));
+	reset_req(idx);
 	slot->state = ZKS_FREE;
 	slot->node[0] = '\0';
 	slot->uuid[0] = '\0';
+	slot->aux_node[0] = '\0';
+	slot->aux_uuid[0] = '\0';
 }
 
 /*
- * Hand the lock to the backend.  Caller holds the lock.
+ * Hand the lock (lease, membership) to the backend.  Caller holds the
+ * lock.
  */
 static void
 grant(int idx)
@@ -386,6 +567,7 @@ park(int idx, bool recover)
 {
 	reqs[idx].parked = true;
 	reqs[idx].watching = false;
+	rescan = true;
 	if (recover)
 		reqs[idx].recover = true;
 }
@@ -409,23 +591,189 @@ settle_cancel(int idx)
 }
 
 /*
- * Completion of the container creates of the parents: nothing to do, the
- * node create queued right behind them reports what matters.
+ * Common handling of a failed call of a request: park on connection
+ * trouble, leave session ends to the session watcher, fail otherwise.
  */
 static void
-parent_done(int rc, const char *value, const void *data)
+call_failed(int idx, int rc, const char *what)
 {
+	if (zk_rc_retryable(rc))
+		park(idx, true);
+	else if (!zk_rc_session_gone(rc))
+		slot_fail(idx, zk_rc_sqlstate(rc), "could not %s \"%s\": %s", what,
+				  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off,
+				  zerror(rc));
 }
 
 /*
- * Completion of the create of our lock node.
+ * Watcher of every recipe: the node we wait on changed; look again.
  */
 static void
-create_done(int rc, const char *value, const struct Stat *stat, const void *data)
+step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
 {
 	int			idx;
-	ZklockSlot *slot;
-	WorkerReq  *req;
+
+	if (type == ZOO_SESSION_EVENT)
+		return;					/* the session watcher handles those */
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(ctx);
+	if (idx >= 0 && reqs[idx].watching && reqs[idx].inflight == 0 &&
+		zklock_shared->slots[idx].state == ZKS_ACTIVE)
+	{
+		reqs[idx].watching = false;
+		continue_request(idx);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Revocation: a revocable node is watched with getData; its data
+ * becoming "__REVOKE__" asks the holder to let go.
+ * ---------------------------------------------------------------------
+ */
+
+static void revoke_watch(int idx);
+
+/*
+ * Completion of getData on our own revocable node.
+ */
+static void
+revoke_data_done(int rc, const char *value, int value_len,
+				 const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0 && rc == ZOK && value != NULL &&
+		value_len == (int) strlen(REVOKE_MESSAGE) &&
+		memcmp(value, REVOKE_MESSAGE, value_len) == 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		if (!slot->revoke_requested)
+		{
+			slot->revoke_requested = true;
+			zklock_wake_backend(slot);
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Watcher on our own revocable node: its data changed, read it again.
+ */
+static void
+revoke_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
+{
+	int			idx;
+
+	if (type != ZOO_CHANGED_EVENT)
+		return;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(ctx);
+	if (idx >= 0)
+	{
+		ZklockSlotState st = zklock_shared->slots[idx].state;
+
+		if (st == ZKS_ACTIVE || st == ZKS_HELD)
+			revoke_watch(idx);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Arm the revocation watch on our node.  Caller holds the lock.
+ */
+static void
+revoke_watch(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	node_path(slot, slot->node, buf, sizeof(buf));
+	(void) zoo_awget(zh, buf, revoke_watcher, (void *) slot_tag(idx),
+					 revoke_data_done, slot_tag(idx));
+}
+
+/* ---------------------------------------------------------------------
+ * The lock engine: Curator's LockInternals for the mutex, both sides of
+ * the read/write lock and the P/locks mutex of a lease.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Where the lock engine works for a slot.
+ */
+static void
+lock_target(int idx, LockTarget *t)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->op == ZKOP_LEASE)
+	{
+		snprintf(t->base, sizeof(t->base), "%s/locks", slot->path);
+		t->node = slot->aux_node;
+		t->uuid = slot->aux_uuid;
+		t->lock_name = ZKLOCK_LOCK_NAME;
+		t->create_sent = &reqs[idx].aux_create_sent;
+	}
+	else
+	{
+		strlcpy(t->base, slot->path, sizeof(t->base));
+		t->node = slot->node;
+		t->uuid = slot->uuid;
+		t->lock_name = slot->op == ZKOP_READ ? ZKLOCK_READ_LOCK_NAME :
+			slot->op == ZKOP_WRITE ? ZKLOCK_WRITE_LOCK_NAME : ZKLOCK_LOCK_NAME;
+		t->create_sent = &reqs[idx].create_sent;
+	}
+}
+
+/*
+ * The lock engine got the lock: a lease goes on to its second step,
+ * everything else is granted.
+ */
+static void
+lk_granted(int idx)
+{
+	if (zklock_shared->slots[idx].op == ZKOP_LEASE)
+		lease_create(idx);
+	else
+		grant(idx);
+}
+
+/*
+ * A try found the lock taken: delete what we made, report not granted.
+ */
+static void
+give_up_try(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	if (slot->node[0] != '\0')
+	{
+		node_path(slot, slot->node, buf, sizeof(buf));
+		queue_delete(buf, NULL);
+		slot->node[0] = '\0';
+	}
+	if (slot->aux_node[0] != '\0')
+	{
+		snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
+		queue_delete(buf, NULL);
+		slot->aux_node[0] = '\0';
+	}
+	slot_finish(idx, ZKR_NOT_GRANTED, 0);
+}
+
+/*
+ * Completion of the create of a lock node.
+ */
+static void
+lk_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	idx = tag_current(data);
@@ -434,65 +782,80 @@ create_done(int rc, const char *value, const struct Stat *stat, const void *data
 		/* the request is gone: a node created for it must not linger */
 		if (rc == ZOK && value != NULL)
 			queue_delete(value, NULL);
-		LWLockRelease(zklock_shared->lock);
-		return;
-	}
-	slot = &zklock_shared->slots[idx];
-	req = &reqs[idx];
-	req->inflight--;
-
-	if (rc == ZOK)
-	{
-		const char *base = strrchr(value, '/');
-
-		strlcpy(slot->node, base ? base + 1 : value, sizeof(slot->node));
-		slot->czxid = stat ? stat->czxid : 0;
-		req->create_sent = false;
-		req->nonode_retries = 0;
-		if (!settle_cancel(idx))
-			list_children(idx);
-	}
-	else if (settle_cancel(idx))
-	{
-		/* withdrawn; a lost create is looked for by prefix */
-	}
-	else if (rc == ZNONODE)
-	{
-		req->create_sent = false;
-		if (++req->nonode_retries > MAX_NONODE_RETRIES)
-			slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-					  "could not create the parents of zookeeper lock \"%s\"",
-					  slot->path);
-		else
-		{
-			req->need_parents = true;
-			issue_create(idx);
-		}
-	}
-	else if (zk_rc_retryable(rc))
-		park(idx, true);
-	else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE)
-	{
-		/* the session sweep deals with it */
 	}
 	else
-		slot_fail(idx, zk_rc_sqlstate(rc),
-				  "could not create zookeeper lock node under \"%s\": %s",
-				  slot->path, zerror(rc));
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+		LockTarget	t;
+
+		lock_target(idx, &t);
+		req->inflight--;
+		if (rc == ZNODEEXISTS && slot->downgrade_seq[0] != '\0')
+		{
+			/* our own earlier create whose reply was lost */
+			*t.create_sent = false;
+			if (!settle_cancel(idx))
+				grant(idx);
+		}
+		else if (rc == ZOK)
+		{
+			const char *base = strrchr(value, '/');
+
+			strlcpy(t.node, base ? base + 1 : value, ZKLOCK_NODE_NAME_SIZE);
+			*t.create_sent = false;
+			req->nonode_retries = 0;
+			if (slot->op != ZKOP_LEASE)
+				slot->czxid = stat ? stat->czxid : 0;
+			if (slot->revocable && slot->op != ZKOP_LEASE &&
+				slot->state == ZKS_ACTIVE)
+				revoke_watch(idx);
+			if (!settle_cancel(idx) && slot->downgrade_seq[0] != '\0')
+				grant(idx);
+			/* otherwise the pipelined listing decides */
+		}
+		else
+		{
+			*t.create_sent = (rc != ZNONODE && zk_rc_retryable(rc));
+			if (slot->downgrade_seq[0] == '\0')
+				req->skip_lists++;	/* its listing fails the same way */
+			if (settle_cancel(idx))
+				;
+			else if (rc == ZNONODE && slot->downgrade_seq[0] == '\0')
+			{
+				if (++req->nonode_retries > MAX_NONODE_RETRIES)
+					slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							  "could not create the parents of zookeeper lock \"%s\"",
+							  slot->path + slot->user_path_off);
+				else
+				{
+					req->need_parents = true;
+					lk_create(idx);
+				}
+			}
+			else
+				call_failed(idx, rc, "create a lock node for");
+		}
+	}
 	LWLockRelease(zklock_shared->lock);
 }
 
 /*
- * Send the create of our lock node, preceded by container creates of all
- * parents when the last attempt found a parent missing.  Caller holds the
- * lock.
+ * Send the create of our lock node (preceded by container creates of the
+ * parents when the last attempt found one missing) and, right behind it,
+ * the listing of the lock's children: the session applies them in order,
+ * so the listing already contains our node and the acquire costs one
+ * round trip.  Caller holds the lock.
  */
 static void
-issue_create(int idx)
+lk_create(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &reqs[idx];
-	char		name[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
+	LockTarget	t;
+	char		name[ZKLOCK_NODE_PATH_SIZE];
+	const char *data = slot->revocable ? "" : slot->data;
+	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
 	int			rc;
 
 	if (!zk_connected)
@@ -500,49 +863,30 @@ issue_create(int idx)
 		park(idx, false);
 		return;
 	}
-
-	if (slot->uuid[0] == '\0')
+	lock_target(idx, &t);
+	if (t.uuid[0] == '\0' && !new_uuid(t.uuid))
 	{
-		unsigned char bytes[16];
-
-		if (!pg_strong_random(bytes, sizeof(bytes)))
-		{
-			slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
-			return;
-		}
-		zklock_format_uuid(bytes, slot->uuid);
+		slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
+		return;
 	}
-
 	if (req->need_parents)
 	{
-		char		parent[ZKLOCK_FULL_PATH_SIZE];
-		char	   *p;
-
-		/* each ancestor of the node, the lock path itself included */
-		strlcpy(parent, slot->path, sizeof(parent));
-		for (p = parent + 1;; p++)
-		{
-			if (*p == '/' || *p == '\0')
-			{
-				char		saved = *p;
-
-				*p = '\0';
-				(void) zoo_acreate(zh, parent, "", 0, &ZOO_OPEN_ACL_UNSAFE,
-								   ZOO_CONTAINER, parent_done, NULL);
-				*p = saved;
-				if (saved == '\0')
-					break;
-			}
-		}
+		create_containers(t.base, true);
 		req->need_parents = false;
 	}
 
-	snprintf(name, sizeof(name), "%s/", slot->path);
-	zklock_protected_name(slot->uuid, "lock-", name + strlen(name),
+	snprintf(name, sizeof(name), "%s/", t.base);
+	zklock_protected_name(t.uuid, t.lock_name, name + strlen(name),
 						  sizeof(name) - strlen(name));
-	rc = zoo_acreate2(zh, name, slot->data, strlen(slot->data),
-					  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-					  create_done, make_tag(idx, slot->serial));
+	if (slot->downgrade_seq[0] != '\0')
+	{
+		/* a write holder's read lock sorts at the writer's place */
+		strlcat(name, slot->downgrade_seq, sizeof(name));
+		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
+		mode = ZOO_EPHEMERAL;
+	}
+	rc = zoo_acreate2(zh, name, data, strlen(data), &ZOO_OPEN_ACL_UNSAFE, mode,
+					  lk_create_done, slot_tag(idx));
 	if (rc != ZOK)
 	{
 		park(idx, false);
@@ -550,28 +894,31 @@ issue_create(int idx)
 	}
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
-	req->create_sent = true;
+	*t.create_sent = true;
+	if (slot->downgrade_seq[0] == '\0')
+		lk_list(idx);
 }
 
 /*
- * Start a fresh attempt: forget any old node and create a new one.
+ * Start a fresh attempt of the lock engine: forget the old node.
  */
 static void
-start_fresh(int idx)
+lk_start_fresh(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
+	LockTarget	t;
 
-	slot->node[0] = '\0';
-	slot->uuid[0] = '\0';
-	issue_create(idx);
+	lock_target(idx, &t);
+	t.node[0] = '\0';
+	t.uuid[0] = '\0';
+	lk_create(idx);
 }
 
 /*
  * Completion of getData+watch on the predecessor.
  */
 static void
-watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
-		   const void *data)
+lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
+			  const void *data)
 {
 	int			idx;
 
@@ -585,100 +932,76 @@ watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		else if (rc == ZOK)
 			reqs[idx].watching = true;
 		else if (rc == ZNONODE)
-			list_children(idx); /* predecessor already gone */
-		else if (zk_rc_retryable(rc))
-			park(idx, false);
-		else if (rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE)
-			slot_fail(idx, zk_rc_sqlstate(rc),
-					  "could not watch zookeeper lock \"%s\": %s",
-					  zklock_shared->slots[idx].path, zerror(rc));
+			lk_list(idx);		/* predecessor already gone */
+		else
+			call_failed(idx, rc, "watch the zookeeper lock");
 	}
 	LWLockRelease(zklock_shared->lock);
 }
 
 /*
- * Watcher on the predecessor's node: it changed or went away, look again.
+ * Decide from the lock's children: hold, wait behind the predecessor (or
+ * the lowest writer, for a reader), or recreate a lost node.  Caller holds
+ * the lock.
  */
 static void
-node_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
-{
-	int			idx;
-
-	if (type == ZOO_SESSION_EVENT)
-		return;					/* the session watcher handles those */
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(ctx);
-	if (idx >= 0 && reqs[idx].watching && reqs[idx].inflight == 0 &&
-		zklock_shared->slots[idx].state == ZKS_ACTIVE)
-	{
-		reqs[idx].watching = false;
-		list_children(idx);
-	}
-	LWLockRelease(zklock_shared->lock);
-}
-
-/*
- * Decide from the lock's children: hold, wait behind the predecessor, or
- * recreate a lost node.  Caller holds the lock.
- */
-static void
-decide(int idx, char **children, int n)
+lk_decide(int idx, char **children, int n)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &reqs[idx];
+	LockTarget	t;
 	ZklockLockDecision d;
 
-	if (slot->node[0] == '\0')
+	lock_target(idx, &t);
+	if (t.node[0] == '\0')
 	{
 		/* resumed after a lost create reply: find our node by its prefix */
 		char		prefix[ZKLOCK_NODE_NAME_SIZE];
 		int			found;
 
-		zklock_protected_prefix(slot->uuid, prefix);
+		zklock_protected_prefix(t.uuid, prefix);
 		found = zklock_find_protected(children, n, prefix);
 		if (found < 0)
 		{
-			issue_create(idx);
+			lk_create(idx);
 			return;
 		}
-		strlcpy(slot->node, children[found], sizeof(slot->node));
-		req->create_sent = false;
+		strlcpy(t.node, children[found], ZKLOCK_NODE_NAME_SIZE);
+		*t.create_sent = false;
+		if (slot->revocable && slot->op != ZKOP_LEASE)
+			revoke_watch(idx);
 	}
 
-	zklock_sort_children(children, n, "lock-");
-	d = zklock_lock_decide(children, n, slot->node, 1);
+	if (slot->op == ZKOP_READ || slot->op == ZKOP_WRITE)
+		zklock_rw_sort_children(children, n);
+	else
+		zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
+	if (slot->op == ZKOP_READ)
+		d = zklock_read_decide(children, n, t.node);
+	else
+		d = zklock_lock_decide(children, n, t.node, 1);
+
 	if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
 			slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 					  "zookeeper lock node under \"%s\" keeps disappearing",
-					  slot->path);
+					  slot->path + slot->user_path_off);
 		else
-			start_fresh(idx);
+			lk_start_fresh(idx);
 	}
 	else if (d.holds)
-		grant(idx);
+		lk_granted(idx);
 	else if (slot->try_only)
-	{
-		char		buf[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
-
-		slot_node_path(slot, buf, sizeof(buf));
-		queue_delete(buf, NULL);
-		slot->node[0] = '\0';
-		slot->result = ZKR_NOT_GRANTED;
-		slot->state = ZKS_DONE;
-		req->serial = 0;
-		zklock_wake_backend(slot);
-	}
+		give_up_try(idx);
 	else
 	{
-		char		wpath[ZKLOCK_FULL_PATH_SIZE + ZKLOCK_NODE_NAME_SIZE];
+		char		wpath[ZKLOCK_NODE_PATH_SIZE];
 		int			rc;
 
-		snprintf(wpath, sizeof(wpath), "%s/%s", slot->path, children[d.watch_index]);
-		rc = zoo_awget(zh, wpath, node_watcher, (void *) make_tag(idx, slot->serial),
-					   watch_done, make_tag(idx, slot->serial));
+		snprintf(wpath, sizeof(wpath), "%s/%s", t.base, children[d.watch_index]);
+		rc = zoo_awget(zh, wpath, step_watcher, (void *) slot_tag(idx),
+					   lk_watch_done, slot_tag(idx));
 		if (rc != ZOK)
 			park(idx, false);
 		else
@@ -687,10 +1010,302 @@ decide(int idx, char **children, int n)
 }
 
 /*
- * Completion of the child listing of a lock path.
+ * Completion of the child listing of a lock.
  */
 static void
-children_done(int rc, const struct String_vector *strings, const void *data)
+lk_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (req->skip_lists > 0)
+		{
+			/* listing pipelined behind a create that failed */
+			req->skip_lists--;
+			(void) settle_cancel(idx);
+		}
+		else if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+		{
+			char	  **children;
+			int			n = strings->count;
+
+			/* sort a copy of the pointers; the client frees the strings */
+			children = palloc(sizeof(char *) * Max(n, 1));
+			memcpy(children, strings->data, sizeof(char *) * n);
+			lk_decide(idx, children, n);
+			pfree(children);
+		}
+		else if (rc == ZNONODE)
+		{
+			/* the parent is gone, and our node with it */
+			req->need_parents = true;
+			lk_start_fresh(idx);
+		}
+		else
+			call_failed(idx, rc, "list the zookeeper lock");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Ask for the children of the lock.  Caller holds the lock.
+ */
+static void
+lk_list(int idx)
+{
+	LockTarget	t;
+	int			rc;
+
+	if (!zk_connected)
+	{
+		park(idx, false);
+		return;
+	}
+	lock_target(idx, &t);
+	rc = zoo_aget_children(zh, t.base, 0, lk_children_done, slot_tag(idx));
+	if (rc != ZOK)
+		park(idx, false);
+	else
+		reqs[idx].inflight++;
+}
+
+/* ---------------------------------------------------------------------
+ * Lease (InterProcessSemaphoreV2): with the P/locks mutex held, create
+ * P/leases/_c_<uuid>-lease-<seq>, wait until at most max_leases leases
+ * exist, then release P/locks.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of the create of a lease node.
+ */
+static void
+lease_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx < 0)
+	{
+		if (rc == ZOK && value != NULL)
+			queue_delete(value, NULL);
+	}
+	else
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (rc == ZOK)
+		{
+			const char *base = strrchr(value, '/');
+
+			strlcpy(slot->node, base ? base + 1 : value, sizeof(slot->node));
+			slot->czxid = stat ? stat->czxid : 0;
+			req->create_sent = false;
+			req->nonode_retries = 0;
+			(void) settle_cancel(idx);
+		}
+		else
+		{
+			req->create_sent = zk_rc_retryable(rc);
+			req->skip_lists++;
+			if (settle_cancel(idx))
+				;
+			else if (rc == ZNONODE)
+			{
+				if (++req->nonode_retries > MAX_NONODE_RETRIES)
+					slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							  "could not create the parents of zookeeper semaphore \"%s\"",
+							  slot->path + slot->user_path_off);
+				else
+				{
+					req->need_parents = true;
+					lease_create(idx);
+				}
+			}
+			else
+				call_failed(idx, rc, "create a lease node for");
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Create our lease node, with the pipelined watched listing of the leases
+ * behind it.  Caller holds the lock.
+ */
+static void
+lease_create(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &reqs[idx];
+	char		name[ZKLOCK_NODE_PATH_SIZE];
+	int			rc;
+
+	slot->phase = ZKP_LEASE;
+	if (!zk_connected)
+	{
+		park(idx, false);
+		return;
+	}
+	if (slot->uuid[0] == '\0' && !new_uuid(slot->uuid))
+	{
+		slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
+		return;
+	}
+	snprintf(name, sizeof(name), "%s/leases", slot->path);
+	if (req->need_parents)
+	{
+		create_containers(name, true);
+		req->need_parents = false;
+	}
+	strlcat(name, "/", sizeof(name));
+	zklock_protected_name(slot->uuid, ZKLOCK_LEASE_NAME, name + strlen(name),
+						  sizeof(name) - strlen(name));
+	rc = zoo_acreate2(zh, name, slot->data, strlen(slot->data),
+					  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+					  lease_create_done, slot_tag(idx));
+	if (rc != ZOK)
+	{
+		park(idx, false);
+		return;
+	}
+	slot->session_gen = zklock_shared->session_gen;
+	req->inflight++;
+	req->create_sent = true;
+	lease_list(idx);
+}
+
+/*
+ * Completion of the watched listing of P/leases.
+ */
+static void
+lease_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (req->skip_lists > 0)
+		{
+			req->skip_lists--;
+			(void) settle_cancel(idx);
+		}
+		else if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+		{
+			int			found = -1;
+
+			if (slot->node[0] == '\0')
+			{
+				char		prefix[ZKLOCK_NODE_NAME_SIZE];
+
+				zklock_protected_prefix(slot->uuid, prefix);
+				found = zklock_find_protected(strings->data, strings->count, prefix);
+				if (found >= 0)
+				{
+					strlcpy(slot->node, strings->data[found], sizeof(slot->node));
+					req->create_sent = false;
+				}
+			}
+			else
+				found = zklock_find_child(strings->data, strings->count, slot->node);
+
+			if (found < 0)
+			{
+				/* our lease vanished (or never came): make a new one */
+				if (++req->lost_retries > MAX_LOST_RETRIES)
+					slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+							  "zookeeper lease node under \"%s\" keeps disappearing",
+							  slot->path + slot->user_path_off);
+				else
+				{
+					slot->node[0] = '\0';
+					slot->uuid[0] = '\0';
+					lease_create(idx);
+				}
+			}
+			else if (strings->count <= slot->max_leases)
+			{
+				/* granted: let the next acquirer have P/locks */
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
+				queue_delete(buf, NULL);
+				slot->aux_node[0] = '\0';
+				slot->aux_uuid[0] = '\0';
+				grant(idx);
+			}
+			else if (slot->try_only)
+				give_up_try(idx);
+			else
+				req->watching = true;
+		}
+		else if (rc == ZNONODE)
+		{
+			/* P/leases went away with our node: start the lease again */
+			req->need_parents = true;
+			slot->node[0] = '\0';
+			slot->uuid[0] = '\0';
+			lease_create(idx);
+		}
+		else
+			call_failed(idx, rc, "list the leases of");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * List P/leases with a watch.  Caller holds the lock.
+ */
+static void
+lease_list(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	int			rc;
+
+	if (!zk_connected)
+	{
+		park(idx, false);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s/leases", slot->path);
+	rc = zoo_awget_children(zh, buf, step_watcher, (void *) slot_tag(idx),
+							lease_children_done, slot_tag(idx));
+	if (rc != ZOK)
+		park(idx, false);
+	else
+		reqs[idx].inflight++;
+}
+
+/* ---------------------------------------------------------------------
+ * Barrier (DistributedBarrier): the barrier is up while node P exists.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of the create of a barrier node.
+ */
+static void
+barrier_set_done(int rc, const char *value, const void *data)
 {
 	int			idx;
 
@@ -704,39 +1319,434 @@ children_done(int rc, const struct String_vector *strings, const void *data)
 		if (settle_cancel(idx))
 			;
 		else if (rc == ZOK)
+			slot_finish(idx, ZKR_OK, 1);
+		else if (rc == ZNODEEXISTS)
+			slot_finish(idx, ZKR_OK, 0);
+		else if (rc == ZNONODE && ++req->nonode_retries <= MAX_NONODE_RETRIES)
 		{
-			char	  **children;
-			int			n = strings->count;
-
-			/* sort a copy of the pointers; the client frees the strings */
-			children = palloc(sizeof(char *) * Max(n, 1));
-			memcpy(children, strings->data, sizeof(char *) * n);
-			decide(idx, children, n);
-			pfree(children);
-		}
-		else if (rc == ZNONODE)
-		{
-			/* the parent is gone, and our node with it */
 			req->need_parents = true;
-			start_fresh(idx);
+			start_request(idx);
 		}
-		else if (zk_rc_retryable(rc))
-			park(idx, false);
-		else if (rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE)
-			slot_fail(idx, zk_rc_sqlstate(rc),
-					  "could not list zookeeper lock \"%s\": %s",
-					  zklock_shared->slots[idx].path, zerror(rc));
+		else
+			call_failed(idx, rc, "set the barrier");
 	}
 	LWLockRelease(zklock_shared->lock);
 }
 
 /*
- * Ask for the children of the lock path.  Caller holds the lock.
+ * Completion of the delete of a barrier node.
  */
 static void
-list_children(int idx)
+barrier_remove_done(int rc, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		reqs[idx].inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+			slot_finish(idx, ZKR_OK, 1);
+		else if (rc == ZNONODE)
+			slot_finish(idx, ZKR_OK, 0);
+		else if (rc == ZNOTEMPTY)
+			slot_fail(idx, ERRCODE_OBJECT_IN_USE,
+					  "zookeeper node \"%s\" has children and is not a barrier",
+					  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off);
+		else
+			call_failed(idx, rc, "remove the barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of exists+watch on a barrier node.
+ */
+static void
+barrier_wait_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		reqs[idx].inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZNONODE)
+			slot_finish(idx, ZKR_OK, 1);
+		else if (rc == ZOK)
+			reqs[idx].watching = true;
+		else
+			call_failed(idx, rc, "wait on the barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Double barrier (DistributedDoubleBarrier): members P/<uuid>, P/ready.
+ * ---------------------------------------------------------------------
+ */
+
+static void denter_list(int idx);
+static void leave_list(int idx);
+
+/*
+ * Completion of exists+watch on P/ready while entering.
+ */
+static void
+denter_ready_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &reqs[idx];
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		req->inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+		{
+			req->ready_seen = true;
+			if (req->inflight == 0 && !req->create_sent)
+				grant(idx);		/* member node made, barrier ready */
+		}
+		else if (rc == ZNONODE)
+		{
+			req->ready_seen = false;
+			/* while waiting for P/ready its absence changes nothing */
+			if (!req->watching && req->inflight == 0 && !req->create_sent &&
+				slot->node[0] != '\0')
+				denter_list(idx);
+		}
+		else
+			call_failed(idx, rc, "watch the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the create of our member node.
+ */
+static void
+denter_create_done(int rc, const char *value, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			req->create_sent = false;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK || rc == ZNODEEXISTS)
+		{
+			if (req->inflight == 0)
+			{
+				if (req->ready_seen)
+					grant(idx);
+				else
+					denter_list(idx);
+			}
+		}
+		else if (rc == ZNONODE && ++req->nonode_retries <= MAX_NONODE_RETRIES)
+		{
+			req->create_sent = false;
+			req->need_parents = true;
+			start_request(idx);
+		}
+		else
+			call_failed(idx, rc, "enter the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the create of P/ready: the barrier is open.
+ */
+static void
+denter_ready_created(int rc, const char *value, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		reqs[idx].inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK || rc == ZNODEEXISTS)
+			grant(idx);
+		else
+			call_failed(idx, rc, "open the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of P while entering: open the barrier when
+ * enough members are in, otherwise wait for P/ready.
+ */
+static void
+denter_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+		{
+			if (strings->count >= slot->member_qty)
+			{
+				char		ready[ZKLOCK_NODE_PATH_SIZE];
+				int			zrc;
+
+				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+				zrc = zoo_acreate(zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
+								  denter_ready_created, slot_tag(idx));
+				if (zrc != ZOK)
+					park(idx, true);
+				else
+					req->inflight++;
+			}
+			else
+			{
+				/* wait for P/ready; re-arm its watch in case it fired */
+				char		ready[ZKLOCK_NODE_PATH_SIZE];
+				int			zrc;
+
+				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+				zrc = zoo_awexists(zh, ready, step_watcher, (void *) slot_tag(idx),
+								   denter_ready_done, slot_tag(idx));
+				if (zrc != ZOK)
+					park(idx, true);
+				else
+				{
+					req->inflight++;
+					req->watching = true;
+				}
+			}
+		}
+		else
+			call_failed(idx, rc, "list the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * List P to count the members.  Caller holds the lock.
+ */
+static void
+denter_list(int idx)
+{
+	int			rc;
+
+	if (!zk_connected)
+	{
+		park(idx, true);
+		return;
+	}
+	rc = zoo_aget_children(zh, zklock_shared->slots[idx].path, 0,
+						   denter_children_done, slot_tag(idx));
+	if (rc != ZOK)
+		park(idx, true);
+	else
+		reqs[idx].inflight++;
+}
+
+/*
+ * Start entering: exists+watch on P/ready, then create our member node,
+ * pipelined.  Caller holds the lock.
+ */
+static void
+denter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &reqs[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	int			rc;
+
+	if (slot->uuid[0] == '\0')
+	{
+		if (!new_uuid(slot->uuid))
+		{
+			slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
+			return;
+		}
+		strlcpy(slot->node, slot->uuid, sizeof(slot->node));
+	}
+	if (req->need_parents)
+	{
+		create_containers(slot->path, true);
+		req->need_parents = false;
+	}
+	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+	rc = zoo_awexists(zh, buf, step_watcher, (void *) slot_tag(idx),
+					  denter_ready_done, slot_tag(idx));
+	if (rc != ZOK)
+	{
+		park(idx, true);
+		return;
+	}
+	req->inflight++;
+	node_path(slot, slot->node, buf, sizeof(buf));
+	rc = zoo_acreate(zh, buf, slot->data, strlen(slot->data), &ZOO_OPEN_ACL_UNSAFE,
+					 ZOO_EPHEMERAL, denter_create_done, slot_tag(idx));
+	if (rc != ZOK)
+	{
+		park(idx, true);
+		return;
+	}
+	slot->session_gen = zklock_shared->session_gen;
+	req->create_sent = true;
+	req->inflight++;
+}
+
+/*
+ * Completion of exists+watch on the member we wait for while leaving.
+ */
+static void
+leave_watch_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		reqs[idx].inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+			reqs[idx].watching = true;
+		else if (rc == ZNONODE)
+			leave_list(idx);
+		else
+			call_failed(idx, rc, "leave the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * All members are gone: remove P/ready, report done.  Caller holds the
+ * lock.
+ */
+static void
+leave_finish(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+	queue_delete(buf, NULL);
+	slot->node[0] = '\0';
+	slot_finish(idx, ZKR_OK, 1);
+}
+
+/*
+ * Completion of the listing of P while leaving: Curator's leave protocol.
+ */
+static void
+leave_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			char	  **children;
+			int			n = rc == ZOK ? strings->count : 0;
+			const char *watch = NULL;
+			ZklockLeaveAction action;
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			children = palloc(sizeof(char *) * Max(n, 1));
+			if (n > 0)
+				memcpy(children, strings->data, sizeof(char *) * n);
+			action = zklock_double_barrier_leave_decide(children, n,
+														slot->node_deleted ? NULL : slot->node,
+														&watch);
+			switch (action)
+			{
+				case ZKLOCK_LEAVE_DONE:
+					leave_finish(idx);
+					break;
+				case ZKLOCK_LEAVE_ERROR_MISSING:
+					slot_fail(idx, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							  "double barrier member node of \"%s\" is missing",
+							  slot->path + slot->user_path_off);
+					break;
+				case ZKLOCK_LEAVE_DELETE_OURS_DONE:
+					node_path(slot, slot->node, buf, sizeof(buf));
+					queue_delete(buf, NULL);
+					slot->node_deleted = true;
+					leave_finish(idx);
+					break;
+				case ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST:
+					node_path(slot, slot->node, buf, sizeof(buf));
+					queue_delete(buf, NULL);
+					slot->node_deleted = true;
+					/* FALLTHROUGH */
+				case ZKLOCK_LEAVE_WATCH_HIGHEST:
+				case ZKLOCK_LEAVE_WATCH_LOWEST:
+					{
+						int			zrc;
+
+						snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
+						zrc = zoo_awexists(zh, buf, step_watcher, (void *) slot_tag(idx),
+										   leave_watch_done, slot_tag(idx));
+						if (zrc != ZOK)
+							park(idx, false);
+						else
+							req->inflight++;
+					}
+					break;
+			}
+			pfree(children);
+		}
+		else
+			call_failed(idx, rc, "list the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * List P while leaving.  Caller holds the lock.
+ */
+static void
+leave_list(int idx)
+{
 	int			rc;
 
 	if (!zk_connected)
@@ -744,29 +1754,457 @@ list_children(int idx)
 		park(idx, false);
 		return;
 	}
-	rc = zoo_aget_children(zh, slot->path, 0, children_done,
-						   make_tag(idx, slot->serial));
+	rc = zoo_aget_children(zh, zklock_shared->slots[idx].path, 0,
+						   leave_children_done, slot_tag(idx));
 	if (rc != ZOK)
 		park(idx, false);
 	else
 		reqs[idx].inflight++;
 }
 
+/* ---------------------------------------------------------------------
+ * Revoke: write __REVOKE__ into every holder's node.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of one setData of a revocation.
+ */
+static void
+revoke_set_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (rc == ZOK)
+			req->count++;
+		if (settle_cancel(idx))
+			;
+		else if (req->inflight == 0)
+			slot_finish(idx, ZKR_OK, req->count);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of the lock to revoke: find the holders of
+ * the mutex or read/write lock and write into their nodes.
+ */
+static void
+revoke_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZNONODE)
+			slot_finish(idx, ZKR_OK, 0);
+		else if (rc == ZOK)
+		{
+			char	  **children;
+			int			n = 0;
+			int			i;
+			int			nholders = 0;
+			bool		rw = false;
+
+			/* only lock nodes take part: mutex or read/write */
+			children = palloc(sizeof(char *) * Max(strings->count, 1));
+			for (i = 0; i < strings->count; i++)
+			{
+				const char *c = strings->data[i];
+
+				if (strstr(c, ZKLOCK_READ_LOCK_NAME) || strstr(c, ZKLOCK_WRITE_LOCK_NAME))
+				{
+					rw = true;
+					children[n++] = strings->data[i];
+				}
+				else if (strstr(c, ZKLOCK_LOCK_NAME))
+					children[n++] = strings->data[i];
+			}
+			if (rw)
+				zklock_rw_sort_children(children, n);
+			else
+				zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
+			for (i = 0; i < n; i++)
+			{
+				bool		writer = strstr(children[i], ZKLOCK_WRITE_LOCK_NAME) != NULL;
+				bool		reader = strstr(children[i], ZKLOCK_READ_LOCK_NAME) != NULL;
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				/* holders: the first node; readers up to the first writer */
+				if (i > 0 && !(rw && reader))
+					break;
+				if (i > 0 && writer)
+					break;
+				if (i == 0 && rw && writer)
+					n = 1;
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[i]);
+				if (zoo_aset(zh, buf, REVOKE_MESSAGE, strlen(REVOKE_MESSAGE), -1,
+							 revoke_set_done, slot_tag(idx)) == ZOK)
+				{
+					req->inflight++;
+					nholders++;
+				}
+			}
+			pfree(children);
+			if (nholders == 0)
+				slot_finish(idx, ZKR_OK, 0);
+		}
+		else
+			call_failed(idx, rc, "list the lock to revoke");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Participants: every node of the recipe at P with its data, handed back
+ * through a DSM segment the backend made.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Write the collected participants into the backend's DSM segment; if it
+ * is too small, say how much is needed instead.  Caller holds the lock.
+ */
+static void
+participants_deliver(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &reqs[idx];
+	Size		need = sizeof(int32) * 2;
+	dsm_segment *seg;
+	char	   *p;
+	int			i;
+
+	for (i = 0; i < req->pn; i++)
+		need += sizeof(int32) * 2 + MAXALIGN(strlen(req->pnames[i]) + 1) +
+			MAXALIGN(Max(req->plen[i], 0) + 1);
+	if (need > slot->result_size)
+	{
+		slot->result_size = (uint32) need;
+		slot_finish(idx, ZKR_OK, -1);
+		return;
+	}
+	seg = dsm_attach((dsm_handle) slot->result_dsm);
+	if (seg == NULL)
+	{
+		slot_finish(idx, ZKR_OK, -2);
+		return;
+	}
+	p = dsm_segment_address(seg);
+	((int32 *) p)[0] = req->pn;
+	((int32 *) p)[1] = req->pkind;
+	p += sizeof(int32) * 2;
+	for (i = 0; i < req->pn; i++)
+	{
+		int32		nlen = strlen(req->pnames[i]);
+		int32		dlen = req->plen[i];
+
+		memcpy(p, &nlen, sizeof(int32));
+		memcpy(p + sizeof(int32), &dlen, sizeof(int32));
+		p += sizeof(int32) * 2;
+		memcpy(p, req->pnames[i], nlen + 1);
+		p += MAXALIGN(nlen + 1);
+		if (dlen > 0)
+			memcpy(p, req->pdata[i], dlen);
+		p[Max(dlen, 0)] = '\0';
+		p += MAXALIGN(Max(dlen, 0) + 1);
+	}
+	dsm_detach(seg);
+	slot_finish(idx, ZKR_OK, req->pn);
+}
+
+/*
+ * Completion of getData of one participant; replies come in the order the
+ * calls were sent, so the next unfilled entry is this one.
+ */
+static void
+participants_data_done(int rc, const char *value, int value_len,
+					   const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &reqs[idx];
+		int			k = req->pdone++;
+
+		req->inflight--;
+		if (k < req->pn)
+		{
+			if (rc == ZOK && value != NULL && value_len >= 0)
+			{
+				req->pdata[k] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
+				memcpy(req->pdata[k], value, value_len);
+				req->pdata[k][value_len] = '\0';
+				req->plen[k] = value_len;
+			}
+			else
+				req->plen[k] = -1;	/* gone meanwhile, or no data */
+		}
+		if (settle_cancel(idx))
+			;
+		else if (req->inflight == 0)
+			participants_deliver(idx);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* kinds of participant listings, as the backend reads them */
+#define PARTICIPANTS_LOCK	1
+#define PARTICIPANTS_LEASES 2
+
+/*
+ * Completion of a participants listing: for a semaphore descend into
+ * P/leases, otherwise fetch every child's data.
+ */
+static void
+participants_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
+		req->inflight--;
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZNONODE)
+			participants_deliver(idx);
+		else if (rc != ZOK)
+			call_failed(idx, rc, "list the participants of");
+		else if (req->pkind == PARTICIPANTS_LOCK &&
+				 zklock_find_child(strings->data, strings->count, "leases") >= 0)
+		{
+			int			zrc;
+
+			req->pkind = PARTICIPANTS_LEASES;
+			snprintf(req->pdir, sizeof(req->pdir), "%s/leases", slot->path);
+			zrc = zoo_aget_children(zh, req->pdir, 0, participants_children_done,
+									slot_tag(idx));
+			if (zrc != ZOK)
+				park(idx, false);
+			else
+				req->inflight++;
+		}
+		else
+		{
+			int			i;
+
+			req->pn = strings->count;
+			req->pdone = 0;
+			req->pnames = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(req->pn, 1));
+			req->pdata = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(req->pn, 1));
+			req->plen = MemoryContextAllocZero(TopMemoryContext, sizeof(int) * Max(req->pn, 1));
+			for (i = 0; i < req->pn; i++)
+			{
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				req->pnames[i] = MemoryContextStrdup(TopMemoryContext, strings->data[i]);
+				req->plen[i] = -1;
+				snprintf(buf, sizeof(buf), "%s/%s", req->pdir, strings->data[i]);
+				if (zoo_aget(zh, buf, 0, participants_data_done, slot_tag(idx)) == ZOK)
+					req->inflight++;
+				else
+					req->pdone++;
+			}
+			if (req->inflight == 0)
+				participants_deliver(idx);
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * Request dispatch
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Begin (or begin again, after a lost connection) the work of a request.
+ * Caller holds the lock.
+ */
+static void
+start_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &reqs[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	int			rc = ZOK;
+
+	if (!zk_connected)
+	{
+		park(idx, false);
+		return;
+	}
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			lk_create(idx);
+			return;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+				lease_create(idx);
+			else
+				lk_create(idx);
+			return;
+		case ZKOP_BARRIER_SET:
+			if (req->need_parents)
+			{
+				create_containers(slot->path, false);
+				req->need_parents = false;
+			}
+			rc = zoo_acreate(zh, slot->path, slot->data, strlen(slot->data),
+							 &ZOO_OPEN_ACL_UNSAFE, 0, barrier_set_done, slot_tag(idx));
+			break;
+		case ZKOP_BARRIER_REMOVE:
+			rc = zoo_adelete(zh, slot->path, -1, barrier_remove_done, slot_tag(idx));
+			break;
+		case ZKOP_BARRIER_WAIT:
+			rc = zoo_awexists(zh, slot->path, step_watcher, (void *) slot_tag(idx),
+							  barrier_wait_done, slot_tag(idx));
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			denter_start(idx);
+			return;
+		case ZKOP_DBARRIER_LEAVE:
+			leave_list(idx);
+			return;
+		case ZKOP_REVOKE:
+			rc = zoo_aget_children(zh, slot->path, 0, revoke_children_done, slot_tag(idx));
+			break;
+		case ZKOP_PARTICIPANTS:
+			req->pkind = PARTICIPANTS_LOCK;
+			strlcpy(req->pdir, slot->path, sizeof(req->pdir));
+			rc = zoo_aget_children(zh, slot->path, 0, participants_children_done,
+								   slot_tag(idx));
+			break;
+	}
+	(void) buf;
+	if (rc != ZOK)
+		park(idx, false);
+	else
+		req->inflight++;
+}
+
+/*
+ * A watch fired for a request: take its next look.  Caller holds the lock.
+ */
+static void
+continue_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			lk_list(idx);
+			break;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+				lease_list(idx);
+			else
+				lk_list(idx);
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			{
+				char		ready[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+				if (zoo_awexists(zh, ready, step_watcher, (void *) slot_tag(idx),
+								 denter_ready_done, slot_tag(idx)) != ZOK)
+					park(idx, true);
+				else
+					reqs[idx].inflight++;
+			}
+			break;
+		case ZKOP_DBARRIER_LEAVE:
+			leave_list(idx);
+			break;
+		default:
+			start_request(idx);
+			break;
+	}
+}
+
 /*
  * Carry on with a parked request now that the connection is back.
+ * Caller holds the lock.
  */
 static void
 resume(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &reqs[idx];
+	bool		recover = req->recover;
 
 	req->parked = false;
-	if (slot->node[0] != '\0' || (req->recover && slot->uuid[0] != '\0'))
-		list_children(idx);
-	else
-		issue_create(idx);
 	req->recover = false;
+	req->skip_lists = 0;
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			if (slot->downgrade_seq[0] != '\0')
+				lk_create(idx); /* same name: NodeExists cannot happen, a
+								 * lost create is found by name */
+			else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+				lk_list(idx);
+			else
+				lk_create(idx);
+			break;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+			{
+				if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+					lease_list(idx);
+				else
+					lease_create(idx);
+			}
+			else if (slot->aux_node[0] != '\0' || (recover && slot->aux_uuid[0] != '\0'))
+				lk_list(idx);
+			else
+				lk_create(idx);
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			if (slot->node[0] != '\0')
+			{
+				/* re-create (NodeExists is fine) and look at P/ready again */
+				req->ready_seen = false;
+				denter_start(idx);
+			}
+			else
+				start_request(idx);
+			break;
+		default:
+			start_request(idx);
+			break;
+	}
 }
 
 /*
@@ -781,6 +2219,15 @@ run_requests(void)
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (!sh->work_pending && !rescan)
+	{
+		if (zk_connected && pending_deletes != NULL)
+			send_deletes();
+		LWLockRelease(sh->lock);
+		return;
+	}
+	sh->work_pending = false;
+	rescan = false;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *slot = &sh->slots[i];
@@ -799,20 +2246,23 @@ run_requests(void)
 
 		if (slot->state == ZKS_NEW)
 		{
-			memset(req, 0, sizeof(*req));
+			reset_req(i);
 			req->serial = slot->serial;
 			slot->state = ZKS_ACTIVE;
-			slot->node[0] = '\0';
-			slot->uuid[0] = '\0';
-			if (zk_connected)
-				issue_create(i);
-			else
-				park(i, false);
+			if (slot->op != ZKOP_DBARRIER_LEAVE)
+			{
+				slot->node[0] = '\0';
+				slot->uuid[0] = '\0';
+				slot->aux_node[0] = '\0';
+				slot->aux_uuid[0] = '\0';
+				slot->phase = ZKP_LOCK;
+			}
+			start_request(i);
 		}
 		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
 		{
 			/* left by an earlier worker of this cluster: take it over */
-			memset(req, 0, sizeof(*req));
+			reset_req(i);
 			req->serial = slot->serial;
 			park(i, slot->uuid[0] != '\0');
 			if (zk_connected)
@@ -847,7 +2297,8 @@ sweep_lost_session(const char *why)
 				lost++;
 				break;
 			case ZKS_ACTIVE:
-				if (slot->node[0] != '\0' || slot->uuid[0] != '\0')
+				if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
+					slot->aux_uuid[0] != '\0' || slot->op == ZKOP_DBARRIER_LEAVE)
 				{
 					reqs[i].serial = slot->serial;
 					slot_fail(i, ERRCODE_CONNECTION_FAILURE,
@@ -859,14 +2310,14 @@ sweep_lost_session(const char *why)
 				break;
 			case ZKS_CANCEL:
 			case ZKS_RELEASE:
-				memset(&reqs[i], 0, sizeof(WorkerReq));
+				reset_req(i);
 				slot->state = ZKS_FREE;
 				break;
 			default:
 				break;
 		}
 		if (slot->state != ZKS_ACTIVE)
-			memset(&reqs[i], 0, sizeof(WorkerReq));
+			reset_req(i);
 	}
 	clear_deletes();
 	if (lost > 0)
@@ -916,6 +2367,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->conn_state = ZKC_CONNECTED;
 		sh->state_since = GetCurrentTimestamp();
 		zk_connected = true;
+		rescan = true;
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{
@@ -994,8 +2446,10 @@ rebuild_wait_set(int fd, int interest)
 			events |= WL_SOCKET_READABLE;
 		if (interest & ZOOKEEPER_WRITE)
 			events |= WL_SOCKET_WRITEABLE;
-		AddWaitEventToSet(wes, events, fd, NULL, NULL);
+		wes_sock_pos = AddWaitEventToSet(wes, events, fd, NULL, NULL);
 	}
+	else
+		wes_sock_pos = -1;
 	wes_fd = fd;
 	wes_interest = interest;
 	wes_rebuild = false;
@@ -1039,6 +2493,39 @@ reload_config(void)
 			pfree(connected_hosts);
 			connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
 		}
+	}
+}
+
+/*
+ * Let the client send and receive, and run completions and watchers.  The
+ * client takes one reply from the socket per call, so keep calling while
+ * the socket has more to read: one wake-up then serves every reply that
+ * has arrived, instead of one reply per trip around the main loop.
+ */
+static void
+process_zookeeper(int zkevents)
+{
+	int			rounds = 0;
+
+	for (;;)
+	{
+		int			rc = zookeeper_process(zh, zkevents);
+		struct pollfd pfd;
+
+		if (rc != ZOK && rc != ZNOTHING)
+		{
+			wes_rebuild = true;
+			break;
+		}
+		if (!(zkevents & ZOOKEEPER_READ) || zh == NULL || ++rounds >= 1000 ||
+			wes_rebuild || wes_fd < 0)
+			break;
+		pfd.fd = wes_fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLIN))
+			break;
+		zkevents = ZOOKEEPER_READ;
 	}
 }
 
@@ -1105,8 +2592,20 @@ zklock_worker_main(Datum main_arg)
 			timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
 			if (timeout_ms <= 0 || timeout_ms > 1000)
 				timeout_ms = (timeout_ms <= 0 && fd >= 0) ? 1 : 1000;
-			if (fd != wes_fd || interest != wes_interest || wes_rebuild)
+			if (fd != wes_fd || wes_rebuild ||
+				(interest != wes_interest && (interest == 0 || wes_interest == 0)))
 				rebuild_wait_set(fd, interest);
+			else if (interest != wes_interest)
+			{
+				int			events = 0;
+
+				if (interest & ZOOKEEPER_READ)
+					events |= WL_SOCKET_READABLE;
+				if (interest & ZOOKEEPER_WRITE)
+					events |= WL_SOCKET_WRITEABLE;
+				ModifyWaitEvent(wes, wes_sock_pos, events, NULL);
+				wes_interest = interest;
+			}
 		}
 		else if (wes == NULL || wes_rebuild)
 			rebuild_wait_set(-1, 0);
@@ -1124,11 +2623,6 @@ zklock_worker_main(Datum main_arg)
 		}
 
 		if (zh != NULL)
-		{
-			int			rc = zookeeper_process(zh, zkevents);
-
-			if (rc != ZOK && rc != ZNOTHING)
-				wes_rebuild = true;
-		}
+			process_zookeeper(zkevents);
 	}
 }

@@ -34,7 +34,7 @@ zklock.session_timeout = '10s'
 max_prepared_transactions = 2
 listen_addresses = ''
 CONF
-	if ! "$PG_REGRESS" --temp-instance="$WORK/regress-instance" \
+	if ! timeout 600 "$PG_REGRESS" --temp-instance="$WORK/regress-instance" \
 			--temp-config="$WORK/regress.conf" \
 			--bindir="$PGBIN" \
 			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
@@ -50,7 +50,7 @@ if [[ " $what " == *" tap "* ]]; then
 	echo "=== TAP tests (PostgreSQL::Test::Cluster, ZooKeeper, Curator) ==="
 	export TESTDIR="$WORK/tap"
 	mkdir -p "$TESTDIR"
-	if ! prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
+	if ! timeout 2400 prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
 			${TAP_TESTS:-test/t/*.pl}; then
 		status=1
 		for f in "$TESTDIR"/tmp_check/log/*; do

@@ -17,7 +17,48 @@
  *                               Replies later: "acquired ID" | "timeout ID" |
  *                               "error ID <msg>". The command loop does not
  *                               block: other commands are served meanwhile.
- *   release ID                  release on ID's thread -> "released ID" | "error ID <msg>"
+ *   release ID [KIND]           release on ID's thread the most recent hold of ID
+ *                               (of KIND when given: mutex, read, write, semmutex,
+ *                               lease) -> "released ID" | "error ID <msg>".
+ *                               Leases are returned with returnAll.
+ *   read ID PATH TIMEOUT_MS [revocable|revocable-notify]
+ *   write ID PATH TIMEOUT_MS [revocable|revocable-notify]
+ *                               InterProcessReadWriteLock(PATH).readLock() /
+ *                               writeLock() acquire on ID's thread (one rw lock
+ *                               object per ID, so reentrancy and downgrade are
+ *                               Curator's) -> "acquired ID" | "timeout ID" |
+ *                               "error ID <msg>". With revocable(-notify) the
+ *                               lock is made revocable first (node data empty);
+ *                               a revocation request prints "revoked ID", and
+ *                               with "revocable" the hold is then released on
+ *                               ID's thread and "released ID" printed.
+ *   mutex ID PATH TIMEOUT_MS [revocable|revocable-notify]
+ *                               InterProcessMutex, possibly revocable (as above).
+ *   semmutex ID PATH TIMEOUT_MS InterProcessSemaphoreMutex(PATH).acquire
+ *                               -> "acquired ID" | "timeout ID" | "error ID <msg>"
+ *   lease ID PATH MAX QTY TIMEOUT_MS
+ *                               InterProcessSemaphoreV2(PATH, MAX).acquire(QTY, ..)
+ *                               -> "leased ID name1 name2 ..." | "timeout ID" | "error ID <msg>"
+ *   revoke NODEPATH             Revoker.attemptRevoke -> "revoke NODEPATH ok"
+ *   barrier_set PATH            DistributedBarrier.setBarrier -> "barrier_set PATH"
+ *   barrier_remove PATH         DistributedBarrier.removeBarrier -> "barrier_removed PATH"
+ *   barrier_wait ID PATH TIMEOUT_MS
+ *                               waitOnBarrier on ID's thread -> "barrier ID true|false"
+ *   denter ID PATH QTY TIMEOUT_MS
+ *                               DistributedDoubleBarrier(PATH, QTY).enter on ID's
+ *                               thread -> "entered ID true|false"
+ *   dleave ID TIMEOUT_MS        leave of ID's double barrier -> "left ID true|false"
+ *   stat PATH                   -> "stat PATH <czxid>" | "nonode PATH"
+ *   rwparticipants PATH         -> "rwparticipants PATH full1 full2 ..." read and
+ *                                  write lock participants merged in queue order
+ *   rwloop ID PATH N SEED HOLD_MS
+ *                               N read/write lock operations on ID's thread with a
+ *                               fresh InterProcessReadWriteLock(PATH); op i is a
+ *                               write iff (7*i + SEED) % 10 == 0; each holds
+ *                               HOLD_MS. Prints one "rwev ID i read|write ENTER_US
+ *                               EXIT_US" per op (epoch microseconds taken right
+ *                               after the acquire and right before the release),
+ *                               then "rwloop ID done N" | "error ID <msg>".
  *   cancel ID                   interrupt ID's thread (a waiting acquire ends with
  *                               "error ID interrupted ...") -> "cancelled ID"
  *   children PATH               -> "children PATH n1 n2 ..." sorted as strings,
@@ -40,7 +81,11 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
+import java.util.Iterator;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
@@ -53,9 +98,17 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 public class CuratorPeer {
 
@@ -66,6 +119,12 @@ public class CuratorPeer {
         InterProcessMutex mutex;   // touched only from 'thread'
         String path;               // the lock path this ID is bound to
         Future<?> current;         // last task submitted (for cancel)
+        InterProcessReadWriteLock rw;  // read/write lock this ID is bound to
+        String rwPath;
+        InterProcessMutex rmutex;  // the "mutex" command's mutex
+        String rmutexPath;
+        DistributedDoubleBarrier dbarrier;
+        final Deque<Held> held = new ArrayDeque<>();   // touched only from 'thread'
 
         Owner(String id) {
             this.id = id;
@@ -75,6 +134,16 @@ public class CuratorPeer {
                 return t;
             });
         }
+    }
+
+    interface Releaser { void release() throws Exception; }
+
+    /** One hold of an owner: what it is and how to give it back. */
+    private static final class Held {
+        final String kind;
+        final Object lock;         // the recipe object (to find a revoked hold)
+        final Releaser rel;
+        Held(String kind, Object lock, Releaser rel) { this.kind = kind; this.lock = lock; this.rel = rel; }
     }
 
     private static final Object OUT_LOCK = new Object();
@@ -148,10 +217,126 @@ public class CuratorPeer {
             acquire(w[1], w[2], Long.parseLong(w[3]));
             return true;
         }
-        case "release":
-            need(w, 2, "release ID");
-            release(w[1]);
+        case "release": {
+            need(w, 2, "release ID [KIND]");
+            String[] p = line.split("\\s+");
+            release(w[1], p.length > 2 ? p[2] : null);
             return true;
+        }
+        case "read":
+        case "write":
+        case "mutex":
+        case "semmutex": {
+            String[] p = line.split("\\s+");
+            if (p.length < 4)
+                throw new IllegalArgumentException("usage: " + p[0] + " ID PATH TIMEOUT_MS [revocable|revocable-notify]");
+            String rev = p.length > 4 ? p[4] : null;
+            if (rev != null && !rev.equals("revocable") && !rev.equals("revocable-notify"))
+                throw new IllegalArgumentException("bad revocable flag " + rev);
+            if (rev != null && p[0].equals("semmutex"))
+                throw new IllegalArgumentException("a semaphore mutex is not revocable");
+            lockCommand(p[0], p[1], p[2], Long.parseLong(p[3]), rev);
+            return true;
+        }
+        case "lease": {
+            String[] p = line.split("\\s+");
+            if (p.length < 6)
+                throw new IllegalArgumentException("usage: lease ID PATH MAX_LEASES QTY TIMEOUT_MS");
+            lease(p[1], p[2], Integer.parseInt(p[3]), Integer.parseInt(p[4]), Long.parseLong(p[5]));
+            return true;
+        }
+        case "revoke":
+            need(w, 2, "revoke NODEPATH");
+            Revoker.attemptRevoke(client, w[1]);
+            reply("revoke " + w[1] + " ok");
+            return true;
+        case "barrier_set":
+            need(w, 2, "barrier_set PATH");
+            new DistributedBarrier(client, w[1]).setBarrier();
+            reply("barrier_set " + w[1]);
+            return true;
+        case "barrier_remove":
+            need(w, 2, "barrier_remove PATH");
+            new DistributedBarrier(client, w[1]).removeBarrier();
+            reply("barrier_removed " + w[1]);
+            return true;
+        case "barrier_wait": {
+            need(w, 4, "barrier_wait ID PATH TIMEOUT_MS");
+            String id = w[1], path = w[2];
+            long ms = Long.parseLong(w[3]);
+            onThread(id, o -> {
+                DistributedBarrier b = new DistributedBarrier(client, path);
+                boolean ok;
+                if (ms < 0) {
+                    b.waitOnBarrier();
+                    ok = true;
+                } else {
+                    ok = b.waitOnBarrier(ms, TimeUnit.MILLISECONDS);
+                }
+                reply("barrier " + id + " " + ok);
+            });
+            return true;
+        }
+        case "denter": {
+            String[] p = line.split("\\s+");
+            if (p.length < 5)
+                throw new IllegalArgumentException("usage: denter ID PATH QTY TIMEOUT_MS");
+            String id = p[1], path = p[2];
+            int qty = Integer.parseInt(p[3]);
+            long ms = Long.parseLong(p[4]);
+            onThread(id, o -> {
+                o.dbarrier = new DistributedDoubleBarrier(client, path, qty);
+                boolean ok;
+                if (ms < 0) {
+                    o.dbarrier.enter();
+                    ok = true;
+                } else {
+                    ok = o.dbarrier.enter(ms, TimeUnit.MILLISECONDS);
+                }
+                reply("entered " + id + " " + ok);
+            });
+            return true;
+        }
+        case "dleave": {
+            need(w, 3, "dleave ID TIMEOUT_MS");
+            String id = w[1];
+            long ms = Long.parseLong(w[2]);
+            onThread(id, o -> {
+                if (o.dbarrier == null)
+                    throw new IllegalStateException("no double barrier entered");
+                boolean ok;
+                if (ms < 0) {
+                    o.dbarrier.leave();
+                    ok = true;
+                } else {
+                    ok = o.dbarrier.leave(ms, TimeUnit.MILLISECONDS);
+                }
+                reply("left " + id + " " + ok);
+            });
+            return true;
+        }
+        case "stat": {
+            need(w, 2, "stat PATH");
+            Stat st = client.checkExists().forPath(w[1]);
+            reply(st == null ? "nonode " + w[1] : "stat " + w[1] + " " + st.getCzxid());
+            return true;
+        }
+        case "rwparticipants": {
+            need(w, 2, "rwparticipants PATH");
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, w[1]);
+            List<String> all = new ArrayList<>(rw.readLock().getParticipantNodes());
+            all.addAll(rw.writeLock().getParticipantNodes());
+            all.sort((a, b) -> rwSortKey(a).compareTo(rwSortKey(b)));
+            reply(("rwparticipants " + w[1] + " " + String.join(" ", all)).trim());
+            return true;
+        }
+        case "rwloop": {
+            String[] p = line.split("\\s+");
+            if (p.length < 6)
+                throw new IllegalArgumentException("usage: rwloop ID PATH N SEED HOLD_MS");
+            rwloop(p[1], p[2], Integer.parseInt(p[3]), Integer.parseInt(p[4]), Long.parseLong(p[5]));
+            return true;
+        }
         case "cancel": {
             need(w, 2, "cancel ID");
             Owner o = owners.get(w[1]);
@@ -225,25 +410,17 @@ public class CuratorPeer {
             throw new IllegalArgumentException("usage: " + usage);
     }
 
-    /** Start an acquire on ID's own thread; the reply comes from that thread. */
-    static void acquire(String id, String path, long timeoutMs) {
+    interface Task { void run(Owner o) throws Exception; }
+
+    /**
+     * Run a task on ID's own thread (created on first use). Exceptions become
+     * "error ID <msg>" ("error ID interrupted ..." after a cancel).
+     */
+    static void onThread(String id, Task task) {
         Owner o = owners.computeIfAbsent(id, Owner::new);
         o.current = o.thread.submit(() -> {
             try {
-                if (o.mutex == null) {
-                    o.mutex = new InterProcessMutex(client, path);
-                    o.path = path;
-                } else if (!o.path.equals(path)) {
-                    throw new IllegalArgumentException("ID " + id + " is bound to " + o.path);
-                }
-                boolean ok;
-                if (timeoutMs < 0) {
-                    o.mutex.acquire();
-                    ok = true;
-                } else {
-                    ok = o.mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS);
-                }
-                reply((ok ? "acquired " : "timeout ") + id);
+                task.run(o);
             } catch (InterruptedException e) {
                 reply("error " + id + " interrupted " + msg(e));
             } catch (Throwable e) {
@@ -255,8 +432,121 @@ public class CuratorPeer {
         });
     }
 
-    /** Release ID's mutex on ID's thread. */
-    static void release(String id) {
+    /** Start an acquire on ID's own thread; the reply comes from that thread. */
+    static void acquire(String id, String path, long timeoutMs) {
+        onThread(id, o -> {
+            if (o.mutex == null) {
+                o.mutex = new InterProcessMutex(client, path);
+                o.path = path;
+            } else if (!o.path.equals(path)) {
+                throw new IllegalArgumentException("ID " + id + " is bound to " + o.path);
+            }
+            InterProcessMutex m = o.mutex;
+            boolean ok = timedAcquire(m, timeoutMs);
+            if (ok)
+                o.held.push(new Held("mutex", m, m::release));
+            reply((ok ? "acquired " : "timeout ") + id);
+        });
+    }
+
+    static boolean timedAcquire(org.apache.curator.framework.recipes.locks.InterProcessLock l, long timeoutMs)
+            throws Exception {
+        if (timeoutMs < 0) {
+            l.acquire();
+            return true;
+        }
+        return l.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** read / write / mutex / semmutex on ID's thread. */
+    static void lockCommand(String kind, String id, String path, long timeoutMs, String rev) {
+        onThread(id, o -> {
+            org.apache.curator.framework.recipes.locks.InterProcessLock lock;
+            InterProcessMutex revocable = null;
+            switch (kind) {
+            case "read":
+            case "write":
+                if (o.rw == null) {
+                    o.rw = new InterProcessReadWriteLock(client, path);
+                    o.rwPath = path;
+                } else if (!o.rwPath.equals(path)) {
+                    throw new IllegalArgumentException("ID " + id + " is bound to " + o.rwPath);
+                }
+                revocable = kind.equals("read") ? o.rw.readLock() : o.rw.writeLock();
+                lock = revocable;
+                break;
+            case "mutex":
+                if (o.rmutex == null) {
+                    o.rmutex = new InterProcessMutex(client, path);
+                    o.rmutexPath = path;
+                } else if (!o.rmutexPath.equals(path)) {
+                    throw new IllegalArgumentException("ID " + id + " is bound to " + o.rmutexPath);
+                }
+                revocable = o.rmutex;
+                lock = revocable;
+                break;
+            default: // semmutex: not reentrant, a fresh object per acquire
+                lock = new InterProcessSemaphoreMutex(client, path);
+                break;
+            }
+            if (rev != null) {
+                final boolean autoRelease = rev.equals("revocable");
+                final Object target = lock;
+                revocable.makeRevocable(m -> {
+                    reply("revoked " + id);
+                    if (autoRelease)
+                        o.thread.submit(() -> {
+                            try {
+                                releaseHeld(o, target, null);
+                                reply("released " + id);
+                            } catch (Throwable e) {
+                                reply("error " + id + " " + msg(e));
+                            }
+                        });
+                });
+            }
+            boolean ok = timedAcquire(lock, timeoutMs);
+            if (ok) {
+                final org.apache.curator.framework.recipes.locks.InterProcessLock l = lock;
+                o.held.push(new Held(kind, lock, l::release));
+            }
+            reply((ok ? "acquired " : "timeout ") + id);
+        });
+    }
+
+    /** Semaphore leases on ID's thread. */
+    static void lease(String id, String path, int max, int qty, long timeoutMs) {
+        onThread(id, o -> {
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, max);
+            Collection<Lease> leases = timeoutMs < 0 ? sem.acquire(qty)
+                    : sem.acquire(qty, timeoutMs, TimeUnit.MILLISECONDS);
+            if (leases == null) {
+                reply("timeout " + id);
+                return;
+            }
+            List<String> names = new ArrayList<>();
+            for (Lease l : leases)
+                names.add(l.getNodeName());
+            o.held.push(new Held("lease", sem, () -> sem.returnAll(leases)));
+            reply("leased " + id + " " + String.join(" ", names));
+        });
+    }
+
+    /** Give back the most recent hold of O (of KIND, or the one on LOCK). */
+    static void releaseHeld(Owner o, Object lock, String kind) throws Exception {
+        for (Iterator<Held> it = o.held.iterator(); it.hasNext();) {   // most recent first
+            Held h = it.next();
+            if ((lock == null || h.lock == lock) && (kind == null || h.kind.equals(kind))) {
+                it.remove();
+                h.rel.release();
+                return;
+            }
+        }
+        throw new IllegalStateException("nothing acquired" + (kind == null ? "" : " of kind " + kind));
+    }
+
+    /** Release ID's most recent hold (of KIND) on ID's thread. */
+    static void release(String id, String kind) {
         Owner o = owners.get(id);
         if (o == null) {
             reply("error " + id + " unknown id");
@@ -264,12 +554,54 @@ public class CuratorPeer {
         }
         o.current = o.thread.submit(() -> {
             try {
-                if (o.mutex == null)
-                    throw new IllegalStateException("nothing acquired");
-                o.mutex.release();
+                releaseHeld(o, null, kind);
                 reply("released " + id);
             } catch (Throwable e) {
                 reply("error " + id + " " + msg(e));
+            }
+        });
+    }
+
+    /** Curator's read/write lock sort key (strip through __READ__, then __WRIT__). */
+    static String rwSortKey(String s) {
+        for (String name : new String[] { "__READ__", "__WRIT__" }) {
+            int i = s.lastIndexOf(name);
+            if (i >= 0)
+                s = s.substring(i + name.length());
+        }
+        return s;
+    }
+
+    static long nowMicros() {
+        Instant t = Instant.now();
+        return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
+    }
+
+    /** The read/write stress loop (see the header). */
+    static void rwloop(String id, String path, int n, int seed, long holdMs) {
+        onThread(id, o -> {
+            InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+            List<String> events = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                boolean write = (7 * i + seed) % 10 == 0;
+                InterProcessMutex l = write ? rw.writeLock() : rw.readLock();
+                if (!l.acquire(30, TimeUnit.SECONDS))
+                    throw new IllegalStateException("op " + i + " not granted in 30 s");
+                long enter = nowMicros();
+                try {
+                    if (holdMs > 0)
+                        Thread.sleep(holdMs);   // the critical section's work
+                } finally {
+                    long exit = nowMicros();
+                    l.release();
+                    events.add("rwev " + id + " " + i + " " + (write ? "write" : "read") + " " + enter + " " + exit);
+                }
+            }
+            synchronized (OUT_LOCK) {
+                for (String e : events)
+                    System.out.println(e);
+                System.out.println("rwloop " + id + " done " + n);
+                System.out.flush();
             }
         });
     }

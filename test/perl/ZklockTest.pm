@@ -77,7 +77,8 @@ our @EXPORT = qw(
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
   sqlstate_of psql_error seq_of sort_by_seq lock_children
   zk_lock_rows worker_pid
-  $CURATOR_NODE_RE $DEFAULT_TIMEOUT
+  missing_functions require_functions participants_rows wait_children_count
+  $CURATOR_NODE_RE $CURATOR_RW_NODE_RE $CURATOR_LEASE_NODE_RE $DEFAULT_TIMEOUT
 );
 
 # Bound of every wait in these helpers (seconds). Tests stay under a minute
@@ -99,6 +100,13 @@ if ($alarm > 0)
 # UUID as Java prints it, then "lock-" and the 10-digit sequence.
 our $CURATOR_NODE_RE =
   qr/^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-\d{10}$/;
+
+# Read/write lock nodes (_c_<uuid4>-__READ__<seq10> / -__WRIT__<seq10>) and
+# semaphore lease nodes (_c_<uuid4>-lease-<seq10>), as Curator names them.
+our $CURATOR_RW_NODE_RE =
+  qr/^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-__(READ|WRIT)__\d{10}$/;
+our $CURATOR_LEASE_NODE_RE =
+  qr/^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lease-\d{10}$/;
 
 ############################################################################
 # ZooKeeper
@@ -363,6 +371,60 @@ sub worker_pid
 
 sub new_peer { return ZklockTest::Peer->new(@_); }
 
+# missing_functions($node, @names): the names among @names that no function
+# in the installed extension has (the C side may still be incomplete).
+sub missing_functions
+{
+	my ($node, @names) = @_;
+	my $list = join(',', map { "'$_'" } @names);
+	my $have = $node->safe_psql('postgres',
+		qq{SELECT string_agg(DISTINCT proname, ' ') FROM pg_proc WHERE proname IN ($list)});
+	my %have = map { $_ => 1 } split ' ', $have;
+	return grep { !$have{$_} } @names;
+}
+
+# require_functions($node, @names): skip the whole test file (plan
+# skip_all, naming what is missing) unless every function exists. Call it
+# before any test ran.
+sub require_functions
+{
+	my ($node, @names) = @_;
+	my @missing = missing_functions($node, @names);
+	return 1 unless @missing;
+	plan skip_all => "zklock does not provide yet: @missing";
+	return 0;
+}
+
+# participants_rows($node, $path): [ { position, node, kind, data, holds } ]
+# from zk_participants($path), in its order.
+sub participants_rows
+{
+	my ($node, $path) = @_;
+	my $out = $node->safe_psql('postgres',
+		qq{SELECT position, node, kind, coalesce(holds::text, 'null'), coalesce(data, '')
+		   FROM zk_participants('$path') ORDER BY position});
+	my @rows;
+	for my $line (split /\n/, $out)
+	{
+		my ($pos, $n, $kind, $holds, $data) = split /\|/, $line, 5;
+		push @rows, { position => $pos, node => $n, kind => $kind, holds => $holds, data => $data };
+	}
+	return \@rows;
+}
+
+# wait_children_count($peer, $path, $n, $timeout): true once $path has
+# exactly $n children (a missing node counts as 0), as Curator sees them.
+sub wait_children_count
+{
+	my ($peer, $path, $n, $timeout) = @_;
+	my $last;
+	my $ok = wait_until(
+		sub { my $k = $peer->children($path) // []; $last = scalar @$k; $last == $n },
+		$timeout // 10, "$n children under $path");
+	diag("children of $path: $last, expected $n") unless $ok;
+	return $ok;
+}
+
 ############################################################################
 # ZklockTest::Session — a psql session for holders and waiters
 ############################################################################
@@ -617,7 +679,7 @@ sub _split
 	while ($self->{out} =~ s/^([^\n]*)\n//)
 	{
 		push @{ $self->{lines} }, $1;
-		Test::More::note("[$self->{name}] >> $1");
+		Test::More::note("[$self->{name}] >> $1") unless $1 =~ /^rwev /;
 	}
 }
 
@@ -683,11 +745,175 @@ sub acquire_result
 	return $l;
 }
 
-# release($id): 'released' or the error line.
+# lock($kind, $id, $path, $timeout_ms, $revocable): start a read, write,
+# mutex or semmutex acquire on ID's thread (async; collect it with
+# acquire_result). $revocable: undef, 'revocable' (release when asked) or
+# 'revocable-notify' (only print "revoked ID").
+sub lock
+{
+	my ($self, $kind, $id, $path, $ms, $rev) = @_;
+	$self->send("$kind $id $path " . ($ms // -1) . (defined $rev ? " $rev" : ''));
+	return;
+}
+
+# lease($id, $path, $max, $qty, $timeout_ms): start a semaphore acquire (async).
+sub lease
+{
+	my ($self, $id, $path, $max, $qty, $ms) = @_;
+	$self->send("lease $id $path $max " . ($qty // 1) . ' ' . ($ms // -1));
+	return;
+}
+
+# lease_result($id, $timeout): [lease names] | 'timeout' | 'error ...' | undef
+sub lease_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(leased|timeout|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	return 'timeout' if $l eq "timeout $id";
+	return $l if $l =~ /^error/;
+	my @w = split ' ', $l;
+	splice(@w, 0, 2);
+	return \@w;
+}
+
+# revoke($node_path): Revoker.attemptRevoke; true when done.
+sub revoke
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("revoke $path", qr/^revoke \Q$path\E ok$|^error revoke/);
+	return defined $l && $l =~ /ok$/ ? 1 : 0;
+}
+
+sub barrier_set
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("barrier_set $path", qr/^barrier_set \Q$path\E$|^error barrier_set/);
+	return defined $l && $l !~ /^error/ ? 1 : 0;
+}
+
+sub barrier_remove
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("barrier_remove $path", qr/^barrier_removed \Q$path\E$|^error barrier_remove/);
+	return defined $l && $l !~ /^error/ ? 1 : 0;
+}
+
+# barrier_wait($id, $path, $ms) async; barrier_result($id): 'true'|'false'|'error ...'|undef
+sub barrier_wait
+{
+	my ($self, $id, $path, $ms) = @_;
+	$self->send("barrier_wait $id $path " . ($ms // -1));
+	return;
+}
+
+sub barrier_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(barrier|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	return $1 if $l =~ /^barrier \Q$id\E (true|false)$/;
+	return $l;
+}
+
+# denter($id, $path, $qty, $ms) / dleave($id, $ms): async double barrier
+# enter / leave; entered_result / left_result: 'true'|'false'|'error ...'|undef
+sub denter
+{
+	my ($self, $id, $path, $qty, $ms) = @_;
+	$self->send("denter $id $path $qty " . ($ms // -1));
+	return;
+}
+
+sub dleave
+{
+	my ($self, $id, $ms) = @_;
+	$self->send("dleave $id " . ($ms // -1));
+	return;
+}
+
+sub entered_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(entered|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	return $1 if $l =~ /^entered \Q$id\E (true|false)$/;
+	return $l;
+}
+
+sub left_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(left|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	return $1 if $l =~ /^left \Q$id\E (true|false)$/;
+	return $l;
+}
+
+# czxid($path): the creation zxid of $path (a decimal string), undef if absent.
+sub czxid
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("stat $path", qr/^(stat|nonode) \Q$path\E(\s|$)|^error stat/);
+	die "stat $path: " . ($l // 'no reply') unless defined $l && $l !~ /^error/;
+	return undef if $l =~ /^nonode/;
+	return (split ' ', $l)[2];
+}
+
+# rwparticipants($path): [full paths] of the read and write lock
+# participants, merged in Curator's queue order.
+sub rwparticipants
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("rwparticipants $path", qr/^rwparticipants \Q$path\E(\s|$)|^error rwparticipants/);
+	die "rwparticipants $path: " . ($l // 'no reply') unless defined $l && $l =~ /^rwparticipants/;
+	my @w = split ' ', $l;
+	splice(@w, 0, 2);
+	return \@w;
+}
+
+# rwloop($id, $path, $n, $seed, $hold_ms): start the read/write stress loop
+# (async); rwloop_result($id, $timeout): [ [i, kind, enter_us, exit_us], ... ]
+# or the error line / undef.
+sub rwloop
+{
+	my ($self, $id, $path, $n, $seed, $hold) = @_;
+	$self->send("rwloop $id $path $n $seed $hold");
+	return;
+}
+
+sub rwloop_result
+{
+	my ($self, $id, $timeout) = @_;
+	my $l = $self->wait_reply(qr/^(rwloop|error) \Q$id\E(\s|$)/, $timeout);
+	return undef unless defined $l;
+	return $l if $l =~ /^error/;
+	# The peer prints all event lines before "rwloop ID done": they are queued.
+	$self->_split;
+	my (@ev, @rest);
+	for my $e (@{ $self->{lines} })
+	{
+		if ($e =~ /^rwev \Q$id\E /)
+		{
+			my (undef, undef, $i, $kind, $enter, $exit) = split ' ', $e;
+			push @ev, [ $i, $kind, $enter, $exit ];
+		}
+		else
+		{
+			push @rest, $e;
+		}
+	}
+	$self->{lines} = \@rest;
+	return \@ev;
+}
+
+# release($id, $kind): 'released' or the error line. Releases ID's most
+# recent hold (of $kind: mutex, read, write, semmutex, lease).
 sub release
 {
-	my ($self, $id) = @_;
-	my $l = $self->cmd("release $id", qr/^(released|error) \Q$id\E(\s|$)/);
+	my ($self, $id, $kind) = @_;
+	my $l = $self->cmd("release $id" . (defined $kind ? " $kind" : ''),
+		qr/^(released|error) \Q$id\E(\s|$)/);
 	return undef unless defined $l;
 	return $l eq "released $id" ? 'released' : $l;
 }

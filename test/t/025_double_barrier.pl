@@ -1,0 +1,148 @@
+
+# 025_double_barrier: the double barrier (Curator's DistributedDoubleBarrier).
+#
+# What users rely on: nobody gets through enter() before member_qty
+# members are there, then all do (SQL and Curator members mixed); nobody
+# gets through leave() before every member left; a late member of an
+# already-full barrier enters and leaves too; a timed enter with too few
+# members returns false and takes its member node away.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZklockTest;
+
+my $zk = start_zk();
+my $node = new_zklock_node('dbarrier', $zk);
+require_functions($node, qw(zk_double_barrier_enter zk_double_barrier_leave));
+my $peer = new_peer($zk);
+
+my $uuid_re = qr/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+# Members: SQL sessions and Curator ids, in arrival order.
+sub members
+{
+	my ($p, $nsql, $ncur) = @_;
+	my @m;
+	for my $i (1 .. ($nsql > $ncur ? $nsql : $ncur))
+	{
+		push @m, { kind => 'sql', s => ZklockTest::Session->new($node, "m$i"), name => "m$i" } if $i <= $nsql;
+		push @m, { kind => 'curator', id => "c$i", name => "c$i" } if $i <= $ncur;
+	}
+	return @m;
+}
+
+sub member_nodes
+{
+	my ($p) = @_;
+	return [ grep { $_ ne 'ready' } @{ $peer->children($p) // [] } ];
+}
+
+sub finished
+{
+	my ($m, $what) = @_;
+	return $m->{s}->done if $m->{kind} eq 'sql';
+	my $word = $what eq 'enter' ? 'entered' : 'left';
+	return $peer->has_reply(qr/^($word|error) \Q$m->{id}\E\b/);
+}
+
+sub outcome
+{
+	my ($m, $what) = @_;
+	if ($m->{kind} eq 'sql')
+	{
+		my $r = $m->{s}->result;
+		diag("$m->{name}: $r->{err}") if $r->{err} =~ /ERROR/;
+		return $r->{out} eq 't' ? 'true' : $r->{out} eq 'f' ? 'false' : "error $r->{err}";
+	}
+	return ($what eq 'enter' ? $peer->entered_result($m->{id}) : $peer->left_result($m->{id})) // 'no reply';
+}
+
+sub start_enter
+{
+	my ($m, $p, $qty) = @_;
+	if ($m->{kind} eq 'sql') { $m->{s}->start("SELECT zk_double_barrier_enter('$p', $qty, '30s')"); }
+	else { $peer->denter($m->{id}, $p, $qty, 30000); }
+}
+
+sub start_leave
+{
+	my ($m, $p) = @_;
+	if ($m->{kind} eq 'sql') { $m->{s}->start("SELECT zk_double_barrier_leave('$p', '30s')"); }
+	else { $peer->dleave($m->{id}, 30000); }
+}
+
+# run_barrier($p, $qty, @members): the first $qty - 1 members enter and
+# block, the others complete the barrier; then all but one leave and block,
+# the last one leaves and all complete.
+sub run_barrier
+{
+	my ($p, $qty, @m) = @_;
+	my $n = @m;
+	for my $k (0 .. $qty - 2)
+	{
+		start_enter($m[$k], $p, $qty);
+		ok(wait_until(sub { @{ member_nodes($p) } == $k + 1 }, 10, 'member node'),
+			"$m[$k]{name} is a member (node created)");
+	}
+	ok(!(grep { finished($_, 'enter') } @m[ 0 .. $qty - 2 ]),
+		($qty - 1) . ' members: nobody has entered yet');
+	ok(!$peer->exists("$p/ready"), 'no ready node yet');
+	start_enter($_, $p, $qty) for @m[ $qty - 1 .. $n - 1 ];
+	my @res = map { outcome($_, 'enter') } @m;
+	is_deeply(\@res, [ ('true') x $n ], "all $n members entered") or diag("@res");
+	ok($peer->exists("$p/ready"), 'the ready node exists');
+	my $nodes = member_nodes($p);
+	is(scalar @$nodes, $n, "$n member nodes");
+	like($_, $uuid_re, "member node $_ is a bare UUID, as Curator names it") for @$nodes[ 0 .. 1 ];
+	SKIP:
+	{
+		skip 'zk_participants() not provided yet', 2 if missing_functions($node, 'zk_participants');
+		my $parts = participants_rows($node, $p);
+		is(scalar(grep { $_->{kind} eq 'member' } @$parts), $n, "zk_participants: $n members");
+		is(scalar(grep { $_->{kind} eq 'ready' } @$parts), 1, 'zk_participants: the ready node');
+	}
+
+	start_leave($_, $p) for @m[ 0 .. $n - 2 ];
+	# Absence of completion can only be observed for a while.
+	ok(!wait_until(sub { grep { finished($_, 'leave') } @m[ 0 .. $n - 2 ] }, 1.5, '(expected) nobody left'),
+		'while one member is still in, nobody gets through leave');
+	start_leave($m[-1], $p);
+	@res = map { outcome($_, 'leave') } @m;
+	is_deeply(\@res, [ ('true') x $n ], "all $n members left") or diag("@res");
+	ok(wait_children_count($peer, $p, 0), 'no member node and no ready node left');
+}
+
+# 1. 5 members (3 SQL, 2 Curator) on a barrier of 5.
+my @m5 = members('/t025/five', 3, 2);
+run_barrier('/t025/five', 5, @m5);
+is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
+
+# 2. 6 members (3 SQL, 3 Curator) on a barrier of 5: all enter and leave.
+my @m6 = (@m5, { kind => 'curator', id => 'c3', name => 'c3' });
+run_barrier('/t025/six', 5, @m6);
+
+# 3. A timed enter with too few members returns false, leaving no node.
+my $p3 = '/t025/few';
+my $s = $m5[0]{s};
+$peer->denter('cf', $p3, 3, 30000);
+ok(wait_until(sub { @{ member_nodes($p3) } == 1 }, 10), 'one Curator member waits');
+is($s->value("SELECT zk_double_barrier_enter('$p3', 3, '800ms')"), 'f',
+	'a timed enter with 2 of 3 members returns false');
+ok(wait_until(sub { @{ member_nodes($p3) } == 1 }, 10, 'only the Curator member'),
+	'the SQL member node was removed');
+ok(!$peer->exists("$p3/ready"), 'no ready node');
+ok(!$peer->has_reply(qr/^(entered|error) cf\b/), 'the Curator member has not entered');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks WHERE pid = ' . $s->pid), '0',
+	'zk_locks has nothing for the SQL session');
+
+# 4. Leaving without having entered.
+my $r = $s->query("SELECT zk_double_barrier_leave('$p3')");
+is($r->{sqlstate}, '55000', 'leave without enter: ERROR 55000') or diag($r->{err});
+
+$_->{s}->quit for grep { $_->{kind} eq 'sql' } @m5;
+$peer->quit;
+$node->stop;
+stop_zk($zk);
+done_testing();
