@@ -55,3 +55,47 @@ SELECT zk_release_all();
 -- nothing was queued or left behind by the rejected calls
 SELECT requests_queued, locks_held FROM zk_status();
 SELECT count(*) FROM zk_locks;
+
+-- the recipes reject bad input the same way
+SELECT stmt, try(stmt) FROM (VALUES
+	($$SELECT zk_read_lock_acquire(NULL)$$),
+	($$SELECT zk_read_lock_acquire('/a/', '1s')$$),
+	($$SELECT zk_write_lock_acquire('/ok', '-1s')$$),
+	($$SELECT zk_write_lock_acquire_xact('x')$$),
+	($$SELECT zk_read_lock_release('')$$),
+	($$SELECT zk_semaphore_mutex_acquire('/zookeeper/x')$$),
+	($$SELECT zk_semaphore_mutex_acquire_xact('/ok', '-1 day')$$),
+	($$SELECT zk_multi_lock_acquire(NULL)$$),
+	($$SELECT zk_multi_lock_acquire('{}')$$),
+	($$SELECT zk_multi_lock_acquire(ARRAY['/a', NULL])$$),
+	($$SELECT zk_multi_lock_acquire(ARRAY['/a', '/b', '/a'])$$),
+	($$SELECT zk_multi_lock_acquire(ARRAY[['/a'], ['/b']])$$),
+	($$SELECT zk_multi_lock_acquire(ARRAY['/a', 'b'])$$),
+	($$SELECT zk_multi_lock_acquire(ARRAY['/a'], '-1s')$$),
+	($$SELECT zk_multi_lock_release(ARRAY['/a', '/a'])$$),
+	($$SELECT zk_semaphore_acquire('/s', 0)$$),
+	($$SELECT zk_semaphore_acquire('/s', -3)$$),
+	($$SELECT zk_semaphore_acquire('/s', NULL)$$),
+	($$SELECT zk_semaphore_acquire('/s', 2, 0)$$),
+	($$SELECT zk_semaphore_acquire('/s', 2, 3)$$),
+	($$SELECT zk_semaphore_acquire('/s', 2, 1, '-1s')$$),
+	($$SELECT zk_semaphore_acquire('s', 2)$$),
+	($$SELECT zk_semaphore_release('/s', NULL)$$),
+	($$SELECT zk_semaphore_release('/s', repeat('x', 200))$$),
+	($$SELECT zk_semaphore_release_all('/s/')$$),
+	($$SELECT zk_barrier_set('')$$),
+	($$SELECT zk_barrier_remove('/zookeeper')$$),
+	($$SELECT zk_barrier_remove('/')$$),
+	($$SELECT zk_barrier_wait('/b', '-1s')$$),
+	($$SELECT zk_double_barrier_enter('/d', 0)$$),
+	($$SELECT zk_double_barrier_enter('/d', NULL)$$),
+	($$SELECT zk_double_barrier_enter('/d', 2, '-1s')$$),
+	($$SELECT zk_double_barrier_leave('/never-entered')$$),
+	($$SELECT zk_revoke('/a/../b')$$),
+	($$SELECT zk_participants(NULL)$$),
+	($$SELECT zk_lock_token('/not-held')$$),
+	($$SELECT zk_lock_token(E'/a\x02')$$)
+) v(stmt);
+
+SELECT requests_queued, locks_held FROM zk_status();
+SELECT count(*) FROM zk_locks;

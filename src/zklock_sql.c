@@ -1718,6 +1718,15 @@ participant_cmp(const void *a, const void *b)
 		kb = pb->name;
 	}
 	c = strcmp(ka, kb);
+	if (c == 0 && participant_sort_rw)
+	{
+		/* a downgraded read node sorts at its writer's place, ahead of it */
+		bool		ra = strstr(pa->name, ZKLOCK_READ_LOCK_NAME) != NULL;
+		bool		rb = strstr(pb->name, ZKLOCK_READ_LOCK_NAME) != NULL;
+
+		if (ra != rb)
+			return ra ? -1 : 1;
+	}
 	return c != 0 ? c : strcmp(pa->name, pb->name);
 }
 
@@ -1738,7 +1747,7 @@ zk_participants(PG_FUNCTION_ARGS)
 	int			kind = 0;
 	bool		rw = false;
 	bool		mutex = false;
-	bool		seen_writer = false;
+	const char *first_writer_key = NULL;
 	int			i;
 
 	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
@@ -1811,15 +1820,20 @@ zk_participants(PG_FUNCTION_ARGS)
 			pk = "lease";
 		else if (strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
 		{
+			/* first in line, or behind nothing but its own downgraded read */
 			pk = "write";
-			values[4] = BoolGetDatum(i == 0);
+			values[4] = BoolGetDatum(i == 0 ||
+									 strcmp(zklock_rw_sort_key(parts[0].name),
+											zklock_rw_sort_key(parts[i].name)) == 0);
 			nulls[4] = false;
-			seen_writer = true;
+			if (first_writer_key == NULL)
+				first_writer_key = zklock_rw_sort_key(parts[i].name);
 		}
 		else if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME))
 		{
+			/* no writer queued ahead of it (a downgrade shares the key) */
 			pk = "read";
-			values[4] = BoolGetDatum(!seen_writer);
+			values[4] = BoolGetDatum(first_writer_key == NULL);
 			nulls[4] = false;
 		}
 		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))

@@ -39,7 +39,7 @@ CONF
 			--bindir="$PGBIN" \
 			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
 			--dbname=zklock_regress \
-			zklock_mutex zklock_input; then
+			zklock_mutex zklock_recipes zklock_input; then
 		cat "$WORK/regress-out/regression.diffs" 2>/dev/null
 		status=1
 	fi
