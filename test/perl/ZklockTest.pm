@@ -401,7 +401,8 @@ sub participants_rows
 {
 	my ($node, $path) = @_;
 	my $out = $node->safe_psql('postgres',
-		qq{SELECT position, node, kind, coalesce(holds::text, 'null'), coalesce(data, '')
+		qq{SELECT position, node, kind,
+		          CASE holds WHEN true THEN 't' WHEN false THEN 'f' ELSE 'null' END, coalesce(data, '')
 		   FROM zk_participants('$path') ORDER BY position});
 	my @rows;
 	for my $line (split /\n/, $out)
