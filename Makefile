@@ -6,6 +6,7 @@ OBJS = \
 	src/zklock_shmem.o \
 	src/zklock_worker.o \
 	src/zklock_sql.o \
+	src/zklock_session.o \
 	src/zklock_recipe.o
 
 EXTENSION = zklock

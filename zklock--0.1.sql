@@ -176,7 +176,10 @@ CREATE FUNCTION zk_status(
     OUT locks_held integer,
     OUT worker_pid integer,
     OUT state_since timestamptz,
-    OUT slots_used integer)
+    OUT slots_used integer,
+    OUT connected_count bigint,
+    OUT suspended_count bigint,
+    OUT expired_count bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -204,3 +207,34 @@ CREATE VIEW zk_locks AS SELECT * FROM zk_locks();
 
 COMMENT ON VIEW zk_locks IS
 'every zklock lock held or waited for in this cluster';
+
+-- Privileges.  Everything that changes shared state (takes or releases a
+-- lock, writes into ZooKeeper) or reads ZooKeeper is not for PUBLIC: grant
+-- the role zklock_user to the roles that coordinate through zklock.
+-- zk_status(), zk_locks, zk_lock_token() and zk_revocation_requested()
+-- stay open: they only show this cluster's own state.
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'zklock_user') THEN
+		CREATE ROLE zklock_user NOLOGIN;
+	END IF;
+END
+$$;
+
+DO $$
+DECLARE
+	f regprocedure;
+BEGIN
+	FOR f IN
+		SELECT p.oid::regprocedure
+		  FROM pg_proc p
+		 WHERE p.pronamespace = '@extschema@'::regnamespace
+		   AND p.proname LIKE 'zk\_%'
+		   AND p.proname NOT IN ('zk_status', 'zk_locks', 'zk_lock_token',
+		                         'zk_revocation_requested')
+	LOOP
+		EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO zklock_user', f);
+	END LOOP;
+END
+$$;

@@ -23,6 +23,15 @@ int			zklock_session_timeout = 60000;
 int			zklock_connect_timeout = 15000;
 char	   *zklock_namespace = NULL;
 int			zklock_max_requests = 1024;
+char	   *zklock_auth = NULL;
+int			zklock_acl = ZKLOCK_ACL_OPEN;
+bool		zklock_check_session_locks = false;
+
+static const struct config_enum_entry acl_options[] = {
+	{"open", ZKLOCK_ACL_OPEN, false},
+	{"creator", ZKLOCK_ACL_CREATOR, false},
+	{NULL, 0, false}
+};
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -52,6 +61,29 @@ check_namespace(char **newval, void **extra, GucSource source)
 	{
 		GUC_check_errdetail("zklock.namespace is not a valid ZooKeeper path: %s.",
 							zklock_path_error_message(err));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What SHOW and pg_settings say of zklock.auth: never the secret.
+ */
+static const char *
+show_auth(void)
+{
+	return (zklock_auth && zklock_auth[0] != '\0') ? "********" : "";
+}
+
+/*
+ * Check a new value of zklock.auth: empty, or "user:password".
+ */
+static bool
+check_auth(char **newval, void **extra, GucSource source)
+{
+	if ((*newval)[0] != '\0' && strchr(*newval, ':') == NULL)
+	{
+		GUC_check_errdetail("zklock.auth must look like \"user:password\".");
 		return false;
 	}
 	return true;
@@ -107,6 +139,34 @@ define_gucs(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.auth",
+							   "ZooKeeper digest credentials (user:password) of the worker's session.",
+							   "Set in postgresql.conf; never shown by SHOW or pg_settings.",
+							   &zklock_auth,
+							   "",
+							   PGC_POSTMASTER,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_auth, NULL, show_auth);
+
+	DefineCustomEnumVariable("zklock.acl",
+							 "ACL of the nodes zklock creates: open, or creator-only (needs zklock.auth).",
+							 NULL,
+							 &zklock_acl,
+							 ZKLOCK_ACL_OPEN,
+							 acl_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.check_session_locks_at_commit",
+							 "Also fail COMMIT when a session-level lock taken in the transaction was lost.",
+							 NULL,
+							 &zklock_check_session_locks,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
 }
@@ -176,4 +236,8 @@ _PG_init(void)
 	shmem_startup_hook = zklock_shmem_startup_hook;
 
 	register_worker();
+
+	/* at shutdown the postmaster closes the session the worker left */
+	if (!IsUnderPostmaster)
+		on_proc_exit(zklock_postmaster_exit, (Datum) 0);
 }

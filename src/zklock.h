@@ -156,6 +156,9 @@ typedef struct ZklockShared
 	int			worker_pid;		/* 0 when no worker runs */
 	Latch	   *worker_latch;
 	bool		work_pending;	/* a backend posted something for the worker */
+	int64		connected_count;	/* transitions into each state */
+	int64		suspended_count;
+	int64		expired_count;
 	ZklockConnState conn_state;
 	TimestampTz state_since;
 	bool		have_session;	/* session_id/passwd are valid */
@@ -174,6 +177,16 @@ extern int	zklock_session_timeout;
 extern int	zklock_connect_timeout;
 extern char *zklock_namespace;
 extern int	zklock_max_requests;
+extern char *zklock_auth;
+extern int	zklock_acl;
+extern bool zklock_check_session_locks;
+
+/* zklock.acl */
+typedef enum ZklockAclMode
+{
+	ZKLOCK_ACL_OPEN = 0,
+	ZKLOCK_ACL_CREATOR
+} ZklockAclMode;
 
 /* zklock_shmem.c */
 extern ZklockShared *zklock_shared;
@@ -183,6 +196,13 @@ extern void zklock_wake_worker(void);
 extern void zklock_wake_backend(ZklockSlot *slot);
 extern const char *zklock_slot_state_name(ZklockSlotState state);
 extern const char *zklock_conn_state_name(ZklockConnState state);
+
+/* zklock_session.c */
+extern void zklock_session_save(int64 session_id, const char *passwd);
+extern bool zklock_session_load(int64 *session_id, char *passwd);
+extern void zklock_session_forget(void);
+extern bool zklock_session_close(int64 session_id, const char *passwd, int timeout_ms);
+extern void zklock_postmaster_exit(int code, Datum arg);
 
 /* zklock_worker.c */
 extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);

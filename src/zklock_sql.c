@@ -87,6 +87,7 @@ typedef struct LocalLock
 	uint32		serial;
 	int32		session_count;
 	int32		xact_count;
+	bool		lost_reported;	/* the WARNING about its loss was given */
 } LocalLock;
 
 /* One transaction-level hold, remembered for commit, abort and savepoints */
@@ -112,6 +113,7 @@ typedef struct ZklockAsk
 
 static HTAB *local_locks = NULL;
 static List *xact_holds = NIL;
+static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
 static char node_data[ZKLOCK_NODE_DATA_SIZE];
 
@@ -268,6 +270,19 @@ xact_callback(XactEvent event, void *arg)
 						 errdetail("ZooKeeper locks belong to the session's connection and cannot outlive it in a prepared transaction.")));
 			break;
 		case XACT_EVENT_PRE_COMMIT:
+			foreach(lc, xact_session_keys)
+			{
+				LocalLock  *ll = hash_search(local_locks, lfirst(lc), HASH_FIND, NULL);
+
+				if (ll != NULL && lock_is_lost(ll))
+					ereport(ERROR,
+							(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+							 errmsg("zookeeper lock \"%s\" taken in this transaction was lost before commit",
+									zklock_shared->slots[ll->slot].path +
+									zklock_shared->slots[ll->slot].user_path_off),
+							 errdetail("The ZooKeeper session of this cluster ended while the transaction held the lock (zklock.check_session_locks_at_commit is on)."),
+							 errhint("Retry the transaction.")));
+			}
 			foreach(lc, xact_holds)
 			{
 				XactHold   *h = (XactHold *) lfirst(lc);
@@ -277,7 +292,8 @@ xact_callback(XactEvent event, void *arg)
 					ereport(ERROR,
 							(errcode(ERRCODE_TRANSACTION_ROLLBACK),
 							 errmsg("zookeeper lock \"%s\" was lost before commit",
-									zklock_shared->slots[ll->slot].path),
+									zklock_shared->slots[ll->slot].path +
+									zklock_shared->slots[ll->slot].user_path_off),
 							 errdetail("The ZooKeeper session of this cluster ended while the transaction held the lock."),
 							 errhint("Retry the transaction.")));
 			}
@@ -289,6 +305,8 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			if (xact_holds != NIL)
 				release_xact_holds(InvalidSubTransactionId);
+			list_free_deep(xact_session_keys);
+			xact_session_keys = NIL;
 			break;
 	}
 }
@@ -399,7 +417,51 @@ build_node_data(void)
 }
 
 /*
- * First zklock call of this backend: local registry, callbacks.
+ * Tell the session, once, which of its locks were lost with the ZooKeeper
+ * session.  They stay in the registry (release says false, COMMIT of an
+ * _xact one fails) until the session deals with them.
+ */
+static void
+report_lost_locks(void)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	StringInfoData names;
+	int			n = 0;
+
+	initStringInfo(&names);
+	hash_seq_init(&seq, local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+		bool		lost;
+
+		if (ll->lost_reported)
+			continue;
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		lost = (slot->serial != ll->serial || slot->state == ZKS_LOST);
+		LWLockRelease(zklock_shared->lock);
+		if (!lost)
+			continue;
+		ll->lost_reported = true;
+		appendStringInfo(&names, "%s\"%s\"", n > 0 ? ", " : "",
+						 ll->key.path + (int) strlen(zklock_namespace ? zklock_namespace : ""));
+		n++;
+	}
+	if (n > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg_plural("%d zookeeper lock of this session was lost",
+							   "%d zookeeper locks of this session were lost",
+							   n, n),
+				 errdetail("The ZooKeeper session of this cluster ended; lost: %s.", names.data),
+				 errhint("Work done under these locks was not protected; release them and acquire again.")));
+	pfree(names.data);
+}
+
+/*
+ * First zklock call of this backend: local registry, callbacks.  Every
+ * call: report locks lost since the last one.
  */
 static void
 backend_setup(void)
@@ -407,7 +469,10 @@ backend_setup(void)
 	HASHCTL		ctl;
 
 	if (backend_ready)
+	{
+		report_lost_locks();
 		return;
+	}
 	if (zklock_shared == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -813,6 +878,16 @@ add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 		ll->serial = serial;
 		ll->session_count = 0;
 		ll->xact_count = 0;
+		ll->lost_reported = false;
+	}
+	if (!xact && zklock_check_session_locks && IsTransactionState())
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		LocalLockKey *k = palloc(sizeof(LocalLockKey));
+
+		*k = *key;
+		xact_session_keys = lappend(xact_session_keys, k);
+		MemoryContextSwitchTo(old);
 	}
 	if (xact)
 	{
@@ -845,9 +920,10 @@ find_hold(const LocalLockKey *key, int user_off)
 
 	if (ll != NULL && lock_is_lost(ll))
 	{
-		ereport(WARNING,
-				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
-						key->path + user_off)));
+		if (!ll->lost_reported)
+			ereport(WARNING,
+					(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
+							key->path + user_off)));
 		(void) withdraw_request(ll->slot, ll->serial, true);
 		hash_search(local_locks, key, HASH_REMOVE, NULL);
 		ll = NULL;
@@ -1946,8 +2022,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9];
+	Datum		values[12];
+	bool		nulls[12];
+	int64		counts[3];
 	char		sid[32];
 	char		server[128];
 	ZklockConnState cs;
@@ -1975,6 +2052,9 @@ zk_status(PG_FUNCTION_ARGS)
 	timeout = sh->negotiated_timeout;
 	worker_pid = sh->worker_pid;
 	since = sh->state_since;
+	counts[0] = sh->connected_count;
+	counts[1] = sh->suspended_count;
+	counts[2] = sh->expired_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -2003,6 +2083,9 @@ zk_status(PG_FUNCTION_ARGS)
 	values[7] = TimestampTzGetDatum(since);
 	nulls[7] = (since == 0);
 	values[8] = Int32GetDatum(used);
+	values[9] = Int64GetDatum(counts[0]);
+	values[10] = Int64GetDatum(counts[1]);
+	values[11] = Int64GetDatum(counts[2]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

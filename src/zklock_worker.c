@@ -478,6 +478,16 @@ create_containers(const char *path, bool include_self)
 }
 
 /*
+ * ACL for the nodes zklock creates for its recipes (parents stay open, so
+ * Curator peers can share the path).
+ */
+static struct ACL_vector *
+node_acl(void)
+{
+	return zklock_acl == ZKLOCK_ACL_CREATOR ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+/*
  * A fresh protection id.
  */
 static bool
@@ -885,7 +895,7 @@ lk_create(int idx)
 		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
 		mode = ZOO_EPHEMERAL;
 	}
-	rc = zoo_acreate2(zh, name, data, strlen(data), &ZOO_OPEN_ACL_UNSAFE, mode,
+	rc = zoo_acreate2(zh, name, data, strlen(data), node_acl(), mode,
 					  lk_create_done, slot_tag(idx));
 	if (rc != ZOK)
 	{
@@ -1173,7 +1183,7 @@ lease_create(int idx)
 	zklock_protected_name(slot->uuid, ZKLOCK_LEASE_NAME, name + strlen(name),
 						  sizeof(name) - strlen(name));
 	rc = zoo_acreate2(zh, name, slot->data, strlen(slot->data),
-					  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+					  node_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
 					  lease_create_done, slot_tag(idx));
 	if (rc != ZOK)
 	{
@@ -1612,7 +1622,7 @@ denter_start(int idx)
 	}
 	req->inflight++;
 	node_path(slot, slot->node, buf, sizeof(buf));
-	rc = zoo_acreate(zh, buf, slot->data, strlen(slot->data), &ZOO_OPEN_ACL_UNSAFE,
+	rc = zoo_acreate(zh, buf, slot->data, strlen(slot->data), node_acl(),
 					 ZOO_EPHEMERAL, denter_create_done, slot_tag(idx));
 	if (rc != ZOK)
 	{
@@ -2077,7 +2087,7 @@ start_request(int idx)
 				req->need_parents = false;
 			}
 			rc = zoo_acreate(zh, slot->path, slot->data, strlen(slot->data),
-							 &ZOO_OPEN_ACL_UNSAFE, 0, barrier_set_done, slot_tag(idx));
+							 node_acl(), 0, barrier_set_done, slot_tag(idx));
 			break;
 		case ZKOP_BARRIER_REMOVE:
 			rc = zoo_adelete(zh, slot->path, -1, barrier_remove_done, slot_tag(idx));
@@ -2352,6 +2362,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 			sh->session_id = cid->client_id;
 			memcpy(sh->session_passwd, cid->passwd, sizeof(sh->session_passwd));
 			sh->have_session = true;
+			zklock_session_save(cid->client_id, cid->passwd);
 			ereport(LOG,
 					(errmsg("zklock: connected to zookeeper %s, new session 0x%llx",
 							server ? server : "?",
@@ -2365,6 +2376,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
 		sh->conn_state = ZKC_CONNECTED;
+		sh->connected_count++;
 		sh->state_since = GetCurrentTimestamp();
 		zk_connected = true;
 		rescan = true;
@@ -2373,6 +2385,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	{
 		if (zk_connected)
 			ereport(LOG, (errmsg("zklock: connection to zookeeper lost, session may still be alive")));
+		if (zk_connected)
+			sh->suspended_count++;
 		zk_connected = false;
 		sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
 		sh->state_since = GetCurrentTimestamp();
@@ -2385,7 +2399,9 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zk_connected = false;
 		sweep_lost_session(why);
 		sh->have_session = false;
+		zklock_session_forget();
 		sh->conn_state = ZKC_EXPIRED;
+		sh->expired_count++;
 		sh->state_since = GetCurrentTimestamp();
 		need_reconnect = true;
 	}
@@ -2421,6 +2437,15 @@ open_handle(void)
 		ereport(LOG,
 				(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
 						zklock_hosts)));
+	else if (zklock_auth != NULL && zklock_auth[0] != '\0')
+	{
+		int			rc = zoo_add_auth(zh, "digest", zklock_auth, strlen(zklock_auth),
+									  NULL, NULL);
+
+		if (rc != ZOK)
+			ereport(LOG,
+					(errmsg("zklock: could not add zookeeper credentials: %s", zerror(rc))));
+	}
 	if (connected_hosts)
 		pfree(connected_hosts);
 	connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
@@ -2553,6 +2578,29 @@ zklock_worker_main(Datum main_arg)
 
 	/* the client's own logging would go to our stderr: keep it quiet */
 	zoo_set_debug_level(0);
+
+	/*
+	 * Fresh shared memory but a session file: the cluster crashed (or was
+	 * shut down without reaching ZooKeeper).  Whoever held locks in that
+	 * session is gone, so close it now rather than let its nodes linger
+	 * for the session timeout.
+	 */
+	if (!zklock_shared->have_session)
+	{
+		int64		old_id;
+		char		old_passwd[16];
+
+		if (zklock_session_load(&old_id, old_passwd))
+		{
+			bool		gone = zklock_session_close(old_id, old_passwd, 5000);
+
+			ereport(LOG,
+					(errmsg("zklock: %s the zookeeper session 0x%llx of the previous server run",
+							gone ? "closed" : "could not close",
+							(unsigned long long) old_id)));
+			zklock_session_forget();
+		}
+	}
 
 	for (;;)
 	{

@@ -18,7 +18,7 @@ use ZklockTest;
 my $zk = start_zk();
 my $node = new_zklock_node('rwlock', $zk, "max_connections = 40\n");
 require_functions($node, qw(zk_read_lock_acquire zk_read_lock_release
-  zk_write_lock_acquire zk_write_lock_release));
+  zk_write_lock_acquire zk_write_lock_release zk_read_lock_acquire_xact zk_write_lock_acquire_xact));
 my $peer = new_peer($zk);
 
 sub base { my ($p) = @_; return $p =~ s{^.*/}{}r; }
@@ -186,6 +186,23 @@ is($peer->release('cw_dg'), 'released', 'Curator writer releases');
 $r = $s2->result;
 is($r->{out}, 't', 'then the SQL writer gets it') or diag($r->{err});
 is($s2->value("SELECT zk_write_lock_release('$p3')"), 't', 's2 releases');
+
+# The _xact variants are released at the end of the transaction.
+my $px = '/t020/xact';
+$s1->value('BEGIN');
+is($s1->value("SELECT zk_write_lock_acquire_xact('$px', '5s')"), 't', 'write lock for the transaction');
+$peer->lock('read', 'cx', $px, 300);
+is($peer->acquire_result('cx'), 'timeout', 'a Curator reader is excluded meanwhile');
+$s1->value('COMMIT');
+$peer->lock('read', 'cx', $px, 5000);
+is($peer->acquire_result('cx'), 'acquired', 'the commit released the write lock: Curator reads');
+$s1->value('BEGIN');
+is($s1->value("SELECT zk_read_lock_acquire_xact('$px', '5s')"), 't', 'a transaction-level read lock shares with it');
+$s1->value('ROLLBACK');
+ok(wait_sql($node, 'SELECT count(*) FROM zk_locks WHERE pid = ' . $s1->pid, '0', 10),
+	'the rollback released the read lock');
+is($peer->release('cx'), 'released', 'Curator releases');
+ok(wait_children_count($peer, $px, 0), 'no node left');
 $s1->quit;
 $s2->quit;
 

@@ -15,7 +15,8 @@ use ZklockTest;
 
 my $zk = start_zk();
 my $node = new_zklock_node('semaphore', $zk);
-require_functions($node, qw(zk_semaphore_acquire zk_semaphore_release zk_semaphore_release_all));
+require_functions($node, qw(zk_semaphore_acquire zk_semaphore_release zk_semaphore_release_all
+  zk_semaphore_acquire_xact));
 my $peer = new_peer($zk);
 
 # "{name}" / "{a,b}" -> [names]; '' (NULL) -> undef
@@ -161,7 +162,21 @@ ok(wait_children_count($peer, "$p2/leases", 0), 'no lease left');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
 
 ############################################################################
-# 5. Bad arguments.
+# 5. The _xact variant returns its lease at commit.
+############################################################################
+my $px = '/t023/xact';
+$s1->value('BEGIN');
+is(scalar @{ leases_of($s1->value("SELECT zk_semaphore_acquire_xact('$px', 1, 1, '5s')")) // [] }, 1,
+	'a lease for the transaction');
+$peer->lease('cx', $px, 1, 1, 300);
+is($peer->lease_result('cx'), 'timeout', 'Curator gets no lease meanwhile (max 1)');
+$s1->value('COMMIT');
+$peer->lease('cx', $px, 1, 1, 5000);
+is(ref($peer->lease_result('cx')), 'ARRAY', 'the commit returned the lease: Curator gets it');
+is($peer->release('cx'), 'released', 'Curator returns it');
+
+############################################################################
+# 6. Bad arguments.
 ############################################################################
 for my $case ([ 'max_leases 0', '0, 1' ], [ 'qty 0', '3, 0' ], [ 'qty > max_leases', '2, 3' ])
 {

@@ -1,0 +1,226 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_session.c
+ *	  Keeping the worker's ZooKeeper session across process boundaries:
+ *	  the session file in the data directory, closing a session left by an
+ *	  earlier run of the cluster, and closing the session when the
+ *	  postmaster shuts down.
+ *
+ * A restarted worker (shared memory intact) resumes the session from
+ * shared memory, so locks survive.  After a crash-restart of the cluster
+ * (shared memory reinitialised) the backends that held the locks are gone,
+ * so the old session is closed at once: its ephemeral nodes vanish now
+ * instead of after the session timeout.  The same happens at shutdown.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/timestamp.h"
+
+#include "zklock.h"
+
+/* relative to the data directory, which is every process's cwd */
+#define SESSION_FILE		"zklock.session"
+#define SESSION_FILE_TMP	"zklock.session.tmp"
+
+/*
+ * Remember the session id and password in the data directory (mode 0600),
+ * written to a temporary file and renamed into place.
+ */
+void
+zklock_session_save(int64 session_id, const char *passwd)
+{
+	char		line[80];
+	int			len;
+	int			fd;
+	int			i;
+
+	len = snprintf(line, sizeof(line), "%016llx ", (unsigned long long) session_id);
+	for (i = 0; i < 16; i++)
+		len += snprintf(line + len, sizeof(line) - len, "%02x", (unsigned char) passwd[i]);
+	line[len++] = '\n';
+
+	fd = open(SESSION_FILE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
+	if (fd < 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not create \"%s\": %m", SESSION_FILE_TMP)));
+		return;
+	}
+	if (write(fd, line, len) != len || pg_fsync(fd) != 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not write \"%s\": %m", SESSION_FILE_TMP)));
+		close(fd);
+		unlink(SESSION_FILE_TMP);
+		return;
+	}
+	close(fd);
+	if (rename(SESSION_FILE_TMP, SESSION_FILE) != 0)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not rename \"%s\": %m", SESSION_FILE_TMP)));
+}
+
+/*
+ * Read the session file.  Returns false when there is none (or it cannot
+ * be read).
+ */
+bool
+zklock_session_load(int64 *session_id, char *passwd)
+{
+	char		line[80];
+	unsigned long long id;
+	int			fd;
+	ssize_t		n;
+	int			i;
+
+	fd = open(SESSION_FILE, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+		return false;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n < 16 + 1 + 32)
+		return false;
+	line[n] = '\0';
+	if (sscanf(line, "%16llx", &id) != 1)
+		return false;
+	for (i = 0; i < 16; i++)
+	{
+		unsigned int b;
+
+		if (sscanf(line + 17 + 2 * i, "%2x", &b) != 1)
+			return false;
+		passwd[i] = (char) b;
+	}
+	*session_id = (int64) id;
+	return true;
+}
+
+/*
+ * Remove the session file: the session it names is over.
+ */
+void
+zklock_session_forget(void)
+{
+	if (unlink(SESSION_FILE) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not remove \"%s\": %m", SESSION_FILE)));
+}
+
+static int	close_state = 0;
+
+/*
+ * Watcher of the short-lived handle that closes an old session.
+ */
+static void
+close_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT)
+		close_state = state;
+}
+
+/*
+ * Attach to a session by id and password and close it, so the server
+ * deletes its ephemeral nodes now.  Bounded by timeout_ms; a session that
+ * has already expired is simply gone.  Runs its own small event loop, so
+ * it works in the worker before its main loop and in the postmaster at
+ * exit.  Returns true when the session is known to be gone.
+ */
+bool
+zklock_session_close(int64 session_id, const char *passwd, int timeout_ms)
+{
+	clientid_t	cid;
+	zhandle_t  *h;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms);
+	bool		gone = false;
+
+	if (zklock_hosts == NULL || zklock_hosts[0] == '\0')
+		return false;
+	cid.client_id = session_id;
+	memcpy(cid.passwd, passwd, sizeof(cid.passwd));
+	close_state = 0;
+	zoo_set_debug_level(0);
+	h = zookeeper_init(zklock_hosts, close_watcher, zklock_session_timeout, &cid, NULL, 0);
+	if (h == NULL)
+		return false;
+
+	while (GetCurrentTimestamp() < deadline)
+	{
+		int			fd = -1;
+		int			interest = 0;
+		struct timeval tv = {0};
+		struct pollfd pfd;
+		int			events = 0;
+		long		wait_ms;
+
+		if (close_state == ZOO_CONNECTED_STATE ||
+			close_state == ZOO_EXPIRED_SESSION_STATE ||
+			close_state == ZOO_AUTH_FAILED_STATE)
+			break;
+		if (zookeeper_interest(h, &fd, &interest, &tv) == ZINVALIDSTATE)
+			break;
+		wait_ms = tv.tv_sec * 1000L + tv.tv_usec / 1000;
+		wait_ms = Max(1, Min(wait_ms, 100));
+		if (fd >= 0)
+		{
+			pfd.fd = fd;
+			pfd.events = ((interest & ZOOKEEPER_READ) ? POLLIN : 0) |
+				((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0);
+			pfd.revents = 0;
+			if (poll(&pfd, 1, (int) wait_ms) > 0)
+			{
+				if (pfd.revents & (POLLIN | POLLHUP | POLLERR))
+					events |= ZOOKEEPER_READ;
+				if (pfd.revents & POLLOUT)
+					events |= ZOOKEEPER_WRITE;
+			}
+		}
+		else
+			pg_usleep(wait_ms * 1000L);
+		(void) zookeeper_process(h, events);
+	}
+
+	if (close_state == ZOO_CONNECTED_STATE)
+	{
+		const clientid_t *now = zoo_client_id(h);
+
+		/* the server handed us the old session: closing it ends it */
+		gone = (now->client_id == session_id);
+	}
+	else if (close_state == ZOO_EXPIRED_SESSION_STATE)
+		gone = true;
+	zookeeper_close(h);
+	return gone;
+}
+
+/*
+ * Postmaster exit (shutdown): close the session the worker left, so what
+ * this cluster held is released at once.
+ */
+void
+zklock_postmaster_exit(int code, Datum arg)
+{
+	int64		id;
+	char		passwd[16];
+
+	if (IsUnderPostmaster || MyProcPid != PostmasterPid)
+		return;
+	if (!zklock_session_load(&id, passwd))
+		return;
+	if (zklock_session_close(id, passwd, 3000))
+		zklock_session_forget();
+}

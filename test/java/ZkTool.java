@@ -1,0 +1,330 @@
+/*
+ * ZkTool — one-shot ZooKeeper operations for zklock's fault-injection and
+ * security tests (test/t/03*.pl), next to the interactive CuratorPeer.
+ *
+ * Build:  javac -cp /usr/share/java/curator-recipes.jar -d BUILD test/java/ZkTool.java
+ * Run:    java -cp BUILD:/usr/share/java/curator-recipes.jar ZkTool <command> <connect> ...
+ *
+ * Every command prints its result on stdout and exits 0; a failure prints
+ * "error <msg>" and exits 1. Every wait inside is bounded.
+ *
+ *   expire CONNECT SESSION_HEX PASSWD_HEX
+ *       Open a second handle on an existing session (id and password as in
+ *       $PGDATA/zklock.session) and close it: the server ends the session, so
+ *       its ephemeral nodes go and its owner gets SESSION_EXPIRED.
+ *       -> "expired 0x<id>"
+ *   tree CONNECT PATH
+ *       Every node under PATH (PATH included), one per line, depth first,
+ *       "/zookeeper" skipped. -> lines, then "end N"
+ *   stat CONNECT PATH
+ *       -> "stat PATH czxid=<dec> ephemeralOwner=0x<hex> numChildren=<n>" | "nonode PATH"
+ *   acl CONNECT PATH
+ *       -> "acl PATH <scheme>:<id>:<perms> ..." | "nonode PATH"
+ *   delete CONNECT PATH [USER:PASSWORD]
+ *       Delete PATH (as an unauthenticated client unless USER:PASSWORD is
+ *       given, then with that digest auth).
+ *       -> "deleted PATH" | "noauth PATH" | "nonode PATH" | "notempty PATH"
+ *   setdata CONNECT PATH TEXT [USER:PASSWORD]
+ *       -> "set PATH" | "noauth PATH" | "nonode PATH"
+ *   hammer CONNECT mutex|semaphore PATH THREADS DURATION_MS HOLD_MS MAX_LEASES OUTFILE
+ *       Curator InterProcessMutex / InterProcessSemaphoreV2(PATH, MAX_LEASES)
+ *       on THREADS threads for DURATION_MS: acquire (2 s timeout), record,
+ *       hold HOLD_MS, release. Writes one line per hold to OUTFILE:
+ *       "curator-T<i> <token> <start_us> <end_us>" where token is the czxid
+ *       of the lock/lease node, start_us is taken after the acquire returned
+ *       and end_us before the release is called (epoch microseconds).
+ *       Errors of single rounds (connection loss during a leader election)
+ *       are counted, not fatal. -> "hammer done holds=<n> errors=<n>"
+ */
+
+import java.io.FileWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.utils.ZKPaths;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Stat;
+
+public class ZkTool {
+
+    static final int CONNECT_WAIT_S = 20;
+
+    static void out(String s) {
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    static long parseHex(String s) {
+        if (s.startsWith("0x") || s.startsWith("0X"))
+            s = s.substring(2);
+        return Long.parseUnsignedLong(s, 16);
+    }
+
+    static byte[] hexBytes(String s) {
+        if (s.length() % 2 != 0)
+            throw new IllegalArgumentException("odd hex length");
+        byte[] b = new byte[s.length() / 2];
+        for (int i = 0; i < b.length; i++)
+            b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+        return b;
+    }
+
+    /** A plain ZooKeeper handle, connected (bounded wait), optionally authenticated. */
+    static ZooKeeper connect(String connect, String auth) throws Exception {
+        CountDownLatch up = new CountDownLatch(1);
+        Watcher w = ev -> {
+            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected)
+                up.countDown();
+        };
+        ZooKeeper zk = new ZooKeeper(connect, 10_000, w);
+        if (!up.await(CONNECT_WAIT_S, TimeUnit.SECONDS)) {
+            zk.close();
+            throw new IllegalStateException("could not connect to " + connect);
+        }
+        if (auth != null)
+            zk.addAuthInfo("digest", auth.getBytes(StandardCharsets.UTF_8));
+        return zk;
+    }
+
+    static void expire(String connect, String sid, String pw) throws Exception {
+        long id = parseHex(sid);
+        byte[] passwd = hexBytes(pw);
+        CountDownLatch up = new CountDownLatch(1);
+        final boolean[] expired = {false};
+        ZooKeeper zk = new ZooKeeper(connect, 10_000, ev -> {
+            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected)
+                up.countDown();
+            if (ev.getState() == Watcher.Event.KeeperState.Expired) {
+                expired[0] = true;
+                up.countDown();
+            }
+        }, id, passwd);
+        if (!up.await(CONNECT_WAIT_S, TimeUnit.SECONDS)) {
+            zk.close();
+            throw new IllegalStateException("could not attach to session 0x" + Long.toHexString(id));
+        }
+        if (expired[0]) {
+            zk.close();
+            throw new IllegalStateException("session 0x" + Long.toHexString(id) + " had already expired");
+        }
+        if (zk.getSessionId() != id)
+            throw new IllegalStateException("server gave session 0x" + Long.toHexString(zk.getSessionId()));
+        zk.close();   // closes the session on the server
+        out("expired 0x" + String.format("%016x", id));
+    }
+
+    static void tree(ZooKeeper zk, String path, List<String> acc) throws Exception {
+        if (path.equals("/zookeeper"))
+            return;
+        acc.add(path);
+        List<String> kids;
+        try {
+            kids = zk.getChildren(path, false);
+        } catch (KeeperException.NoNodeException e) {
+            return;
+        }
+        java.util.Collections.sort(kids);
+        for (String k : kids)
+            tree(zk, ZKPaths.makePath(path, k), acc);
+    }
+
+    static String perms(int p) {
+        StringBuilder sb = new StringBuilder();
+        if ((p & 1) != 0) sb.append('r');
+        if ((p & 2) != 0) sb.append('w');
+        if ((p & 4) != 0) sb.append('c');
+        if ((p & 8) != 0) sb.append('d');
+        if ((p & 16) != 0) sb.append('a');
+        return sb.toString();
+    }
+
+    static void hammer(String connect, String kind, String path, int threads, long durationMs,
+                       long holdMs, int maxLeases, String outFile) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(15_000)
+                .connectionTimeoutMs(5_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 20, 1_000))
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(CONNECT_WAIT_S, TimeUnit.SECONDS))
+            throw new IllegalStateException("Curator could not connect to " + connect);
+        final long end = System.currentTimeMillis() + durationMs;
+        final AtomicInteger holds = new AtomicInteger(), errors = new AtomicInteger();
+        final List<String> lines = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final String who = "curator-T" + t;
+            Thread th = new Thread(() -> {
+                /* exposes the node of the hold, for its czxid */
+                class Mutex extends InterProcessMutex {
+                    Mutex() { super(client, path); }
+                    String node() { return getLockPath(); }
+                }
+                Mutex mutex = kind.equals("mutex") ? new Mutex() : null;
+                InterProcessSemaphoreV2 sem = kind.equals("semaphore")
+                        ? new InterProcessSemaphoreV2(client, path, maxLeases) : null;
+                while (System.currentTimeMillis() < end) {
+                    try {
+                        String node;
+                        Lease lease = null;
+                        if (mutex != null) {
+                            if (!mutex.acquire(2, TimeUnit.SECONDS))
+                                continue;
+                            node = mutex.node();
+                        } else {
+                            lease = sem.acquire(2, TimeUnit.SECONDS);
+                            if (lease == null)
+                                continue;
+                            node = ZKPaths.makePath(path, "leases", lease.getNodeName());
+                        }
+                        long start = nowUs();
+                        long token = -1;
+                        try {
+                            Stat st = client.checkExists().forPath(node);
+                            if (st != null)
+                                token = st.getCzxid();
+                        } catch (Exception e) {
+                            /* token unknown (connection loss): recorded as -1 */
+                        }
+                        Thread.sleep(holdMs);
+                        long stop = nowUs();
+                        lines.add(who + " " + token + " " + start + " " + stop);
+                        holds.incrementAndGet();
+                        if (mutex != null)
+                            mutex.release();
+                        else
+                            sem.returnLease(lease);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (Exception e) {
+                        errors.incrementAndGet();
+                        System.err.println(who + ": " + e);
+                    }
+                }
+            }, who);
+            th.setDaemon(true);
+            ts.add(th);
+            th.start();
+        }
+        for (Thread th : ts)
+            th.join(durationMs + 60_000);
+        try (PrintWriter pw = new PrintWriter(new FileWriter(outFile))) {
+            synchronized (lines) {
+                for (String l : lines)
+                    pw.println(l);
+            }
+        }
+        client.close();
+        out("hammer done holds=" + holds.get() + " errors=" + errors.get());
+    }
+
+    static long nowUs() {
+        Instant i = Instant.now();
+        return i.getEpochSecond() * 1_000_000L + i.getNano() / 1_000;
+    }
+
+    public static void main(String[] a) {
+        int rc = 0;
+        try {
+            if (a.length < 2)
+                throw new IllegalArgumentException("usage: ZkTool COMMAND CONNECT ...");
+            String cmd = a[0], connect = a[1];
+            switch (cmd) {
+                case "expire":
+                    expire(connect, a[2], a[3]);
+                    break;
+                case "tree": {
+                    ZooKeeper zk = connect(connect, null);
+                    List<String> acc = new ArrayList<>();
+                    tree(zk, a[2], acc);
+                    for (String p : acc)
+                        out(p);
+                    out("end " + acc.size());
+                    zk.close();
+                    break;
+                }
+                case "stat": {
+                    ZooKeeper zk = connect(connect, null);
+                    Stat st = zk.exists(a[2], false);
+                    if (st == null)
+                        out("nonode " + a[2]);
+                    else
+                        out("stat " + a[2] + " czxid=" + st.getCzxid() + " ephemeralOwner=0x"
+                            + String.format("%016x", st.getEphemeralOwner())
+                            + " numChildren=" + st.getNumChildren());
+                    zk.close();
+                    break;
+                }
+                case "acl": {
+                    ZooKeeper zk = connect(connect, null);
+                    try {
+                        List<ACL> acl = zk.getACL(a[2], new Stat());
+                        StringBuilder sb = new StringBuilder("acl " + a[2]);
+                        for (ACL x : acl)
+                            sb.append(' ').append(x.getId().getScheme()).append(':')
+                              .append(x.getId().getId()).append(':').append(perms(x.getPerms()));
+                        out(sb.toString());
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "delete": {
+                    ZooKeeper zk = connect(connect, a.length > 3 ? a[3] : null);
+                    try {
+                        zk.delete(a[2], -1);
+                        out("deleted " + a[2]);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    } catch (KeeperException.NotEmptyException e) {
+                        out("notempty " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "setdata": {
+                    ZooKeeper zk = connect(connect, a.length > 4 ? a[4] : null);
+                    try {
+                        zk.setData(a[2], a[3].getBytes(StandardCharsets.UTF_8), -1);
+                        out("set " + a[2]);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "hammer":
+                    hammer(connect, a[2], a[3], Integer.parseInt(a[4]), Long.parseLong(a[5]),
+                           Long.parseLong(a[6]), Integer.parseInt(a[7]), a[8]);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown command " + cmd);
+            }
+        } catch (Throwable e) {
+            out("error " + e.toString().replace('\n', ' '));
+            rc = 1;
+        }
+        System.exit(rc);
+    }
+}

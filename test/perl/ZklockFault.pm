@@ -1,0 +1,391 @@
+
+# ZklockFault — helpers for zklock's fault-injection and security TAP tests
+# (test/t/03*.pl), on top of ZklockTest.
+#
+#   zktool(@args)                 run test/java/ZkTool.java (plain ZooKeeper
+#                                 client: expire a session, list a tree, stat,
+#                                 ACL, delete without credentials, Curator
+#                                 hammer loops); returns ($rc, [lines])
+#   zk_tree($connect, $path)      [every node under $path], undef on error
+#   zk_stat($connect, $path)      { czxid, owner, children } or undef (no node)
+#   session_file($node)           ($id_hex16, $passwd_hex32) from
+#                                 $PGDATA/zklock.session, () when absent
+#   expire_session($connect, $id, $pw)
+#                                 close that session from a second handle
+#   four_letter($hostport, $cmd)  a ZooKeeper four-letter word's answer
+#   start_ensemble($n) / ensemble_connect / ensemble_leader /
+#   kill_ensemble_member / stop_ensemble
+#                                 an $n-node ZooKeeper ensemble on 127.0.0.1
+#   hold_for($seconds, $what)     keep an injected fault in place on purpose
+#   log_contents($node)           the server log of a cluster
+#   status_row($node)             zk_status() as a hash
+#   wait_back($node, $timeout)    poll until the cluster accepts queries again
+#                                 (after a crash-restart)
+package ZklockFault;
+
+use strict;
+use warnings;
+
+use ZklockTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
+use IO::Socket::INET;
+use IO::Select;
+use POSIX ();
+use File::Path qw(make_path);
+use Time::HiRes qw(time usleep);
+use Test::More;
+
+use Exporter 'import';
+our @EXPORT = qw(
+  zktool zk_tree zk_stat zk_acl session_file expire_session four_letter
+  start_ensemble ensemble_connect ensemble_leader ensemble_modes
+  kill_ensemble_member stop_ensemble
+  hold_for log_contents status_row wait_back status_has_column
+);
+
+############################################################################
+# ZkTool (test/java/ZkTool.java)
+############################################################################
+
+my $zktool_dir;
+
+sub _compile_zktool
+{
+	return $zktool_dir if defined $zktool_dir;
+	my $dir = PostgreSQL::Test::Utils::tempdir('zktool');
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'javac', '-nowarn', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
+			"$ZklockTest::REPO/test/java/ZkTool.java"
+		],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
+	  or BAIL_OUT("javac ZkTool.java failed: $out $err");
+	$zktool_dir = $dir;
+	return $dir;
+}
+
+# zktool(@args): run ZkTool with @args (bounded by $opts{timeout}, default
+# 60 s when the last argument is a hash ref { timeout => N }). Returns
+# ($rc, [stdout lines], $stderr). A timeout gives rc -1.
+sub zktool
+{
+	my @args = @_;
+	my $opts = ref $args[-1] eq 'HASH' ? pop @args : {};
+	my $dir = _compile_zktool();
+	my ($out, $err) = ('', '');
+	my $ok = eval {
+		IPC::Run::run(
+			[
+				'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR",
+				'ZkTool', @args
+			],
+			'>', \$out, '2>', \$err, IPC::Run::timeout($opts->{timeout} // 60));
+		1;
+	};
+	my $rc = $ok ? $? >> 8 : -1;
+	my @lines = split /\n/, $out;
+	note("zktool @args[0..($#args < 2 ? $#args : 2)] -> rc $rc: "
+		  . join(' | ', @lines > 6 ? (@lines[0 .. 5], '...') : @lines));
+	return ($rc, \@lines, $err);
+}
+
+# zk_tree($connect, $path): [all node paths under $path, $path included,
+# /zookeeper skipped]; undef when ZkTool failed.
+sub zk_tree
+{
+	my ($c, $path) = @_;
+	my ($rc, $lines, $err) = zktool('tree', $c, $path // '/');
+	return undef unless $rc == 0 && @$lines && $lines->[-1] =~ /^end \d+$/;
+	return [ @$lines[ 0 .. $#$lines - 1 ] ];
+}
+
+# zk_stat($connect, $path): { czxid, owner (0x...), children } | undef (no node)
+sub zk_stat
+{
+	my ($c, $path) = @_;
+	my ($rc, $lines, $err) = zktool('stat', $c, $path);
+	die "zktool stat $path failed: @$lines $err" unless $rc == 0;
+	return undef if $lines->[0] =~ /^nonode /;
+	my %h = $lines->[0] =~ /(\w+)=(\S+)/g;
+	return { czxid => $h{czxid}, owner => $h{ephemeralOwner}, children => $h{numChildren} };
+}
+
+# zk_acl($connect, $path): the ACL line's entries ["digest:user:hash:rwcda", ...]
+# or undef when there is no such node.
+sub zk_acl
+{
+	my ($c, $path) = @_;
+	my ($rc, $lines, $err) = zktool('acl', $c, $path);
+	die "zktool acl $path failed: @$lines $err" unless $rc == 0;
+	return undef if $lines->[0] =~ /^nonode /;
+	my @w = split ' ', $lines->[0];
+	splice(@w, 0, 2);
+	return \@w;
+}
+
+# session_file($node): the worker's session id and password as the lead
+# writes them to $PGDATA/zklock.session ("<16 hex> <32 hex>"); () if absent.
+sub session_file
+{
+	my ($node) = @_;
+	my $f = $node->data_dir . '/zklock.session';
+	return () unless -f $f;
+	open(my $fh, '<', $f) or return ();
+	my $line = <$fh>;
+	close $fh;
+	return () unless defined $line && $line =~ /^\s*(?:0x)?([0-9a-fA-F]{16})\s+([0-9a-fA-F]{32})\s*$/;
+	return (lc $1, lc $2);
+}
+
+# expire_session($connect, $id_hex, $passwd_hex): attach to the session
+# from a second handle and close it. True when ZkTool says so.
+sub expire_session
+{
+	my ($c, $id, $pw) = @_;
+	my ($rc, $lines, $err) = zktool('expire', $c, $id, $pw);
+	diag("expire failed: @$lines $err") unless $rc == 0;
+	return $rc == 0 && $lines->[0] =~ /^expired 0x/;
+}
+
+############################################################################
+# Four-letter words
+############################################################################
+
+# four_letter("127.0.0.1:PORT", 'srvr'): the answer ('' when the server does
+# not answer within 3 s).
+sub four_letter
+{
+	my ($hp, $cmd) = @_;
+	my ($host, $port) = $hp =~ /^(.*):(\d+)$/;
+	my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port,
+		Proto => 'tcp', Timeout => 3) or return '';
+	print $s $cmd;
+	$s->flush;
+	my $sel = IO::Select->new($s);
+	my $ans = '';
+	my $deadline = time + 3;
+	while (time < $deadline)
+	{
+		last unless $sel->can_read($deadline - time);
+		my $n = sysread($s, my $buf, 65536);
+		last unless $n;
+		$ans .= $buf;
+	}
+	close $s;
+	return $ans;
+}
+
+############################################################################
+# A ZooKeeper ensemble (QuorumPeerMain) on 127.0.0.1
+############################################################################
+
+my @ens;    # { id, dir, client, quorum, election, pid }
+
+# start_ensemble($n): start an $n-server ensemble; returns its connect
+# string once every server serves (Mode: leader or follower). Bails out
+# when it does not form within 60 s.
+sub start_ensemble
+{
+	my ($n) = @_;
+	$n //= 3;
+	my $base = PostgreSQL::Test::Utils::tempdir('ensemble');
+	@ens = ();
+	for my $i (1 .. $n)
+	{
+		push @ens, {
+			id => $i,
+			dir => "$base/zk$i",
+			client => PostgreSQL::Test::Cluster::get_free_port(),
+			quorum => PostgreSQL::Test::Cluster::get_free_port(),
+			election => PostgreSQL::Test::Cluster::get_free_port(),
+		};
+	}
+	my $servers = join('',
+		map { "server.$_->{id}=127.0.0.1:$_->{quorum}:$_->{election}\n" } @ens);
+	for my $e (@ens)
+	{
+		make_path("$e->{dir}/data");
+		PostgreSQL::Test::Utils::append_to_file("$e->{dir}/data/myid", "$e->{id}\n");
+		PostgreSQL::Test::Utils::append_to_file(
+			"$e->{dir}/zoo.cfg", qq{tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$e->{dir}/data
+clientPort=$e->{client}
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+minSessionTimeout=1000
+maxSessionTimeout=120000
+maxClientCnxns=0
+$servers});
+		_launch($e);
+	}
+	my $ok = wait_until(sub { scalar(grep { $_ } values %{ ensemble_modes() }) == $n },
+		60, "a $n-server ensemble to form");
+	unless ($ok)
+	{
+		for my $e (@ens)
+		{
+			diag("zk$e->{id} log tail:\n" . _tail("$e->{dir}/zk.log", 15));
+		}
+		BAIL_OUT('ZooKeeper ensemble did not form');
+	}
+	return ensemble_connect();
+}
+
+sub _launch
+{
+	my ($e) = @_;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		POSIX::setsid();
+		open(STDIN, '<', '/dev/null');
+		open(STDOUT, '>>', "$e->{dir}/zk.log");
+		open(STDERR, '>&', \*STDOUT);
+		exec('java', '-Xmx192m', '-Dzookeeper.admin.enableServer=false',
+			'-Dzookeeper.jmx.log4j.disable=true',
+			'-cp', $ENV{ZK_JAR} // '/usr/share/java/zookeeper.jar',
+			'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+			"$e->{dir}/zoo.cfg")
+		  or POSIX::_exit(127);
+	}
+	$e->{pid} = $pid;
+	note("ZooKeeper ensemble server $e->{id}: pid $pid, client port $e->{client}");
+	return;
+}
+
+sub _tail
+{
+	my ($f, $n) = @_;
+	open(my $fh, '<', $f) or return '';
+	my @l = <$fh>;
+	close $fh;
+	return join('', @l > $n ? @l[ -$n .. -1 ] : @l);
+}
+
+sub ensemble_connect
+{
+	return join(',', map { "127.0.0.1:$_->{client}" } @ens);
+}
+
+# ensemble_modes(): { id => 'leader' | 'follower' | undef } of running servers.
+sub ensemble_modes
+{
+	my %m;
+	for my $e (@ens)
+	{
+		next unless $e->{pid};
+		my $a = four_letter("127.0.0.1:$e->{client}", 'srvr');
+		$m{ $e->{id} } = $a =~ /^Mode: (leader|follower)/m ? $1 : undef;
+	}
+	return \%m;
+}
+
+# ensemble_leader(): { id, pid, client } of the current leader, or undef.
+sub ensemble_leader
+{
+	my $m = ensemble_modes();
+	for my $e (@ens)
+	{
+		return $e if $e->{pid} && ($m->{ $e->{id} } // '') eq 'leader';
+	}
+	return undef;
+}
+
+# kill_ensemble_member($e, $signal): signal one server and reap it.
+sub kill_ensemble_member
+{
+	my ($e, $sig) = @_;
+	return unless $e->{pid};
+	kill($sig // 'KILL', $e->{pid});
+	my $pid = $e->{pid};
+	wait_until(sub { waitpid($pid, POSIX::WNOHANG()) != 0 }, 15, "server $e->{id} to exit")
+	  or kill('KILL', $pid);
+	$e->{pid} = undef;
+	note("ZooKeeper ensemble server $e->{id} (pid $pid) stopped by $sig");
+	return;
+}
+
+sub stop_ensemble
+{
+	kill_ensemble_member($_, 'TERM') for grep { $_->{pid} } @ens;
+	return;
+}
+
+END
+{
+	local $?;
+	for my $e (@ens)
+	{
+		kill('KILL', $e->{pid}) if $e->{pid};
+	}
+}
+
+############################################################################
+# Misc
+############################################################################
+
+# hold_for($seconds, $what): keep an injected fault in place for a set time.
+# This is the fault's duration (part of the scenario), not a wait for some
+# other event: it polls nothing and decides nothing.
+sub hold_for
+{
+	my ($secs, $what) = @_;
+	note("holding the fault for ${secs}s: " . ($what // ''));
+	my $end = time + $secs;
+	usleep(50_000) while time < $end;
+	return;
+}
+
+sub log_contents
+{
+	my ($node) = @_;
+	return PostgreSQL::Test::Utils::slurp_file($node->logfile);
+}
+
+# status_row($node): zk_status() as { column => value }.
+sub status_row
+{
+	my ($node) = @_;
+	my $out = $node->safe_psql('postgres',
+		q{SELECT row_to_json(s)::text FROM zk_status() s});
+	my %h;
+	while ($out =~ /"(\w+)":("(?:[^"\\]|\\.)*"|[^,}]+)/g)
+	{
+		my ($k, $v) = ($1, $2);
+		$v =~ s/^"(.*)"$/$1/;
+		$v = undef if $v eq 'null';
+		$h{$k} = $v;
+	}
+	return \%h;
+}
+
+sub status_has_column
+{
+	my ($node, $col) = @_;
+	return exists status_row($node)->{$col};
+}
+
+# wait_back($node, $timeout): true once the cluster answers a query again
+# (after a crash-restart, during which connections are refused).
+sub wait_back
+{
+	my ($node, $timeout) = @_;
+	return wait_until(
+		sub {
+			my ($out, $err) = ('', '');
+			my $to = 0;
+			$node->psql('postgres', 'SELECT 1', stdout => \$out, stderr => \$err,
+				timeout => 5, timed_out => \$to);
+			return $out eq '1';
+		},
+		$timeout // 30, 'the cluster to accept queries again');
+}
+
+1;
