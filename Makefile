@@ -17,7 +17,7 @@ SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
 
 # pg_regress runs against a private cluster started by test/run-regress.sh
-REGRESS = zklock_mutex zklock_recipes zklock_input
+REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security
 REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out
 
 PG_CONFIG ?= pg_config

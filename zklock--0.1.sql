@@ -204,6 +204,7 @@ AS 'MODULE_PATHNAME', 'zk_locks'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE VIEW zk_locks AS SELECT * FROM zk_locks();
+GRANT SELECT ON zk_locks TO PUBLIC;
 
 COMMENT ON VIEW zk_locks IS
 'every zklock lock held or waited for in this cluster';

@@ -32,6 +32,7 @@ shared_preload_libraries = 'zklock'
 zklock.hosts = '127.0.0.1:$ZKPORT'
 zklock.session_timeout = '10s'
 max_prepared_transactions = 2
+zklock.auth = 'regress:not-to-be-shown'
 listen_addresses = ''
 CONF
 	if ! timeout 600 "$PG_REGRESS" --temp-instance="$WORK/regress-instance" \
@@ -39,7 +40,7 @@ CONF
 			--bindir="$PGBIN" \
 			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
 			--dbname=zklock_regress \
-			zklock_mutex zklock_recipes zklock_input; then
+			zklock_mutex zklock_recipes zklock_input zklock_security; then
 		cat "$WORK/regress-out/regression.diffs" 2>/dev/null
 		status=1
 	fi
