@@ -513,6 +513,7 @@ withdraw(int idx)
 	WorkerReq  *req = &reqs[idx];
 	bool		same_session = (slot->session_gen == zklock_shared->session_gen);
 	bool		adopted = (req->serial != slot->serial);
+	bool		create_pending = adopted || req->create_sent || req->inflight > 0;
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
@@ -523,8 +524,7 @@ withdraw(int idx)
 			node_path(slot, slot->node, buf, sizeof(buf));
 			queue_delete(buf, NULL);
 		}
-		else if (slot->node[0] == '\0' && slot->uuid[0] != '\0' &&
-				 (req->create_sent || adopted))
+		else if (slot->node[0] == '\0' && slot->uuid[0] != '\0' && create_pending)
 		{
 			zklock_protected_prefix(slot->uuid, prefix);
 			if (slot->op == ZKOP_LEASE)
@@ -538,7 +538,8 @@ withdraw(int idx)
 			snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
 			queue_delete(buf, NULL);
 		}
-		else if (slot->aux_uuid[0] != '\0' && (req->aux_create_sent || adopted))
+		else if (slot->aux_uuid[0] != '\0' &&
+				 (req->aux_create_sent || adopted || req->inflight > 0))
 		{
 			zklock_protected_prefix(slot->aux_uuid, prefix);
 			snprintf(buf, sizeof(buf), "%s/locks", slot->path);
@@ -2242,8 +2243,13 @@ run_requests(void)
 	{
 		ZklockSlot *slot = &sh->slots[i];
 
-		if ((slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE) &&
-			(reqs[i].serial != slot->serial || reqs[i].inflight == 0))
+		/*
+		 * Free withdrawn slots at once, even with calls in flight: their
+		 * replies find the slot's serial changed; a create that succeeds
+		 * after all deletes its node, and the delete queued here (by name,
+		 * or by protection prefix) is applied after the create anyway.
+		 */
+		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
 			withdraw(i);
 	}
 	if (zk_connected && pending_deletes != NULL)
