@@ -1236,7 +1236,7 @@ multi_lock_paths(FunctionCallInfo fcinfo, int *n)
 	arr = PG_GETARG_ARRAYTYPE_P(0);
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("array of zookeeper paths must be one-dimensional")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
 	if (*n == 0)

@@ -12,14 +12,15 @@
  *       Open a second handle on an existing session (id and password as in
  *       $PGDATA/zklock.session) and close it: the server ends the session, so
  *       its ephemeral nodes go and its owner gets SESSION_EXPIRED.
- *       -> "expired 0x<id>"
+ *       The close is verified by attaching again (Expired expected).
+ *       -> "expired 0x<id> attempts=<n>"
  *   tree CONNECT PATH
  *       Every node under PATH (PATH included), one per line, depth first,
  *       "/zookeeper" skipped. -> lines, then "end N"
  *   stat CONNECT PATH
  *       -> "stat PATH czxid=<dec> ephemeralOwner=0x<hex> numChildren=<n>" | "nonode PATH"
- *   acl CONNECT PATH
- *       -> "acl PATH <scheme>:<id>:<perms> ..." | "nonode PATH"
+ *   acl CONNECT PATH [USER:PASSWORD]
+ *       -> "acl PATH <scheme>:<id>:<perms> ..." | "nonode PATH" | "noauth PATH"
  *   delete CONNECT PATH [USER:PASSWORD]
  *       Delete PATH (as an unauthenticated client unless USER:PASSWORD is
  *       given, then with that digest auth).
@@ -101,31 +102,40 @@ public class ZkTool {
         return zk;
     }
 
+    /*
+     * Attach to the session and close it. The session's owner may reconnect
+     * at the same moment and take the session back (the server then drops
+     * our connection and our close never arrives), so attach again
+     * afterwards: only an Expired answer proves the session is over.
+     */
     static void expire(String connect, String sid, String pw) throws Exception {
         long id = parseHex(sid);
         byte[] passwd = hexBytes(pw);
-        CountDownLatch up = new CountDownLatch(1);
-        final boolean[] expired = {false};
-        ZooKeeper zk = new ZooKeeper(connect, 10_000, ev -> {
-            if (ev.getState() == Watcher.Event.KeeperState.SyncConnected)
-                up.countDown();
-            if (ev.getState() == Watcher.Event.KeeperState.Expired) {
-                expired[0] = true;
-                up.countDown();
+        for (int attempt = 1; attempt <= 10; attempt++) {
+            CountDownLatch up = new CountDownLatch(1);
+            final boolean[] expired = {false};
+            ZooKeeper zk = new ZooKeeper(connect, 10_000, ev -> {
+                if (ev.getState() == Watcher.Event.KeeperState.SyncConnected)
+                    up.countDown();
+                if (ev.getState() == Watcher.Event.KeeperState.Expired) {
+                    expired[0] = true;
+                    up.countDown();
+                }
+            }, id, passwd);
+            if (!up.await(CONNECT_WAIT_S, TimeUnit.SECONDS)) {
+                zk.close();
+                throw new IllegalStateException("could not attach to session 0x" + Long.toHexString(id));
             }
-        }, id, passwd);
-        if (!up.await(CONNECT_WAIT_S, TimeUnit.SECONDS)) {
-            zk.close();
-            throw new IllegalStateException("could not attach to session 0x" + Long.toHexString(id));
+            if (expired[0]) {
+                zk.close();
+                if (attempt == 1)
+                    throw new IllegalStateException("session 0x" + Long.toHexString(id) + " had already expired");
+                out("expired 0x" + String.format("%016x", id) + " attempts=" + (attempt - 1));
+                return;
+            }
+            zk.close();   // closes the session on the server, unless it was taken back
         }
-        if (expired[0]) {
-            zk.close();
-            throw new IllegalStateException("session 0x" + Long.toHexString(id) + " had already expired");
-        }
-        if (zk.getSessionId() != id)
-            throw new IllegalStateException("server gave session 0x" + Long.toHexString(zk.getSessionId()));
-        zk.close();   // closes the session on the server
-        out("expired 0x" + String.format("%016x", id));
+        throw new IllegalStateException("session 0x" + Long.toHexString(id) + " survived 10 close attempts");
     }
 
     static void tree(ZooKeeper zk, String path, List<String> acc) throws Exception {
@@ -272,7 +282,7 @@ public class ZkTool {
                     break;
                 }
                 case "acl": {
-                    ZooKeeper zk = connect(connect, null);
+                    ZooKeeper zk = connect(connect, a.length > 3 ? a[3] : null);
                     try {
                         List<ACL> acl = zk.getACL(a[2], new Stat());
                         StringBuilder sb = new StringBuilder("acl " + a[2]);
@@ -282,6 +292,8 @@ public class ZkTool {
                         out(sb.toString());
                     } catch (KeeperException.NoNodeException e) {
                         out("nonode " + a[2]);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
                     }
                     zk.close();
                     break;

@@ -113,14 +113,16 @@ sub zk_stat
 	return { czxid => $h{czxid}, owner => $h{ephemeralOwner}, children => $h{numChildren} };
 }
 
-# zk_acl($connect, $path): the ACL line's entries ["digest:user:hash:rwcda", ...]
-# or undef when there is no such node.
+# zk_acl($connect, $path, $auth): the ACL line's entries
+# ["digest:user:hash:rwcda", ...], undef when there is no such node,
+# 'noauth' when reading the ACL needs credentials ($auth: "user:password").
 sub zk_acl
 {
-	my ($c, $path) = @_;
-	my ($rc, $lines, $err) = zktool('acl', $c, $path);
+	my ($c, $path, $auth) = @_;
+	my ($rc, $lines, $err) = zktool('acl', $c, $path, defined $auth ? ($auth) : ());
 	die "zktool acl $path failed: @$lines $err" unless $rc == 0;
 	return undef if $lines->[0] =~ /^nonode /;
+	return 'noauth' if $lines->[0] =~ /^noauth /;
 	my @w = split ' ', $lines->[0];
 	splice(@w, 0, 2);
 	return \@w;

@@ -149,6 +149,25 @@ $peer->lock('read', 'cr_up', $p2, 500);
 is($peer->acquire_result('cr_up'), 'timeout', 'a Curator reader is blocked by the SQL writer');
 is($s2->value("SELECT zk_write_lock_release('$p2')"), 't', 's2 releases write');
 
+# No writer starvation: a reader arriving after a queued writer waits
+# behind it, although the lock is only read-held.
+$peer->lock('read', 'cr_first', $p2, 5000);
+is($peer->acquire_result('cr_first'), 'acquired', 'Curator reads');
+$peer->lock('write', 'cw_q', $p2, -1);
+ok(wait_children_count($peer, $p2, 2), 'a Curator writer queues behind it');
+is($s1->value("SELECT zk_read_lock_acquire('$p2', '500ms')"), 'f',
+	'a later SQL reader is not let past the queued writer');
+ok(wait_children_count($peer, $p2, 2), '... and left no node');
+$s1->start("SELECT zk_read_lock_acquire('$p2', '20s')");
+ok(wait_waiting($node, $s1->pid, $p2), 'the SQL reader queues');
+is($peer->release('cr_first'), 'released', 'the first reader leaves');
+is($peer->acquire_result('cw_q'), 'acquired', 'the writer goes first');
+ok(!$s1->done, 'the SQL reader still waits for the writer');
+is($peer->release('cw_q'), 'released', 'the writer releases');
+$r = $s1->result;
+is($r->{out}, 't', 'then the SQL reader gets in') or diag($r->{err});
+is($s1->value("SELECT zk_read_lock_release('$p2')"), 't', 'and releases');
+
 ############################################################################
 # 3. Downgrade: write then read by the same backend; a queued writer stays
 #    blocked until the downgraded read lock is released.
@@ -186,6 +205,42 @@ is($peer->release('cw_dg'), 'released', 'Curator writer releases');
 $r = $s2->result;
 is($r->{out}, 't', 'then the SQL writer gets it') or diag($r->{err});
 is($s2->value("SELECT zk_write_lock_release('$p3')"), 't', 's2 releases');
+
+# Reentrancy: each acquire needs its release; a downgraded backend may
+# also give its read lock back first and keep the write lock.
+my $pr = '/t020/reentrant';
+is($s1->value("SELECT zk_read_lock_acquire('$pr')"), 't', 'read');
+is($s1->value("SELECT zk_read_lock_acquire('$pr')"), 't', 'read again (reentrant)');
+is(scalar @{ $peer->children($pr) }, 1, 'one read node for both');
+is($s1->value("SELECT zk_read_lock_release('$pr')"), 't', 'first read release');
+$peer->lock('write', 'cw_re', $pr, 300);
+is($peer->acquire_result('cw_re'), 'timeout', 'still held after one release');
+is($s1->value("SELECT zk_read_lock_release('$pr')"), 't', 'second read release');
+ok(wait_children_count($peer, $pr, 0), 'now the read node is gone');
+is($s1->value("SELECT zk_write_lock_acquire('$pr')"), 't', 'write');
+is($s1->value("SELECT zk_write_lock_acquire('$pr')"), 't', 'write again (reentrant)');
+is($s1->value("SELECT zk_read_lock_acquire('$pr')"), 't', 'and read (downgrade)');
+$peer->lock('write', 'cw_re', $pr, -1);
+ok(wait_children_count($peer, $pr, 3), 'a Curator writer queues');
+is($s1->value("SELECT zk_read_lock_release('$pr')"), 't', 'read released first');
+is($s1->value("SELECT zk_write_lock_release('$pr')"), 't', 'one write release');
+ok(!wait_until(sub { $peer->has_reply(qr/^(acquired|timeout|error) cw_re\b/) }, 1.0,
+		'(expected) no grant'),
+	'the Curator writer still waits: one write hold is left');
+is($s1->value("SELECT zk_write_lock_release('$pr')"), 't', 'last write release');
+is($peer->acquire_result('cw_re'), 'acquired', 'now the Curator writer gets it');
+is($peer->release('cw_re'), 'released', 'Curator releases');
+
+# A reader that exits (terminated) lets the queued writer in.
+my $s3 = ZklockTest::Session->new($node, 's3');
+is($s3->value("SELECT zk_read_lock_acquire('$p3')"), 't', 's3 takes the read lock');
+$s2->start("SELECT zk_write_lock_acquire('$p3', '20s')");
+ok(wait_waiting($node, $s2->pid, $p3), 's2 queues for the write lock');
+$node->safe_psql('postgres', 'SELECT pg_terminate_backend(' . $s3->pid . ')');
+$r = $s2->result;
+is($r->{out}, 't', 'the writer gets the lock once the reading backend exited') or diag($r->{err});
+is($s2->value("SELECT zk_write_lock_release('$p3')"), 't', 's2 releases');
+ok(wait_children_count($peer, $p3, 0), "no node left (the exited reader's is gone)");
 
 # The _xact variants are released at the end of the transaction.
 my $px = '/t020/xact';

@@ -139,7 +139,63 @@ ok(!$peer->has_reply(qr/^(entered|error) cf\b/), 'the Curator member has not ent
 is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks WHERE pid = ' . $s->pid), '0',
 	'zk_locks has nothing for the SQL session');
 
-# 4. Leaving without having entered.
+# 3b. A member that comes and goes does not let a waiting member through
+#     without a quorum (Curator <= 5.9 could report success after one
+#     wake-up; zklock must not).
+my $p4 = '/t025/quorum';
+my $sq = $m5[4]{s};    # m3
+$sq->start("SELECT zk_double_barrier_enter('$p4', 3, '20s')");
+ok(wait_until(sub { @{ member_nodes($p4) } == 1 }, 10), 'a SQL member waits for 3');
+is($s->value("SELECT zk_double_barrier_enter('$p4', 3, '500ms')"), 'f',
+	'a second member gives up after 500 ms');
+ok(wait_until(sub { @{ member_nodes($p4) } == 1 }, 10), 'its node is gone again');
+ok(!wait_until(sub { $sq->done }, 1.0, '(expected) no entry'),
+	'the waiting member has not entered (1 of 3)');
+$peer->denter("q$_", $p4, 3, 20000) for 1 .. 2;
+is($peer->entered_result("q$_"), 'true', "Curator member q$_ entered") for 1 .. 2;
+my $rq = $sq->result;
+is($rq->{out}, 't', 'with the quorum the waiting SQL member entered') or diag($rq->{err});
+$sq->start("SELECT zk_double_barrier_leave('$p4', '20s')");
+$peer->dleave("q$_", 20000) for 1 .. 2;
+is($peer->left_result("q$_"), 'true', "q$_ left") for 1 .. 2;
+is($sq->result->{out}, 't', 'the SQL member left');
+
+# 4. A cancelled enter leaves no member node.
+my $p5 = '/t025/cancel';
+$s->start("SELECT zk_double_barrier_enter('$p5', 3)");
+ok(wait_until(sub { @{ member_nodes($p5) } == 1 }, 10), 'SQL member waits to enter');
+$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s->pid . ')');
+my $rc = $s->result;
+is($rc->{sqlstate}, '57014', 'the cancelled enter fails with 57014') or diag($rc->{err});
+ok(wait_until(sub { @{ member_nodes($p5) } == 0 }, 10, 'no member node'), 'its member node is gone');
+
+# 5. A timed leave while another member stays in: false, and the member
+#    that gave up is not a member any more; the other then leaves alone.
+my $p6 = '/t025/leave_timeout';
+my $s2 = $m5[2]{s};
+$s->start("SELECT zk_double_barrier_enter('$p6', 2, '10s')");
+is($s2->value("SELECT zk_double_barrier_enter('$p6', 2, '10s')"), 't', 'second of 2 members enters');
+is($s->result->{out}, 't', 'first member entered too');
+is($s->value("SELECT zk_double_barrier_leave('$p6', '800ms')"), 'f',
+	'a timed leave returns false while the other member stays in');
+ok(wait_until(sub { @{ member_nodes($p6) } == 1 }, 10, 'one member node'), 'its membership was withdrawn');
+is($s2->value("SELECT zk_double_barrier_leave('$p6', '5s')"), 't', 'the last member leaves');
+ok(wait_children_count($peer, $p6, 0), 'nothing left under the barrier');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
+
+# 6. A member whose backend exits is no member any more: the other one
+#    can leave.
+my $p7 = '/t025/exit';
+my $s3 = ZklockTest::Session->new($node, 'gone');
+$s3->start("SELECT zk_double_barrier_enter('$p7', 2, '10s')");
+is($s2->value("SELECT zk_double_barrier_enter('$p7', 2, '10s')"), 't', 'two members entered');
+is($s3->result->{out}, 't', '... both');
+$node->safe_psql('postgres', 'SELECT pg_terminate_backend(' . $s3->pid . ')');
+ok(wait_until(sub { @{ member_nodes($p7) } == 1 }, 10, 'one member node'),
+	"the exited backend's member node is removed");
+is($s2->value("SELECT zk_double_barrier_leave('$p7', '5s')"), 't', 'the remaining member leaves');
+
+# 7. Leaving without having entered.
 my $r = $s->query("SELECT zk_double_barrier_leave('$p3')");
 is($r->{sqlstate}, '55000', 'leave without enter: ERROR 55000') or diag($r->{err});
 
