@@ -155,7 +155,12 @@ typedef struct ZklockShared
 	LWLock	   *lock;			/* protects everything below */
 	int			worker_pid;		/* 0 when no worker runs */
 	Latch	   *worker_latch;
-	bool		work_pending;	/* a backend posted something for the worker */
+	/* ring of slot indexes posted for the worker; full: scan every slot */
+	int			post_head;
+	int			post_tail;
+	int			post_size;
+	bool		post_overflow;
+	int		   *post_queue;		/* after the slots, in the same segment */
 	int64		connected_count;	/* transitions into each state */
 	int64		suspended_count;
 	int64		expired_count;
@@ -192,6 +197,8 @@ typedef enum ZklockAclMode
 extern ZklockShared *zklock_shared;
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
+extern void zklock_post(int idx);
+extern void zklock_post_all(void);
 extern void zklock_wake_worker(void);
 extern void zklock_wake_backend(ZklockSlot *slot);
 extern const char *zklock_slot_state_name(ZklockSlotState state);

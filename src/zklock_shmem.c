@@ -18,13 +18,26 @@
 ZklockShared *zklock_shared = NULL;
 
 /*
+ * Entries of the post ring: room for several posts of every slot.
+ */
+static int
+post_queue_size(void)
+{
+	return zklock_max_requests * 4 + 1;
+}
+
+/*
  * Bytes of shared memory the request table needs.
  */
 static Size
 zklock_shmem_size(void)
 {
-	return add_size(offsetof(ZklockShared, slots),
+	Size		size;
+
+	size = add_size(offsetof(ZklockShared, slots),
 					mul_size(sizeof(ZklockSlot), zklock_max_requests));
+	size = add_size(size, mul_size(sizeof(int), post_queue_size()));
+	return size;
 }
 
 /*
@@ -56,8 +69,40 @@ zklock_shmem_startup(void)
 		zklock_shared->lock = &(GetNamedLWLockTranche("zklock"))->lock;
 		zklock_shared->conn_state = ZKC_NONE;
 		zklock_shared->nslots = zklock_max_requests;
+		zklock_shared->post_size = post_queue_size();
 	}
+	/* same address in every process: the segment is mapped before fork */
+	zklock_shared->post_queue = (int *) &zklock_shared->slots[zklock_shared->nslots];
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Tell the worker that slot idx needs it (new request, cancel, release).
+ * Caller holds the lock.  When the ring is full the worker looks at every
+ * slot instead.
+ */
+void
+zklock_post(int idx)
+{
+	ZklockShared *sh = zklock_shared;
+	int			next = (sh->post_tail + 1) % sh->post_size;
+
+	if (next == sh->post_head)
+		sh->post_overflow = true;
+	else
+	{
+		sh->post_queue[sh->post_tail] = idx;
+		sh->post_tail = next;
+	}
+}
+
+/*
+ * Ask the worker to look at every slot.  Caller holds the lock.
+ */
+void
+zklock_post_all(void)
+{
+	zklock_shared->post_overflow = true;
 }
 
 /*

@@ -173,7 +173,7 @@ withdraw_request(int idx, uint32 serial, bool release_if_held)
 		}
 	}
 	if (wake)
-		zklock_shared->work_pending = true;
+		zklock_post(idx);
 	LWLockRelease(zklock_shared->lock);
 	if (wake)
 		zklock_wake_worker();
@@ -376,7 +376,7 @@ backend_exit(int code, Datum arg)
 		}
 	}
 	if (wake)
-		zklock_shared->work_pending = true;
+		zklock_post_all();
 	LWLockRelease(zklock_shared->lock);
 	if (wake)
 		zklock_wake_worker();
@@ -670,7 +670,7 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		strlcpy(slot->path, key->path, sizeof(slot->path));
 		strlcpy(slot->data, node_data, sizeof(slot->data));
 		slot->state = ZKS_NEW;
-		sh->work_pending = true;
+		zklock_post(idx);
 		*serial = slot->serial;
 		hint = idx + 1;
 	}
@@ -1496,6 +1496,18 @@ zk_semaphore_release(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease name is too long")));
 	text_to_cstring_buffer(lease, key.lease, sizeof(key.lease));
+	{
+		/* a lease is one node name: what is valid as "/<name>" */
+		char		as_path[ZKLOCK_NODE_NAME_SIZE + 1];
+
+		snprintf(as_path, sizeof(as_path), "/%s", key.lease);
+		if (strchr(key.lease, '/') != NULL ||
+			zklock_validate_path(as_path, strlen(as_path), ZKLOCK_NODE_NAME_SIZE, NULL) != ZKLOCK_PATH_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid lease name \"%s\"", key.lease),
+					 errhint("Pass a lease name returned by zk_semaphore_acquire.")));
+	}
 	backend_setup();
 	PG_RETURN_BOOL(release_key(&key, user_off));
 }
@@ -1660,7 +1672,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 	{
 		zklock_shared->slots[idx].op = ZKOP_DBARRIER_LEAVE;
 		zklock_shared->slots[idx].state = ZKS_NEW;
-		zklock_shared->work_pending = true;
+		zklock_post(idx);
 		posted = true;
 	}
 	LWLockRelease(zklock_shared->lock);

@@ -438,6 +438,18 @@ node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 }
 
 /*
+ * ACL for every node zklock creates, parents included: ZooKeeper checks a
+ * delete or create against the parent's ACL, so a creator-only lock node
+ * under an open parent could still be deleted by anyone.  Curator peers
+ * that share such a path authenticate with the same digest credentials.
+ */
+static struct ACL_vector *
+node_acl(void)
+{
+	return zklock_acl == ZKLOCK_ACL_CREATOR ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+/*
  * Completion of a container create: nothing to do, the create queued right
  * behind it reports what matters.
  */
@@ -468,7 +480,7 @@ create_containers(const char *path, bool include_self)
 			if (saved == '\0' && !include_self)
 				break;
 			*p = '\0';
-			(void) zoo_acreate(zh, parent, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+			(void) zoo_acreate(zh, parent, "", 0, node_acl(),
 							   ZOO_CONTAINER, container_done, NULL);
 			*p = saved;
 			if (saved == '\0')
@@ -477,15 +489,6 @@ create_containers(const char *path, bool include_self)
 	}
 }
 
-/*
- * ACL for the nodes zklock creates for its recipes (parents stay open, so
- * Curator peers can share the path).
- */
-static struct ACL_vector *
-node_acl(void)
-{
-	return zklock_acl == ZKLOCK_ACL_CREATOR ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-}
 
 /*
  * A fresh protection id.
@@ -2219,9 +2222,40 @@ resume(int idx)
 }
 
 /*
- * Work through the request table: withdrawals first (so that a release
- * reaches ZooKeeper before the same backend's next acquire), then new
- * requests, then requests waiting for the connection.
+ * Take a new request on: fresh local state, then start its recipe.
+ * Caller holds the lock.
+ */
+static void
+pickup(int i)
+{
+	ZklockSlot *slot = &zklock_shared->slots[i];
+	WorkerReq  *req = &reqs[i];
+
+	reset_req(i);
+	req->serial = slot->serial;
+	slot->state = ZKS_ACTIVE;
+	if (slot->op != ZKOP_DBARRIER_LEAVE)
+	{
+		slot->node[0] = '\0';
+		slot->uuid[0] = '\0';
+		slot->aux_node[0] = '\0';
+		slot->aux_uuid[0] = '\0';
+		slot->phase = ZKP_LOCK;
+	}
+	start_request(i);
+}
+
+/*
+ * Work through what backends posted, in posting order (so a release
+ * reaches ZooKeeper before the same backend's next acquire).  After a
+ * reconnect, a parked request or a full ring: look at every slot,
+ * withdrawals first, then new requests, then requests waiting for the
+ * connection.
+ *
+ * Withdrawn slots are freed at once, even with calls in flight: their
+ * replies find the slot's serial changed; a create that succeeds after
+ * all deletes its node, and the delete queued here (by name, or by
+ * protection prefix) is applied after the create anyway.
  */
 static void
 run_requests(void)
@@ -2230,25 +2264,35 @@ run_requests(void)
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
-	if (!sh->work_pending && !rescan)
+	if (!sh->post_overflow && !rescan)
 	{
+		while (sh->post_head != sh->post_tail)
+		{
+			ZklockSlot *slot;
+
+			i = sh->post_queue[sh->post_head];
+			sh->post_head = (sh->post_head + 1) % sh->post_size;
+			if (i < 0 || i >= sh->nslots)
+				continue;
+			slot = &sh->slots[i];
+			if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
+				withdraw(i);
+			else if (slot->state == ZKS_NEW)
+				pickup(i);
+		}
 		if (zk_connected && pending_deletes != NULL)
 			send_deletes();
 		LWLockRelease(sh->lock);
 		return;
 	}
-	sh->work_pending = false;
+
+	sh->post_overflow = false;
+	sh->post_head = sh->post_tail;
 	rescan = false;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *slot = &sh->slots[i];
 
-		/*
-		 * Free withdrawn slots at once, even with calls in flight: their
-		 * replies find the slot's serial changed; a create that succeeds
-		 * after all deletes its node, and the delete queued here (by name,
-		 * or by protection prefix) is applied after the create anyway.
-		 */
 		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
 			withdraw(i);
 	}
@@ -2261,20 +2305,7 @@ run_requests(void)
 		WorkerReq  *req = &reqs[i];
 
 		if (slot->state == ZKS_NEW)
-		{
-			reset_req(i);
-			req->serial = slot->serial;
-			slot->state = ZKS_ACTIVE;
-			if (slot->op != ZKOP_DBARRIER_LEAVE)
-			{
-				slot->node[0] = '\0';
-				slot->uuid[0] = '\0';
-				slot->aux_node[0] = '\0';
-				slot->aux_uuid[0] = '\0';
-				slot->phase = ZKP_LOCK;
-			}
-			start_request(i);
-		}
+			pickup(i);
 		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
 		{
 			/* left by an earlier worker of this cluster: take it over */

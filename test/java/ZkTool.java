@@ -25,6 +25,9 @@
  *       Delete PATH (as an unauthenticated client unless USER:PASSWORD is
  *       given, then with that digest auth).
  *       -> "deleted PATH" | "noauth PATH" | "nonode PATH" | "notempty PATH"
+ *   create CONNECT PATH [USER:PASSWORD]
+ *       Create PATH as an EPHEMERAL node with an open ACL (gone when the tool exits).
+ *       -> "created PATH" | "noauth PATH" | "nonode PATH" | "exists PATH"
  *   setdata CONNECT PATH TEXT [USER:PASSWORD]
  *       -> "set PATH" | "noauth PATH" | "nonode PATH"
  *   hammer CONNECT mutex|semaphore PATH THREADS DURATION_MS HOLD_MS MAX_LEASES OUTFILE
@@ -309,6 +312,22 @@ public class ZkTool {
                         out("nonode " + a[2]);
                     } catch (KeeperException.NotEmptyException e) {
                         out("notempty " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "create": {
+                    ZooKeeper zk = connect(connect, a.length > 3 ? a[3] : null);
+                    try {
+                        zk.create(a[2], new byte[0], org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE,
+                                  org.apache.zookeeper.CreateMode.EPHEMERAL);
+                        out("created " + a[2]);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    } catch (KeeperException.NodeExistsException e) {
+                        out("exists " + a[2]);
                     }
                     zk.close();
                     break;

@@ -207,12 +207,20 @@ SKIP:
 	my $acl = zk_acl($zk, $lock_node, $secret);
 	ok((ref $acl && @$acl && !grep { !/^digest:zkuser036:/ } @$acl),
 		'with the credentials, its ACL reads creator-only: ' . (ref $acl ? "@$acl" : $acl // 'none'));
-	my ($rc, $lines) = zktool('delete', $zk, $lock_node);
-	is($lines->[0], "noauth $lock_node", 'a ZooKeeper client without credentials cannot delete it (NoAuth)');
+	# Deleting a node needs DELETE on its parent, creating one CREATE on the
+	# parent: the lock path's own ACL must keep strangers out too.
+	my $pacl = zk_acl($zk, '/ns036/t036/acl', $secret);
+	ok((ref $pacl && @$pacl && !grep { !/^digest:zkuser036:/ } @$pacl),
+		'the lock path /ns036/t036/acl is creator-only too: ' . (ref $pacl ? "@$pacl" : $pacl // 'none'));
+	my ($rc, $lines) = zktool('setdata', $zk, $lock_node, '__REVOKE__');
+	is($lines->[0], "noauth $lock_node", 'a client without credentials cannot write into it (no revocation by strangers)');
+	my $fake = '/ns036/t036/acl/_c_00000000-0000-4000-8000-000000000000-lock-0000000000';
+	($rc, $lines) = zktool('create', $zk, $fake);
+	is($lines->[0], "noauth $fake", 'nor plant a fake lock node that would sort first');
 	($rc, $lines) = zktool('delete', $zk, $lock_node, 'zkuser036:wrong');
-	is($lines->[0], "noauth $lock_node", 'nor with a wrong password');
-	($rc, $lines) = zktool('setdata', $zk, $lock_node, '__REVOKE__');
-	is($lines->[0], "noauth $lock_node", 'nor write into it (no revocation by strangers)');
+	is($lines->[0], "noauth $lock_node", 'a client with a wrong password cannot delete the lock node (NoAuth)');
+	($rc, $lines) = zktool('delete', $zk, $lock_node);
+	is($lines->[0], "noauth $lock_node", 'a ZooKeeper client without credentials cannot delete it (NoAuth)');
 	my $d = $peer->delete($lock_node) // '';
 	like($d, qr/^error.*NoAuth/i, "a Curator client without credentials cannot delete it ($d)");
 	is_deeply(lock_children($peer, '/ns036/t036/acl'), $kids, 'the lock node is still there');
