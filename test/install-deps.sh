@@ -21,13 +21,10 @@ if [ -z "$missing" ]; then
 	exit 0
 fi
 
-# Debian's postgresql package would create and start a default cluster;
-# zklock's scripts start their own private clusters instead.
-if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
-	mkdir -p /etc/postgresql-common
-	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.conf
-fi
-
+# (Debian's postgresql package may create and start its default cluster on
+# port 5432; zklock's scripts start their own private clusters on free
+# ports and leave it alone.)
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y --no-install-recommends $missing
+apt-get install -y --no-install-recommends \
+	-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $missing
