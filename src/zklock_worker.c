@@ -28,6 +28,9 @@
 #include "postgres.h"
 
 #include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <zookeeper/zookeeper.h>
 
@@ -2592,6 +2595,33 @@ process_zookeeper(int zkevents)
 }
 
 /*
+ * Cork the client's socket while the worker works and uncork it before it
+ * waits: every request issued in one trip around the loop (a create and
+ * its listing, several backends' requests) leaves in as few TCP segments
+ * as possible, so the server reads them in one go instead of waking up
+ * for each.
+ */
+static void
+set_cork(bool on)
+{
+	static int	corked_fd = -1;
+	int			v = on ? 1 : 0;
+
+	if (on)
+	{
+		if (wes_fd < 0 || !zk_connected)
+			return;
+		if (setsockopt(wes_fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v)) == 0)
+			corked_fd = wes_fd;
+	}
+	else if (corked_fd >= 0)
+	{
+		(void) setsockopt(corked_fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v));
+		corked_fd = -1;
+	}
+}
+
+/*
  * Entry point of the worker.
  */
 void
@@ -2695,8 +2725,10 @@ zklock_worker_main(Datum main_arg)
 		else if (wes == NULL || wes_rebuild)
 			rebuild_wait_set(-1, 0);
 
+		set_cork(false);
 		nevents = WaitEventSetWait(wes, timeout_ms, events, lengthof(events),
 								   PG_WAIT_EXTENSION);
+		set_cork(true);
 		for (i = 0; i < nevents; i++)
 		{
 			if (events[i].events & WL_LATCH_SET)
