@@ -109,6 +109,8 @@ typedef struct ZklockAsk
 	int32		max_leases;
 	int32		member_qty;
 	const char *downgrade_seq;
+	uint32		result_dsm;		/* participants: where the answer goes */
+	uint32		result_size;
 } ZklockAsk;
 
 static HTAB *local_locks = NULL;
@@ -647,8 +649,8 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
 				sizeof(slot->downgrade_seq));
 		slot->result_value = 0;
-		slot->result_dsm = 0;
-		slot->result_size = 0;
+		slot->result_dsm = ask->result_dsm;
+		slot->result_size = ask->result_size;
 		slot->procno = MyProc->pgprocno;
 		slot->pid = MyProcPid;
 		slot->serial++;
@@ -704,7 +706,7 @@ typedef enum WaitOutcome
  */
 static WaitOutcome
 wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path,
-				 int64 *value)
+				 int64 *value, uint32 *needed)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	TimestampTz start = GetCurrentTimestamp();
@@ -738,6 +740,8 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 				}
 				if (value)
 					*value = slot->result_value;
+				if (needed)
+					*needed = slot->result_size;
 				slot->state = ZKS_FREE;
 			}
 			LWLockRelease(zklock_shared->lock);
@@ -834,7 +838,7 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
  * passed first.
  */
 static int64
-run_request(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
 			uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed)
 {
 	int			idx;
@@ -842,20 +846,12 @@ run_request(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	int64		value = 0;
 	WaitOutcome outcome;
 
+	/* the answer's segment is in the slot before the worker can see it */
+	ask->result_dsm = dsm;
+	ask->result_size = dsm_size;
 	idx = claim_slot(ask, key, user_off, &serial);
-	if (dsm != 0)
-	{
-		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-		if (zklock_shared->slots[idx].serial == serial)
-		{
-			zklock_shared->slots[idx].result_dsm = dsm;
-			zklock_shared->slots[idx].result_size = dsm_size;
-		}
-		LWLockRelease(zklock_shared->lock);
-	}
-	outcome = wait_for_request(idx, serial, ask->timeout_ms, key->path + user_off, &value);
-	if (needed)
-		*needed = zklock_shared->slots[idx].result_size;
+	outcome = wait_for_request(idx, serial, ask->timeout_ms, key->path + user_off,
+							   &value, needed);
 	if (timed_out)
 		*timed_out = (outcome != WAIT_DONE);
 	return value;
@@ -992,7 +988,7 @@ acquire_lock(ZklockAsk *ask, text *path)
 			ask->try_only = true;
 		idx = claim_slot(ask, &key, user_off, &serial);
 		if (wait_for_request(idx, serial, ask->try_only ? -1 : ask->timeout_ms,
-							 key.path + user_off, NULL) != WAIT_GRANTED)
+							 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
 			return false;
 		ll = add_hold(&key, idx, serial, ask->xact);
 		return true;
@@ -1416,7 +1412,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 				ask.try_only = true;
 			slots[taken] = claim_slot(&ask, &key, user_off, &serials[taken]);
 			if (wait_for_request(slots[taken], serials[taken], ask.try_only ? -1 : left,
-								 key.path + user_off, NULL) != WAIT_GRANTED)
+								 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
 			{
 				ok = false;
 				break;
@@ -1629,7 +1625,7 @@ zk_double_barrier_enter(PG_FUNCTION_ARGS)
 	init_ask(&ask, ZKOP_DBARRIER_ENTER, ZKK_DOUBLE_BARRIER, timeout_ms, false);
 	ask.member_qty = member_qty;
 	idx = claim_slot(&ask, &key, user_off, &serial);
-	if (wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL) != WAIT_GRANTED)
+	if (wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL, NULL) != WAIT_GRANTED)
 		PG_RETURN_BOOL(false);
 	(void) add_hold(&key, idx, serial, false);
 	PG_RETURN_BOOL(true);
@@ -1685,7 +1681,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	zklock_wake_worker();
-	outcome = wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL);
+	outcome = wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL, NULL);
 	PG_RETURN_BOOL(outcome == WAIT_DONE);
 }
 
@@ -1859,6 +1855,11 @@ zk_participants(PG_FUNCTION_ARGS)
 			size = needed + 1024;
 			continue;
 		}
+		if (value < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("zklock worker could not hand back the participants of \"%s\"",
+							key.path + user_off)));
 		p = dsm_segment_address(seg);
 		n = ((int32 *) p)[0];
 		kind = ((int32 *) p)[1];
