@@ -957,6 +957,98 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 }
 
 /*
+ * Completion of the stat of a node found by its protection prefix after a
+ * lost create reply.  It is adopted only when the current session owns it
+ * (an ephemeral node of an earlier session is deleted, never adopted, as
+ * CURATOR-498 requires); adopting it also gives us its czxid, the fencing
+ * token.  Then the request carries on with a fresh listing.
+ */
+static void
+adopt_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+		const clientid_t *cid = zh ? zoo_client_id(zh) : NULL;
+		bool		lease_phase = (slot->op == ZKOP_LEASE && slot->phase == ZKP_LEASE);
+		LockTarget	t;
+
+		req->inflight--;
+		lock_target(idx, &t);
+		if (settle_cancel(idx))
+			;
+		else if (rc == ZOK && stat != NULL && cid != NULL &&
+				 stat->ephemeralOwner == cid->client_id)
+		{
+			if (lease_phase)
+			{
+				strlcpy(slot->node, req->pdir, sizeof(slot->node));
+				req->create_sent = false;
+				slot->czxid = stat->czxid;
+				lease_list(idx);
+			}
+			else
+			{
+				strlcpy(t.node, req->pdir, ZKLOCK_NODE_NAME_SIZE);
+				*t.create_sent = false;
+				if (slot->op != ZKOP_LEASE)
+					slot->czxid = stat->czxid;
+				if (slot->revocable && slot->op != ZKOP_LEASE)
+					revoke_watch(idx);
+				lk_list(idx);
+			}
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			/* not ours after all (or gone): delete it if it is there, start over */
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			if (rc == ZOK)
+			{
+				if (lease_phase)
+					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->pdir);
+				else
+					snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pdir);
+				queue_delete(buf, NULL);
+			}
+			if (lease_phase)
+			{
+				slot->node[0] = '\0';
+				slot->uuid[0] = '\0';
+				lease_create(idx);
+			}
+			else
+				lk_start_fresh(idx);
+		}
+		else
+			call_failed(idx, rc, "check the recovered node of");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Stat a node found by its protection prefix before adopting it.  The
+ * name waits in the (otherwise unused) pdir buffer.  Caller holds the lock.
+ */
+static void
+adopt_check(int idx, const char *base, const char *name)
+{
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	strlcpy(reqs[idx].pdir, name, sizeof(reqs[idx].pdir));
+	snprintf(buf, sizeof(buf), "%s/%s", base, name);
+	if (zoo_aexists(zh, buf, 0, adopt_stat_done, slot_tag(idx)) != ZOK)
+		park(idx, true);
+	else
+		reqs[idx].inflight++;
+}
+
+/*
  * Decide from the lock's children: hold, wait behind the predecessor (or
  * the lowest writer, for a reader), or recreate a lost node.  Caller holds
  * the lock.
@@ -983,10 +1075,9 @@ lk_decide(int idx, char **children, int n)
 			lk_create(idx);
 			return;
 		}
-		strlcpy(t.node, children[found], ZKLOCK_NODE_NAME_SIZE);
-		*t.create_sent = false;
-		if (slot->revocable && slot->op != ZKOP_LEASE)
-			revoke_watch(idx);
+		/* check whose it is and learn its czxid before adopting it */
+		adopt_check(idx, t.base, children[found]);
+		return;
 	}
 
 	if (slot->op == ZKOP_READ || slot->op == ZKOP_WRITE)
@@ -1238,8 +1329,12 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
 				{
-					strlcpy(slot->node, strings->data[found], sizeof(slot->node));
-					req->create_sent = false;
+					char		base[ZKLOCK_NODE_PATH_SIZE];
+
+					snprintf(base, sizeof(base), "%s/leases", slot->path);
+					adopt_check(idx, base, strings->data[found]);
+					LWLockRelease(zklock_shared->lock);
+					return;
 				}
 			}
 			else

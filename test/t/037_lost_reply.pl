@@ -127,6 +127,10 @@ my $r = $wa->result(15);
 is($r->{out}, 't', 'the SQL waiter gets the lock on its adopted node') or diag($r->{err});
 ok(wait_held($node, $wa->pid, $pa, 10), 'zk_locks: held');
 is_deeply(lock_children($peer, $pa), [$sql_a], "$pa: the adopted node is the holder's node");
+# the adopted node's fencing token is its creation zxid, as for any holder
+my $stat_a = zk_stat($zk, "$pa/$sql_a");
+is($wa->value("SELECT zk_lock_token('$pa')"), $stat_a ? $stat_a->{czxid} : 'no stat',
+	'zk_lock_token of the adopted lock is its node\'s czxid');
 $peer->acquire('ca2', $pa, 500);
 is($peer->acquire_result('ca2'), 'timeout', 'Curator is excluded while SQL holds');
 is($wa->value("SELECT zk_mutex_release('$pa')"), 't', 'SQL releases');
