@@ -644,6 +644,34 @@ step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
 	LWLockRelease(zklock_shared->lock);
 }
 
+/*
+ * Ask for the children of path for a request (with the request's watch
+ * when watch), or park the request when that cannot be sent now.  With
+ * recover, the resumed request looks for its node by prefix first.
+ * Caller holds the lock.
+ */
+static void
+send_listing(int idx, const char *path, strings_completion_t done, bool watch,
+			 bool recover)
+{
+	int			rc;
+
+	if (!zk_connected)
+	{
+		park(idx, recover);
+		return;
+	}
+	if (watch)
+		rc = zoo_awget_children(zh, path, step_watcher, (void *) slot_tag(idx),
+								done, slot_tag(idx));
+	else
+		rc = zoo_aget_children(zh, path, 0, done, slot_tag(idx));
+	if (rc != ZOK)
+		park(idx, recover);
+	else
+		reqs[idx].inflight++;
+}
+
 /* ---------------------------------------------------------------------
  * Revocation: a revocable node is watched with getData; its data
  * becoming "__REVOKE__" asks the holder to let go.
@@ -1170,19 +1198,9 @@ static void
 lk_list(int idx)
 {
 	LockTarget	t;
-	int			rc;
 
-	if (!zk_connected)
-	{
-		park(idx, false);
-		return;
-	}
 	lock_target(idx, &t);
-	rc = zoo_aget_children(zh, t.base, 0, lk_children_done, slot_tag(idx));
-	if (rc != ZOK)
-		park(idx, false);
-	else
-		reqs[idx].inflight++;
+	send_listing(idx, t.base, lk_children_done, false, false);
 }
 
 /* ---------------------------------------------------------------------
@@ -1390,22 +1408,10 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 static void
 lease_list(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
-	int			rc;
 
-	if (!zk_connected)
-	{
-		park(idx, false);
-		return;
-	}
-	snprintf(buf, sizeof(buf), "%s/leases", slot->path);
-	rc = zoo_awget_children(zh, buf, step_watcher, (void *) slot_tag(idx),
-							lease_children_done, slot_tag(idx));
-	if (rc != ZOK)
-		park(idx, false);
-	else
-		reqs[idx].inflight++;
+	snprintf(buf, sizeof(buf), "%s/leases", zklock_shared->slots[idx].path);
+	send_listing(idx, buf, lease_children_done, true, false);
 }
 
 /* ---------------------------------------------------------------------
@@ -1673,19 +1679,8 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 static void
 denter_list(int idx)
 {
-	int			rc;
-
-	if (!zk_connected)
-	{
-		park(idx, true);
-		return;
-	}
-	rc = zoo_aget_children(zh, zklock_shared->slots[idx].path, 0,
-						   denter_children_done, slot_tag(idx));
-	if (rc != ZOK)
-		park(idx, true);
-	else
-		reqs[idx].inflight++;
+	send_listing(idx, zklock_shared->slots[idx].path, denter_children_done,
+				 false, true);
 }
 
 /*
@@ -1859,19 +1854,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 static void
 leave_list(int idx)
 {
-	int			rc;
-
-	if (!zk_connected)
-	{
-		park(idx, false);
-		return;
-	}
-	rc = zoo_aget_children(zh, zklock_shared->slots[idx].path, 0,
-						   leave_children_done, slot_tag(idx));
-	if (rc != ZOK)
-		park(idx, false);
-	else
-		reqs[idx].inflight++;
+	send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
+				 false, false);
 }
 
 /* ---------------------------------------------------------------------
