@@ -141,10 +141,12 @@ SELECT zk_read_lock_acquire('/zklock_regress/rv2', NULL, true);
 SELECT kind, data IS NULL AS empty_data, holds FROM zk_participants('/zklock_regress/rv2');
 SELECT zk_read_lock_release('/zklock_regress/rv2');
 
--- participants carry the holder's identity
+-- participants carry the holder's identity, as it is when the lock is taken
+SET application_name = 'zklock-regress-app';
 SELECT zk_mutex_acquire('/zklock_regress/p');
 SELECT position, kind, holds, (data::json)->>'database' AS db,
-       (data::json)->>'pid' = pg_backend_pid()::text AS my_pid
+       (data::json)->>'pid' = pg_backend_pid()::text AS my_pid,
+       (data::json)->>'application_name' AS app
   FROM zk_participants('/zklock_regress/p');
 SELECT count(*) FROM zk_participants('/zklock_regress/never-used');
 

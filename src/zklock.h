@@ -94,6 +94,10 @@ typedef enum ZklockPhase
 	ZKP_LEASE
 } ZklockPhase;
 
+/* What a participants answer lists: P's children, or P/leases' */
+#define ZKLOCK_PARTICIPANTS_LOCK	1
+#define ZKLOCK_PARTICIPANTS_LEASES	2
+
 /* Outcome of a request that ended in ZKS_DONE */
 typedef enum ZklockResult
 {
@@ -170,6 +174,7 @@ typedef struct ZklockShared
 	int64		session_id;
 	char		session_passwd[16];
 	uint64		session_gen;	/* bumped for every new session */
+	uint64		lost_epoch;		/* bumped whenever held locks are lost */
 	int			negotiated_timeout; /* ms */
 	char		server[128];
 	int			nslots;

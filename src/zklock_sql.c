@@ -117,7 +117,9 @@ static HTAB *local_locks = NULL;
 static List *xact_holds = NIL;
 static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
+static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
 static char node_data[ZKLOCK_NODE_DATA_SIZE];
+static char *node_data_appname = NULL;	/* application_name in node_data */
 
 /*
  * Copy the shared-table counts of a local lock, so zk_locks can show them.
@@ -410,6 +412,11 @@ build_node_data(void)
 	escape_json(&buf, application_name ? application_name : "");
 	appendStringInfoChar(&buf, '}');
 
+	if (node_data_appname)
+		pfree(node_data_appname);
+	node_data_appname = MemoryContextStrdup(TopMemoryContext,
+											application_name ? application_name : "");
+
 	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
 		snprintf(node_data, sizeof(node_data), "{\"port\":%d,\"pid\":%d}",
 				 PostPortNumber, MyProcPid);
@@ -436,18 +443,15 @@ report_lost_locks(void)
 	while ((ll = hash_seq_search(&seq)) != NULL)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
-		bool		lost;
 
-		if (ll->lost_reported)
-			continue;
-		LWLockAcquire(zklock_shared->lock, LW_SHARED);
-		lost = (slot->serial != ll->serial || slot->state == ZKS_LOST);
-		LWLockRelease(zklock_shared->lock);
-		if (!lost)
+		if (ll->lost_reported || !lock_is_lost(ll))
 			continue;
 		ll->lost_reported = true;
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
 		appendStringInfo(&names, "%s\"%s\"", n > 0 ? ", " : "",
-						 ll->key.path + (int) strlen(zklock_namespace ? zklock_namespace : ""));
+						 slot->serial == ll->serial ?
+						 slot->path + slot->user_path_off : ll->key.path);
+		LWLockRelease(zklock_shared->lock);
 		n++;
 	}
 	if (n > 0)
@@ -472,7 +476,12 @@ backend_setup(void)
 
 	if (backend_ready)
 	{
-		report_lost_locks();
+		/* only look through our locks when the worker lost some */
+		if (zklock_shared->lost_epoch != seen_lost_epoch)
+		{
+			seen_lost_epoch = zklock_shared->lost_epoch;
+			report_lost_locks();
+		}
 		return;
 	}
 	if (zklock_shared == NULL)
@@ -490,6 +499,7 @@ backend_setup(void)
 	RegisterSubXactCallback(subxact_callback, NULL);
 	before_shmem_exit(backend_exit, (Datum) 0);
 	build_node_data();
+	seen_lost_epoch = zklock_shared->lost_epoch;
 	backend_ready = true;
 }
 
@@ -621,6 +631,10 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	static int	hint = 0;
 	int			idx = -1;
 	int			i;
+
+	/* the identity written into nodes follows SET application_name */
+	if (strcmp(node_data_appname, application_name ? application_name : "") != 0)
+		build_node_data();
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
 	for (i = 0; i < sh->nslots; i++)
@@ -1028,6 +1042,54 @@ release_key(const LocalLockKey *key, int user_off)
 	}
 	drop_hold(ll, false);
 	return true;
+}
+
+/*
+ * Drop every session-level hold of this backend's locks (of one kind and
+ * path, when given), keeping transaction-level holds.  A lock lost with
+ * the session is dropped as well, without counting.  Returns how many
+ * locks were released.
+ */
+static int
+release_session_holds(ZklockKind kind, const char *path)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	List	   *keys = NIL;
+	ListCell   *lc;
+	int			released = 0;
+
+	/* collect first: releasing removes entries from the hash */
+	hash_seq_init(&seq, local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		if (ll->session_count > 0 &&
+			(kind == ZKK_NONE || ll->key.kind == kind) &&
+			(path == NULL || strcmp(ll->key.path, path) == 0))
+		{
+			LocalLockKey *k = palloc(sizeof(LocalLockKey));
+
+			*k = ll->key;
+			keys = lappend(keys, k);
+		}
+	}
+	foreach(lc, keys)
+	{
+		ll = hash_search(local_locks, lfirst(lc), HASH_FIND, NULL);
+		if (ll == NULL)
+			continue;
+		if (lock_is_lost(ll))
+		{
+			(void) withdraw_request(ll->slot, ll->serial, true);
+			hash_search(local_locks, lfirst(lc), HASH_REMOVE, NULL);
+			continue;
+		}
+		released++;
+		ll->session_count = 1;
+		drop_hold(ll, false);
+	}
+	list_free_deep(keys);
+	return released;
 }
 
 /*
@@ -1517,47 +1579,28 @@ zk_semaphore_release_all(PG_FUNCTION_ARGS)
 {
 	LocalLockKey key;
 	int			user_off;
-	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
-	List	   *keys = NIL;
-	ListCell   *lc;
-	int			released = 0;
 
 	make_lock_key(path_arg(fcinfo, 0), ZKK_SEMAPHORE, &key, &user_off);
 	backend_setup();
-	hash_seq_init(&seq, local_locks);
-	while ((ll = hash_seq_search(&seq)) != NULL)
-	{
-		if (ll->key.kind == ZKK_SEMAPHORE && ll->session_count > 0 &&
-			strcmp(ll->key.path, key.path) == 0)
-		{
-			LocalLockKey *k = palloc(sizeof(LocalLockKey));
-
-			*k = ll->key;
-			keys = lappend(keys, k);
-		}
-	}
-	foreach(lc, keys)
-	{
-		if (release_key(lfirst(lc), user_off))
-			released++;
-	}
-	PG_RETURN_INT32(released);
+	PG_RETURN_INT32(release_session_holds(ZKK_SEMAPHORE, key.path));
 }
 
 /*
- * Shared body of the barrier calls.
+ * Run a request about the path in argument 0 that takes no lock (barrier,
+ * revoke) and return the worker's result; *timed_out (if given) says
+ * whether the timeout passed first.
  */
 static int64
-barrier_request(FunctionCallInfo fcinfo, ZklockOp op, int64 timeout_ms, bool *timed_out)
+path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
+			 int64 timeout_ms, bool *timed_out)
 {
 	ZklockAsk	ask;
 	LocalLockKey key;
 	int			user_off;
 
-	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
+	make_lock_key(path_arg(fcinfo, 0), kind, &key, &user_off);
 	backend_setup();
-	init_ask(&ask, op, ZKK_NONE, timeout_ms, false);
+	init_ask(&ask, op, kind, timeout_ms, false);
 	return run_request(&ask, &key, user_off, 0, 0, timed_out, NULL);
 }
 
@@ -1567,7 +1610,7 @@ barrier_request(FunctionCallInfo fcinfo, ZklockOp op, int64 timeout_ms, bool *ti
 Datum
 zk_barrier_set(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(barrier_request(fcinfo, ZKOP_BARRIER_SET, -1, NULL) == 1);
+	PG_RETURN_BOOL(path_request(fcinfo, ZKOP_BARRIER_SET, ZKK_NONE, -1, NULL) == 1);
 }
 
 /*
@@ -1576,7 +1619,7 @@ zk_barrier_set(PG_FUNCTION_ARGS)
 Datum
 zk_barrier_remove(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(barrier_request(fcinfo, ZKOP_BARRIER_REMOVE, -1, NULL) == 1);
+	PG_RETURN_BOOL(path_request(fcinfo, ZKOP_BARRIER_REMOVE, ZKK_NONE, -1, NULL) == 1);
 }
 
 /*
@@ -1588,15 +1631,9 @@ zk_barrier_wait(PG_FUNCTION_ARGS)
 {
 	int64		timeout_ms = timeout_arg(fcinfo, 1);
 	bool		timed_out = false;
-	ZklockAsk	ask;
-	LocalLockKey key;
-	int			user_off;
 	int64		value;
 
-	make_lock_key(path_arg(fcinfo, 0), ZKK_BARRIER, &key, &user_off);
-	backend_setup();
-	init_ask(&ask, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, false);
-	value = run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	value = path_request(fcinfo, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, &timed_out);
 	PG_RETURN_BOOL(!timed_out && value == 1);
 }
 
@@ -1692,14 +1729,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 Datum
 zk_revoke(PG_FUNCTION_ARGS)
 {
-	ZklockAsk	ask;
-	LocalLockKey key;
-	int			user_off;
-
-	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
-	backend_setup();
-	init_ask(&ask, ZKOP_REVOKE, ZKK_NONE, -1, false);
-	PG_RETURN_INT32((int32) run_request(&ask, &key, user_off, 0, 0, NULL, NULL));
+	PG_RETURN_INT32((int32) path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, NULL));
 }
 
 /*
@@ -1891,8 +1921,8 @@ zk_participants(PG_FUNCTION_ARGS)
 		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
 			mutex = true;
 	}
-	participant_sort_rw = rw && kind == 1;
-	participant_sort_lock = kind == 2 ? ZKLOCK_LEASE_NAME :
+	participant_sort_rw = rw && kind == ZKLOCK_PARTICIPANTS_LOCK;
+	participant_sort_lock = kind == ZKLOCK_PARTICIPANTS_LEASES ? ZKLOCK_LEASE_NAME :
 		(mutex && !rw) ? ZKLOCK_LOCK_NAME : NULL;
 	if (n > 1)
 		qsort(parts, n, sizeof(Participant), participant_cmp);
@@ -1905,7 +1935,7 @@ zk_participants(PG_FUNCTION_ARGS)
 
 		memset(nulls, 0, sizeof(nulls));
 		nulls[4] = true;
-		if (kind == 2)
+		if (kind == ZKLOCK_PARTICIPANTS_LEASES)
 			pk = "lease";
 		else if (strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
 		{
@@ -1997,34 +2027,8 @@ zk_lock_token(PG_FUNCTION_ARGS)
 Datum
 zk_release_all(PG_FUNCTION_ARGS)
 {
-	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
-	List	   *keys = NIL;
-	ListCell   *lc;
-	int			released = 0;
-
 	backend_setup();
-	hash_seq_init(&seq, local_locks);
-	while ((ll = hash_seq_search(&seq)) != NULL)
-	{
-		if (ll->session_count > 0)
-		{
-			LocalLockKey *k = palloc(sizeof(LocalLockKey));
-
-			*k = ll->key;
-			keys = lappend(keys, k);
-		}
-	}
-	foreach(lc, keys)
-	{
-		ll = hash_search(local_locks, lfirst(lc), HASH_FIND, NULL);
-		if (ll == NULL)
-			continue;
-		released++;
-		ll->session_count = 1;
-		drop_hold(ll, false);
-	}
-	PG_RETURN_INT32(released);
+	PG_RETURN_INT32(release_session_holds(ZKK_NONE, NULL));
 }
 
 /*

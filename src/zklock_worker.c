@@ -71,6 +71,8 @@ typedef struct WorkerReq
 	int			nonode_retries;
 	int			lost_retries;
 	int64		count;			/* revoke: nodes written */
+	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
+													 * being checked */
 	/* participants: the listing and the data, collected in order */
 	char		pdir[ZKLOCK_NODE_PATH_SIZE];
 	int			pkind;
@@ -590,9 +592,10 @@ park(int idx, bool recover)
 }
 
 /*
- * After any completion: if the backend gave up meanwhile and nothing else
- * is in flight, withdraw now.  Returns true when the request is no longer
- * active (the caller must stop).
+ * After any completion: if the backend gave up meanwhile, withdraw now
+ * (as run_requests would: replies still in flight find the slot's serial
+ * changed).  Returns true when the request is no longer active (the
+ * caller must stop).
  */
 static bool
 settle_cancel(int idx)
@@ -601,10 +604,30 @@ settle_cancel(int idx)
 
 	if (slot->state == ZKS_ACTIVE)
 		return false;
-	if (reqs[idx].inflight == 0 &&
-		(slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE))
+	if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
 		withdraw(idx);
 	return true;
+}
+
+/*
+ * Common start of a request's completion: take the lock, find the request
+ * the reply belongs to, count the reply in, and stop if the backend gave
+ * up meanwhile.  Returns the slot index when the request carries on, -1
+ * otherwise; the caller releases the lock either way.
+ */
+static int
+completion_begin(const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = tag_current(data);
+	if (idx < 0)
+		return -1;
+	reqs[idx].inflight--;
+	if (settle_cancel(idx))
+		return -1;
+	return idx;
 }
 
 /*
@@ -670,6 +693,25 @@ send_listing(int idx, const char *path, strings_completion_t done, bool watch,
 		park(idx, recover);
 	else
 		reqs[idx].inflight++;
+}
+
+/*
+ * exists() with the request's watch on path; parks the request when that
+ * cannot be sent now.  Returns true when the call is on its way.  Caller
+ * holds the lock.
+ */
+static bool
+send_exists_watch(int idx, const char *path, stat_completion_t done, bool recover)
+{
+	if (!zk_connected ||
+		zoo_awexists(zh, path, step_watcher, (void *) slot_tag(idx),
+					 done, slot_tag(idx)) != ZOK)
+	{
+		park(idx, recover);
+		return false;
+	}
+	reqs[idx].inflight++;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -965,16 +1007,11 @@ static void
 lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			  const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
-		reqs[idx].inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 			reqs[idx].watching = true;
 		else if (rc == ZNONODE)
 			lk_list(idx);		/* predecessor already gone */
@@ -994,10 +1031,8 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 static void
 adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
@@ -1006,23 +1041,20 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 		bool		lease_phase = (slot->op == ZKOP_LEASE && slot->phase == ZKP_LEASE);
 		LockTarget	t;
 
-		req->inflight--;
 		lock_target(idx, &t);
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK && stat != NULL && cid != NULL &&
+		if (rc == ZOK && stat != NULL && cid != NULL &&
 				 stat->ephemeralOwner == cid->client_id)
 		{
 			if (lease_phase)
 			{
-				strlcpy(slot->node, req->pdir, sizeof(slot->node));
+				strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
 				req->create_sent = false;
 				slot->czxid = stat->czxid;
 				lease_list(idx);
 			}
 			else
 			{
-				strlcpy(t.node, req->pdir, ZKLOCK_NODE_NAME_SIZE);
+				strlcpy(t.node, req->adopt_name, ZKLOCK_NODE_NAME_SIZE);
 				*t.create_sent = false;
 				if (slot->op != ZKOP_LEASE)
 					slot->czxid = stat->czxid;
@@ -1039,9 +1071,9 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 			if (rc == ZOK)
 			{
 				if (lease_phase)
-					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->pdir);
+					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->adopt_name);
 				else
-					snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pdir);
+					snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
 				queue_delete(buf, NULL);
 			}
 			if (lease_phase)
@@ -1060,15 +1092,15 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 }
 
 /*
- * Stat a node found by its protection prefix before adopting it.  The
- * name waits in the (otherwise unused) pdir buffer.  Caller holds the lock.
+ * Stat a node found by its protection prefix before adopting it.  Caller
+ * holds the lock.
  */
 static void
 adopt_check(int idx, const char *base, const char *name)
 {
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	strlcpy(reqs[idx].pdir, name, sizeof(reqs[idx].pdir));
+	strlcpy(reqs[idx].adopt_name, name, sizeof(reqs[idx].adopt_name));
 	snprintf(buf, sizeof(buf), "%s/%s", base, name);
 	if (zoo_aexists(zh, buf, 0, adopt_stat_done, slot_tag(idx)) != ZOK)
 		park(idx, true);
@@ -1425,18 +1457,13 @@ lease_list(int idx)
 static void
 barrier_set_done(int rc, const char *value, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &reqs[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 			slot_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNODEEXISTS)
 			slot_finish(idx, ZKR_OK, 0);
@@ -1457,16 +1484,11 @@ barrier_set_done(int rc, const char *value, const void *data)
 static void
 barrier_remove_done(int rc, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
-		reqs[idx].inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 			slot_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNONODE)
 			slot_finish(idx, ZKR_OK, 0);
@@ -1486,16 +1508,11 @@ barrier_remove_done(int rc, const void *data)
 static void
 barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
-		reqs[idx].inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZNONODE)
+		if (rc == ZNONODE)
 			slot_finish(idx, ZKR_OK, 1);
 		else if (rc == ZOK)
 			reqs[idx].watching = true;
@@ -1519,19 +1536,14 @@ static void leave_list(int idx);
 static void
 denter_ready_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &reqs[idx];
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 		{
 			req->ready_seen = true;
 			if (req->inflight == 0 && !req->create_sent)
@@ -1549,6 +1561,20 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 			call_failed(idx, rc, "watch the double barrier");
 	}
 	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Look at P/ready, with a watch that fires when it is created.  Caller
+ * holds the lock.
+ */
+static bool
+denter_watch_ready(int idx)
+{
+	char		ready[ZKLOCK_NODE_PATH_SIZE];
+
+	snprintf(ready, sizeof(ready), "%s/%s", zklock_shared->slots[idx].path,
+			 ZKLOCK_READY_NODE);
+	return send_exists_watch(idx, ready, denter_ready_done, true);
 }
 
 /*
@@ -1598,16 +1624,11 @@ denter_create_done(int rc, const char *value, const void *data)
 static void
 denter_ready_created(int rc, const char *value, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
-		reqs[idx].inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK || rc == ZNODEEXISTS)
+		if (rc == ZOK || rc == ZNODEEXISTS)
 			grant(idx);
 		else
 			call_failed(idx, rc, "open the double barrier");
@@ -1622,19 +1643,14 @@ denter_ready_created(int rc, const char *value, const void *data)
 static void
 denter_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &reqs[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 		{
 			if (strings->count >= slot->member_qty)
 			{
@@ -1649,22 +1665,10 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 				else
 					req->inflight++;
 			}
-			else
+			else if (denter_watch_ready(idx))
 			{
-				/* wait for P/ready; re-arm its watch in case it fired */
-				char		ready[ZKLOCK_NODE_PATH_SIZE];
-				int			zrc;
-
-				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-				zrc = zoo_awexists(zh, ready, step_watcher, (void *) slot_tag(idx),
-								   denter_ready_done, slot_tag(idx));
-				if (zrc != ZOK)
-					park(idx, true);
-				else
-				{
-					req->inflight++;
-					req->watching = true;
-				}
+				/* wait for P/ready (its watch re-armed, in case it fired) */
+				req->watching = true;
 			}
 		}
 		else
@@ -1709,15 +1713,8 @@ denter_start(int idx)
 		create_containers(slot->path, true);
 		req->need_parents = false;
 	}
-	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-	rc = zoo_awexists(zh, buf, step_watcher, (void *) slot_tag(idx),
-					  denter_ready_done, slot_tag(idx));
-	if (rc != ZOK)
-	{
-		park(idx, true);
+	if (!denter_watch_ready(idx))
 		return;
-	}
-	req->inflight++;
 	node_path(slot, slot->node, buf, sizeof(buf));
 	rc = zoo_acreate(zh, buf, slot->data, strlen(slot->data), node_acl(),
 					 ZOO_EPHEMERAL, denter_create_done, slot_tag(idx));
@@ -1737,16 +1734,11 @@ denter_start(int idx)
 static void
 leave_watch_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
-		reqs[idx].inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 			reqs[idx].watching = true;
 		else if (rc == ZNONODE)
 			leave_list(idx);
@@ -1778,19 +1770,13 @@ leave_finish(int idx)
 static void
 leave_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
-		WorkerReq  *req = &reqs[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZOK || rc == ZNONODE)
+		if (rc == ZOK || rc == ZNONODE)
 		{
 			char	  **children;
 			int			n = rc == ZOK ? strings->count : 0;
@@ -1827,17 +1813,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					/* FALLTHROUGH */
 				case ZKLOCK_LEAVE_WATCH_HIGHEST:
 				case ZKLOCK_LEAVE_WATCH_LOWEST:
-					{
-						int			zrc;
-
-						snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
-						zrc = zoo_awexists(zh, buf, step_watcher, (void *) slot_tag(idx),
-										   leave_watch_done, slot_tag(idx));
-						if (zrc != ZOK)
-							park(idx, false);
-						else
-							req->inflight++;
-					}
+					snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
+					(void) send_exists_watch(idx, buf, leave_watch_done, false);
 					break;
 			}
 			pfree(children);
@@ -1895,19 +1872,14 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 static void
 revoke_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &reqs[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZNONODE)
+		if (rc == ZNONODE)
 			slot_finish(idx, ZKR_OK, 0);
 		else if (rc == ZOK)
 		{
@@ -2062,10 +2034,6 @@ participants_data_done(int rc, const char *value, int value_len,
 	LWLockRelease(zklock_shared->lock);
 }
 
-/* kinds of participant listings, as the backend reads them */
-#define PARTICIPANTS_LOCK	1
-#define PARTICIPANTS_LEASES 2
-
 /*
  * Completion of a participants listing: for a semaphore descend into
  * P/leases, otherwise fetch every child's data.
@@ -2073,28 +2041,23 @@ participants_data_done(int rc, const char *value, int value_len,
 static void
 participants_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = completion_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &reqs[idx];
 
-		req->inflight--;
-		if (settle_cancel(idx))
-			;
-		else if (rc == ZNONODE)
+		if (rc == ZNONODE)
 			participants_deliver(idx);
 		else if (rc != ZOK)
 			call_failed(idx, rc, "list the participants of");
-		else if (req->pkind == PARTICIPANTS_LOCK &&
+		else if (req->pkind == ZKLOCK_PARTICIPANTS_LOCK &&
 				 zklock_find_child(strings->data, strings->count, "leases") >= 0)
 		{
 			int			zrc;
 
-			req->pkind = PARTICIPANTS_LEASES;
+			req->pkind = ZKLOCK_PARTICIPANTS_LEASES;
 			snprintf(req->pdir, sizeof(req->pdir), "%s/leases", slot->path);
 			zrc = zoo_aget_children(zh, req->pdir, 0, participants_children_done,
 									slot_tag(idx));
@@ -2145,7 +2108,6 @@ start_request(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &reqs[idx];
-	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	int			rc = ZOK;
 
 	if (!zk_connected)
@@ -2192,13 +2154,12 @@ start_request(int idx)
 			rc = zoo_aget_children(zh, slot->path, 0, revoke_children_done, slot_tag(idx));
 			break;
 		case ZKOP_PARTICIPANTS:
-			req->pkind = PARTICIPANTS_LOCK;
+			req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
 			strlcpy(req->pdir, slot->path, sizeof(req->pdir));
 			rc = zoo_aget_children(zh, slot->path, 0, participants_children_done,
 								   slot_tag(idx));
 			break;
 	}
-	(void) buf;
 	if (rc != ZOK)
 		park(idx, false);
 	else
@@ -2227,16 +2188,7 @@ continue_request(int idx)
 				lk_list(idx);
 			break;
 		case ZKOP_DBARRIER_ENTER:
-			{
-				char		ready[ZKLOCK_NODE_PATH_SIZE];
-
-				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-				if (zoo_awexists(zh, ready, step_watcher, (void *) slot_tag(idx),
-								 denter_ready_done, slot_tag(idx)) != ZOK)
-					park(idx, true);
-				else
-					reqs[idx].inflight++;
-			}
+			(void) denter_watch_ready(idx);
 			break;
 		case ZKOP_DBARRIER_LEAVE:
 			leave_list(idx);
@@ -2450,9 +2402,12 @@ sweep_lost_session(const char *why)
 	}
 	clear_deletes();
 	if (lost > 0)
+	{
+		sh->lost_epoch++;
 		ereport(LOG,
 				(errmsg("zklock: %d lock(s) lost because the zookeeper session %s",
 						lost, why)));
+	}
 }
 
 /*
