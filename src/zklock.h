@@ -164,7 +164,6 @@ typedef struct ZklockShared
 	int			post_tail;
 	int			post_size;
 	bool		post_overflow;
-	int		   *post_queue;		/* after the slots, in the same segment */
 	int64		connected_count;	/* transitions into each state */
 	int64		suspended_count;
 	int64		expired_count;
@@ -200,6 +199,7 @@ typedef enum ZklockAclMode
 
 /* zklock_shmem.c */
 extern ZklockShared *zklock_shared;
+extern int *zklock_post_ring;	/* the post ring, after the slots */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
 extern void zklock_post(int idx);

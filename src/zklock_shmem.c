@@ -16,6 +16,7 @@
 #include "zklock.h"
 
 ZklockShared *zklock_shared = NULL;
+int		   *zklock_post_ring = NULL;
 
 /*
  * Entries of the post ring: room for several posts of every slot.
@@ -71,8 +72,7 @@ zklock_shmem_startup(void)
 		zklock_shared->nslots = zklock_max_requests;
 		zklock_shared->post_size = post_queue_size();
 	}
-	/* same address in every process: the segment is mapped before fork */
-	zklock_shared->post_queue = (int *) &zklock_shared->slots[zklock_shared->nslots];
+	zklock_post_ring = (int *) &zklock_shared->slots[zklock_shared->nslots];
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -91,7 +91,7 @@ zklock_post(int idx)
 		sh->post_overflow = true;
 	else
 	{
-		sh->post_queue[sh->post_tail] = idx;
+		zklock_post_ring[sh->post_tail] = idx;
 		sh->post_tail = next;
 	}
 }

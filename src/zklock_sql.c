@@ -872,6 +872,23 @@ run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
 }
 
 /*
+ * Ask the worker for a lock (mutex, read/write lock, lease) and wait for
+ * it.  A zero timeout is a try: the worker looks once and gives up rather
+ * than waiting.  On success *idx and *serial name the slot that now holds
+ * it.
+ */
+static bool
+request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *idx,
+			 uint32 *serial)
+{
+	if (ask->timeout_ms == 0)
+		ask->try_only = true;
+	*idx = claim_slot(ask, key, user_off, serial);
+	return wait_for_request(*idx, *serial, ask->try_only ? -1 : ask->timeout_ms,
+							key->path + user_off, NULL, NULL) == WAIT_GRANTED;
+}
+
+/*
  * Remember a new hold of a lock in the local registry (and, for a
  * transaction-level hold, in the list of them).
  */
@@ -998,11 +1015,7 @@ acquire_lock(ZklockAsk *ask, text *path)
 						 errhint("Release the read lock first, or pass a timeout.")));
 		}
 
-		if (ask->timeout_ms == 0)
-			ask->try_only = true;
-		idx = claim_slot(ask, &key, user_off, &serial);
-		if (wait_for_request(idx, serial, ask->try_only ? -1 : ask->timeout_ms,
-							 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
+		if (!request_lock(ask, &key, user_off, &idx, &serial))
 			return false;
 		ll = add_hold(&key, idx, serial, ask->xact);
 		return true;
@@ -1331,6 +1344,41 @@ multi_lock_paths(FunctionCallInfo fcinfo, int *n)
 }
 
 /*
+ * What is left of a timeout (ms, -1 = none) that started at start.
+ */
+static int64
+remaining_ms(int64 timeout_ms, TimestampTz start)
+{
+	int64		left;
+
+	if (timeout_ms < 0)
+		return -1;
+	left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
+	return left < 0 ? 0 : left;
+}
+
+/*
+ * Give back, in reverse order, the first taken mutexes of a multi-lock
+ * that could not be completed.
+ */
+static void
+multi_lock_undo(text **paths, int taken)
+{
+	while (taken > 0)
+	{
+		LocalLockKey key;
+		int			off;
+		LocalLock  *ll;
+
+		taken--;
+		make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
+		ll = hash_search(local_locks, &key, HASH_FIND, NULL);
+		if (ll != NULL && ll->session_count > 0)
+			drop_hold(ll, false);
+	}
+}
+
+/*
  * zk_multi_lock_acquire(paths text[], timeout) returns boolean: every
  * mutex in order, or none (the ones taken are released in reverse).
  */
@@ -1349,15 +1397,8 @@ zk_multi_lock_acquire(PG_FUNCTION_ARGS)
 		while (taken < n)
 		{
 			ZklockAsk	ask;
-			int64		left = timeout_ms;
 
-			if (timeout_ms >= 0)
-			{
-				left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
-				if (left < 0)
-					left = 0;
-			}
-			init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, left, false);
+			init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, remaining_ms(timeout_ms, start), false);
 			if (!acquire_lock(&ask, paths[taken]))
 			{
 				ok = false;
@@ -1368,34 +1409,13 @@ zk_multi_lock_acquire(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		while (taken > 0)
-		{
-			LocalLockKey key;
-			int			off;
-			LocalLock  *ll;
-
-			taken--;
-			make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
-			ll = hash_search(local_locks, &key, HASH_FIND, NULL);
-			if (ll != NULL && ll->session_count > 0)
-				drop_hold(ll, false);
-		}
+		multi_lock_undo(paths, taken);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 
 	if (!ok)
-	{
-		while (taken > 0)
-		{
-			LocalLockKey key;
-			int			off;
-
-			taken--;
-			make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
-			(void) release_key(&key, off);
-		}
-	}
+		multi_lock_undo(paths, taken);
 	PG_RETURN_BOOL(ok);
 }
 
@@ -1422,6 +1442,19 @@ zk_multi_lock_release(PG_FUNCTION_ARGS)
 			all = false;
 	}
 	PG_RETURN_BOOL(all);
+}
+
+/*
+ * Return the leases of an acquire that did not get all it asked for.
+ */
+static void
+give_back_leases(const int *slots, const uint32 *serials, int taken)
+{
+	while (taken > 0)
+	{
+		taken--;
+		(void) withdraw_request(slots[taken], serials[taken], true);
+	}
 }
 
 /*
@@ -1460,21 +1493,10 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 		while (taken < qty)
 		{
 			ZklockAsk	ask;
-			int64		left = timeout_ms;
 
-			if (timeout_ms >= 0)
-			{
-				left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
-				if (left < 0)
-					left = 0;
-			}
-			init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE, left, xact);
+			init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE, remaining_ms(timeout_ms, start), xact);
 			ask.max_leases = max_leases;
-			if (left == 0)
-				ask.try_only = true;
-			slots[taken] = claim_slot(&ask, &key, user_off, &serials[taken]);
-			if (wait_for_request(slots[taken], serials[taken], ask.try_only ? -1 : left,
-								 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
+			if (!request_lock(&ask, &key, user_off, &slots[taken], &serials[taken]))
 			{
 				ok = false;
 				break;
@@ -1484,11 +1506,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 	}
 	PG_CATCH();
 	{
-		while (taken > 0)
-		{
-			taken--;
-			(void) withdraw_request(slots[taken], serials[taken], true);
-		}
+		give_back_leases(slots, serials, taken);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -1496,11 +1514,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 	if (!ok)
 	{
 		/* all or nothing: give back what we got */
-		while (taken > 0)
-		{
-			taken--;
-			(void) withdraw_request(slots[taken], serials[taken], true);
-		}
+		give_back_leases(slots, serials, taken);
 		PG_RETURN_NULL();
 	}
 

@@ -2304,7 +2304,7 @@ run_requests(void)
 		{
 			ZklockSlot *slot;
 
-			i = sh->post_queue[sh->post_head];
+			i = zklock_post_ring[sh->post_head];
 			sh->post_head = (sh->post_head + 1) % sh->post_size;
 			if (i < 0 || i >= sh->nslots)
 				continue;
