@@ -631,6 +631,29 @@ completion_begin(const void *data)
 }
 
 /*
+ * A create found a parent missing: have the parents created (as
+ * containers) before the next try, or fail the request once a parent has
+ * vanished MAX_NONODE_RETRIES times.  Returns true when the caller should
+ * send its create again.
+ */
+static bool
+retry_with_parents(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &reqs[idx];
+
+	if (++req->nonode_retries > MAX_NONODE_RETRIES)
+	{
+		slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+				  "could not create the parents of zookeeper path \"%s\"",
+				  slot->path + slot->user_path_off);
+		return false;
+	}
+	req->need_parents = true;
+	return true;
+}
+
+/*
  * Common handling of a failed call of a request: park on connection
  * trouble, leave session ends to the session watcher, fail otherwise.
  */
@@ -910,15 +933,8 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				;
 			else if (rc == ZNONODE && slot->downgrade_seq[0] == '\0')
 			{
-				if (++req->nonode_retries > MAX_NONODE_RETRIES)
-					slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-							  "could not create the parents of zookeeper lock \"%s\"",
-							  slot->path + slot->user_path_off);
-				else
-				{
-					req->need_parents = true;
+				if (retry_with_parents(idx))
 					lk_create(idx);
-				}
 			}
 			else
 				call_failed(idx, rc, "create a lock node for");
@@ -1281,15 +1297,8 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 				;
 			else if (rc == ZNONODE)
 			{
-				if (++req->nonode_retries > MAX_NONODE_RETRIES)
-					slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
-							  "could not create the parents of zookeeper semaphore \"%s\"",
-							  slot->path + slot->user_path_off);
-				else
-				{
-					req->need_parents = true;
+				if (retry_with_parents(idx))
 					lease_create(idx);
-				}
 			}
 			else
 				call_failed(idx, rc, "create a lease node for");
@@ -1461,16 +1470,14 @@ barrier_set_done(int rc, const char *value, const void *data)
 
 	if (idx >= 0)
 	{
-		WorkerReq  *req = &reqs[idx];
-
 		if (rc == ZOK)
 			slot_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNODEEXISTS)
 			slot_finish(idx, ZKR_OK, 0);
-		else if (rc == ZNONODE && ++req->nonode_retries <= MAX_NONODE_RETRIES)
+		else if (rc == ZNONODE)
 		{
-			req->need_parents = true;
-			start_request(idx);
+			if (retry_with_parents(idx))
+				start_request(idx);
 		}
 		else
 			call_failed(idx, rc, "set the barrier");
@@ -1606,11 +1613,11 @@ denter_create_done(int rc, const char *value, const void *data)
 					denter_list(idx);
 			}
 		}
-		else if (rc == ZNONODE && ++req->nonode_retries <= MAX_NONODE_RETRIES)
+		else if (rc == ZNONODE)
 		{
 			req->create_sent = false;
-			req->need_parents = true;
-			start_request(idx);
+			if (retry_with_parents(idx))
+				start_request(idx);
 		}
 		else
 			call_failed(idx, rc, "enter the double barrier");
