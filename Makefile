@@ -16,9 +16,10 @@ PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
 
-# pg_regress runs against a private cluster started by test/run-regress.sh
-REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security
-REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out
+# pg_regress runs against a private cluster started by test/run-user-tests.sh
+REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security zklock_encoding
+REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out \
+	--encoding=UTF8 --no-locale
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

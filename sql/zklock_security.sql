@@ -21,7 +21,10 @@ SELECT count(*) FROM zk_locks;
 SELECT count(*) FROM zk_revocation_requested();
 -- the namespace and the credentials are a superuser's business
 SET zklock.namespace = '/elsewhere';
+-- (SQLSTATE only: PostgreSQL 17 words this error differently from 15)
+\set VERBOSITY sqlstate
 SHOW zklock.auth;
+\set VERBOSITY default
 RESET ROLE;
 
 SET ROLE regress_zklock_app;

@@ -13,6 +13,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "utils/guc.h"
+#include "utils/wait_event.h"
 
 #include "zklock.h"
 
@@ -213,6 +214,33 @@ zklock_shmem_startup_hook(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	zklock_shmem_startup();
+}
+
+/*
+ * The wait event to report while waiting for the given kind of thing.
+ * PostgreSQL 17 registers extension wait events by name in shared memory;
+ * the id is looked up once per process and kept.  Earlier versions have
+ * only the generic Extension event.
+ */
+uint32
+zklock_wait_event(ZklockWaitKind kind)
+{
+#if PG_VERSION_NUM >= 170000
+	static const char *const names[ZKLOCK_WAIT_KINDS] = {
+		[ZKLOCK_WAIT_ACQUIRE] = "ZkLockAcquire",
+		[ZKLOCK_WAIT_REQUEST] = "ZkLockRequest",
+		[ZKLOCK_WAIT_WORKER] = "ZkLockWorkerMain",
+	};
+	static uint32 ids[ZKLOCK_WAIT_KINDS];
+
+	Assert(kind >= 0 && kind < ZKLOCK_WAIT_KINDS);
+	if (ids[kind] == 0)
+		ids[kind] = WaitEventExtensionNew(names[kind]);
+	return ids[kind];
+#else
+	(void) kind;
+	return PG_WAIT_EXTENSION;
+#endif
 }
 
 /*

@@ -219,4 +219,44 @@ extern void zklock_postmaster_exit(int code, Datum arg);
 /* zklock_worker.c */
 extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
 
+/*
+ * Version differences of PostgreSQL's C API, kept here so that no other
+ * file tests PG_VERSION_NUM.
+ *
+ * ZKLOCK_MY_PROCNO: this process's index in ProcGlobal->allProcs (17
+ * replaced PGPROC.pgprocno with the global MyProcNumber).
+ */
+#if PG_VERSION_NUM >= 170000
+#define ZKLOCK_MY_PROCNO	((int) MyProcNumber)
+#else
+#define ZKLOCK_MY_PROCNO	(MyProc->pgprocno)
+#endif
+
+/*
+ * ZKLOCK_CREATE_WAIT_EVENT_SET: a wait event set that lives until it is
+ * freed explicitly (17 takes a resource owner, NULL meaning none, where 15
+ * took the memory context to allocate in).
+ */
+#if PG_VERSION_NUM >= 170000
+#define ZKLOCK_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(NULL, (nevents))
+#else
+#define ZKLOCK_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(TopMemoryContext, (nevents))
+#endif
+
+/*
+ * What a process is waiting for, as pg_stat_activity shows it.  On
+ * PostgreSQL 17 and later each has a wait event of its own name (type
+ * Extension); on 15 and 16 all of them show as Extension/Extension.
+ */
+typedef enum ZklockWaitKind
+{
+	ZKLOCK_WAIT_ACQUIRE = 0,	/* a backend waits for a lock or lease */
+	ZKLOCK_WAIT_REQUEST,		/* a backend waits for any other request */
+	ZKLOCK_WAIT_WORKER,			/* the worker's main loop */
+	ZKLOCK_WAIT_KINDS
+} ZklockWaitKind;
+
+/* zklock.c */
+extern uint32 zklock_wait_event(ZklockWaitKind kind);
+
 #endif							/* ZKLOCK_H */

@@ -358,7 +358,7 @@ backend_exit(int code, Datum arg)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[i];
 
-		if (slot->pid != MyProcPid || slot->procno != MyProc->pgprocno)
+		if (slot->pid != MyProcPid || slot->procno != ZKLOCK_MY_PROCNO)
 			continue;
 		switch (slot->state)
 		{
@@ -665,7 +665,7 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->result_value = 0;
 		slot->result_dsm = ask->result_dsm;
 		slot->result_size = ask->result_size;
-		slot->procno = MyProc->pgprocno;
+		slot->procno = ZKLOCK_MY_PROCNO;
 		slot->pid = MyProcPid;
 		slot->serial++;
 		if (slot->serial == 0)
@@ -730,6 +730,21 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 	WaitOutcome outcome = WAIT_NOT_GRANTED;
 	int			fail_code = 0;
 	char		fail_msg[ZKLOCK_ERRMSG_SIZE];
+	uint32		wait_event;
+
+	/* the op was set by this backend when it filled the slot */
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+		case ZKOP_LEASE:
+			wait_event = zklock_wait_event(ZKLOCK_WAIT_ACQUIRE);
+			break;
+		default:
+			wait_event = zklock_wait_event(ZKLOCK_WAIT_REQUEST);
+			break;
+	}
 
 	PG_TRY();
 	{
@@ -830,7 +845,7 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 				wait_ms = 1;
 
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 wait_ms, PG_WAIT_EXTENSION);
+							 wait_ms, wait_event);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -1746,6 +1761,8 @@ zk_revoke(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32((int32) path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, NULL));
 }
 
+static Datum utf8_text_datum(const char *s);
+
 /*
  * zk_revocation_requested() returns setof text: the paths of this
  * session's revocable locks that someone asked to release.
@@ -1772,7 +1789,7 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 		LWLockRelease(zklock_shared->lock);
 		if (asked)
 		{
-			Datum		v = CStringGetTextDatum(path);
+			Datum		v = utf8_text_datum(path);
 			bool		n = false;
 
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &n);
@@ -1789,30 +1806,67 @@ typedef struct Participant
 } Participant;
 
 /*
- * A node's data as text: converted from UTF-8 when it is valid UTF-8,
- * otherwise shown as \x followed by hex (another client's binary data).
- * Always a copy: the caller's buffer goes away.
+ * Bytes as \x followed by hex, the way bytea prints them.
  */
 static char *
-participant_data_text(const char *p, int len)
+hex_text(const char *p, int len)
 {
-	if (pg_verify_mbstr(PG_UTF8, p, len, true))
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "\\x");
+	for (i = 0; i < len; i++)
+		appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
+	return buf.data;
+}
+
+/*
+ * A UTF-8 string from ZooKeeper (a path, a node name, node data) in the
+ * database encoding, always as a palloc'd copy.  In a UTF8 or SQL_ASCII
+ * database the bytes are kept as they are (SQL_ASCII does no conversion
+ * on the way in either).  In any other encoding the string is converted;
+ * when it holds a character the encoding cannot represent (a path of
+ * another database, say, seen through zk_locks), the whole string is shown
+ * as \x-hex rather than failing the query.  Invalid UTF-8 (another
+ * client's binary data) is shown as \x-hex too.
+ */
+static char *
+text_from_utf8(const char *p, int len)
+{
+	int			enc = GetDatabaseEncoding();
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile result = NULL;
+
+	if (!pg_verify_mbstr(PG_UTF8, p, len, true))
+		return hex_text(p, len);
+	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		return pnstrdup(p, len);
+
+	/* a conversion error has nothing to clean up but memory */
+	PG_TRY();
 	{
 		char	   *conv = pg_any_to_server(p, len, PG_UTF8);
 
-		return conv == p ? pnstrdup(p, len) : conv;
+		result = conv == p ? pnstrdup(p, len) : conv;
 	}
-	else
+	PG_CATCH();
 	{
-		StringInfoData buf;
-		int			i;
-
-		initStringInfo(&buf);
-		appendStringInfoString(&buf, "\\x");
-		for (i = 0; i < len; i++)
-			appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
-		return buf.data;
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		result = hex_text(p, len);
 	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * text_from_utf8 as a text Datum, for a NUL-terminated string.
+ */
+static Datum
+utf8_text_datum(const char *s)
+{
+	return CStringGetTextDatum(text_from_utf8(s, strlen(s)));
 }
 
 static const char *participant_sort_lock;
@@ -1920,7 +1974,7 @@ zk_participants(PG_FUNCTION_ARGS)
 			parts[i].name = pstrdup(p);
 			p += MAXALIGN(nlen + 1);
 			if (dlen > 0)
-				parts[i].data = participant_data_text(p, dlen);
+				parts[i].data = text_from_utf8(p, dlen);
 			p += MAXALIGN(Max(dlen, 0) + 1);
 		}
 		dsm_detach(seg);
@@ -1983,7 +2037,7 @@ zk_participants(PG_FUNCTION_ARGS)
 			pk = "other";
 
 		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(parts[i].name);
+		values[1] = utf8_text_datum(parts[i].name);
 		values[2] = CStringGetTextDatum(pk);
 		if (parts[i].data)
 			values[3] = CStringGetTextDatum(parts[i].data);
@@ -2221,8 +2275,8 @@ zk_locks(PG_FUNCTION_ARGS)
 
 		values[0] = Int32GetDatum(s->pid);
 		values[1] = CStringGetTextDatum(recipe);
-		values[2] = CStringGetTextDatum(s->path + s->user_path_off);
-		values[3] = CStringGetTextDatum(s->node);
+		values[2] = utf8_text_datum(s->path + s->user_path_off);
+		values[3] = utf8_text_datum(s->node);
 		nulls[3] = (s->node[0] == '\0');
 		values[4] = CStringGetTextDatum(mode);
 		values[5] = CStringGetTextDatum(scope);

@@ -241,6 +241,8 @@ reset_req(int idx)
 	memset(req, 0, sizeof(*req));
 }
 
+static void slot_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
+
 /*
  * End a request with an error for its backend.  Caller holds the lock.
  */
@@ -2541,7 +2543,7 @@ rebuild_wait_set(int fd, int interest)
 {
 	if (wes != NULL)
 		FreeWaitEventSet(wes);
-	wes = CreateWaitEventSet(TopMemoryContext, 3);
+	wes = ZKLOCK_CREATE_WAIT_EVENT_SET(3);
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	if (fd >= 0 && interest != 0)
@@ -2768,7 +2770,7 @@ zklock_worker_main(Datum main_arg)
 
 		set_cork(false);
 		nevents = WaitEventSetWait(wes, timeout_ms, events, lengthof(events),
-								   PG_WAIT_EXTENSION);
+								   zklock_wait_event(ZKLOCK_WAIT_WORKER));
 		set_cork(true);
 		for (i = 0; i < nevents; i++)
 		{

@@ -1,26 +1,35 @@
 #!/bin/bash
 # all.sh — set everything up and run every test of zklock.
-# Run as root on Debian 12: installs the Debian packages it needs, builds
-# and installs the extension, runs the unit tests, then runs pg_regress and
+#
+#   bash test/all.sh [regress] [tap] [bench]    (default: regress tap)
+#
+# Run as root on Debian 12 (PostgreSQL 15) or Debian 13 (PostgreSQL 17):
+# installs the Debian packages it needs, builds the extension with warnings
+# as errors and installs it, runs the unit tests, then runs pg_regress and
 # the TAP tests (private ZooKeeper, PostgreSQL clusters and Curator peers)
-# as the unprivileged user "zklock".
+# as the unprivileged user "zklock" (created if missing), on a copy of the
+# tree that user owns, because initdb refuses to run as root.  Nothing is
+# taken from the caller's environment (see test/env.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+. test/env.sh
 TEST_USER=${ZKLOCK_TEST_USER:-zklock}
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "all.sh: run me as root (I install packages and the extension)" >&2
+	echo "all.sh: run me as root (I install packages and the extension);" >&2
+	echo "        with sudo: sudo bash test/all.sh" >&2
 	exit 1
 fi
 
+start=$(date +%s)
 bash test/install-deps.sh
 
-echo "=== build and install ==="
-make -s clean
-make -s
-make -s install
+echo "=== build and install (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR) ==="
+make -s clean PG_CONFIG="$PG_CONFIG"
+make -s PG_CONFIG="$PG_CONFIG" COPT=-Werror
+make -s install PG_CONFIG="$PG_CONFIG"
 
 echo "=== unit tests of the recipe core (cmocka) ==="
 make -s -C test/unit clean
@@ -31,7 +40,11 @@ id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
 COPY=$(mktemp -d /tmp/zklock-src.XXXXXX)
 trap 'rm -rf "$COPY"' EXIT
 cp -a "$REPO/." "$COPY/"
+rm -rf "$COPY/.git"
 chown -R "$TEST_USER" "$COPY"
 chmod 755 "$COPY"
 
-su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' bash test/run-user-tests.sh ${*:-regress tap}"
+status=0
+su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' bash test/run-user-tests.sh ${*:-regress tap}" || status=$?
+echo "all.sh: Debian ${ZKLOCK_DEBIAN:-?} / PostgreSQL $PG_MAJOR: $([ $status -eq 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
+exit $status

@@ -1,7 +1,7 @@
 #!/bin/bash
 # demo.sh — set everything up and show zklock at work.
-# Run as root on Debian 12: installs the Debian packages, builds and installs
-# the extension, then (as the unprivileged user "zklock") starts a private
+# Run as root on Debian 12 or 13: installs the Debian packages (PostgreSQL 15
+# or 17, see test/env.sh), builds and installs the extension, then (as the unprivileged user "zklock") starts a private
 # ZooKeeper and PostgreSQL on free 127.0.0.1 ports and runs a short demo:
 # three SQL sessions and a Curator client queue on one mutex and are served
 # in arrival order.  Everything it started is stopped at the end.
@@ -9,12 +9,13 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
+. test/env.sh
 DEMO_USER=${ZKLOCK_TEST_USER:-zklock}
 
 if [ "$(id -u)" -eq 0 ]; then
 	bash test/install-deps.sh
-	make -s
-	make -s install
+	make -s PG_CONFIG="$PG_CONFIG"
+	make -s install PG_CONFIG="$PG_CONFIG"
 	id "$DEMO_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$DEMO_USER"
 	COPY=$(mktemp -d /tmp/zklock-demo-src.XXXXXX)
 	trap 'rm -rf "$COPY"' EXIT
@@ -25,7 +26,6 @@ if [ "$(id -u)" -eq 0 ]; then
 	exit $?
 fi
 
-PGBIN=/usr/lib/postgresql/15/bin
 export PATH="$PGBIN:$PATH"
 WORK=$(mktemp -d /tmp/zklock-demo.XXXXXX)
 PEER_PID=""
@@ -42,9 +42,9 @@ echo "== starting a private ZooKeeper"
 ZKPORT=$(test/zk/zk.sh start "$WORK/zk")
 echo "   ZooKeeper on 127.0.0.1:$ZKPORT"
 
-echo "== starting a private PostgreSQL 15 with zklock"
+echo "== starting a private PostgreSQL $PG_MAJOR with zklock"
 PGPORT=$(( 40000 + RANDOM % 10000 ))
-initdb -D "$WORK/pg" -A trust >/dev/null
+initdb -D "$WORK/pg" -A trust -E UTF8 --no-locale >/dev/null
 cat >> "$WORK/pg/postgresql.conf" <<CONF
 port = $PGPORT
 listen_addresses = '127.0.0.1'
@@ -83,7 +83,7 @@ wait_queue() {
 CURATOR=0
 if command -v javac >/dev/null && [ -f /usr/share/java/curator-recipes.jar ]; then
 	mkdir -p "$WORK/java"
-	if javac -nowarn -cp /usr/share/java/curator-recipes.jar -d "$WORK/java" test/java/CuratorPeer.java 2>/dev/null; then
+	if javac -nowarn -encoding UTF-8 -cp /usr/share/java/curator-recipes.jar -d "$WORK/java" test/java/CuratorPeer.java 2>/dev/null; then
 		mkfifo "$WORK/peer.in"
 		java -cp "$WORK/java:/usr/share/java/curator-recipes.jar" CuratorPeer "127.0.0.1:$ZKPORT" \
 			< "$WORK/peer.in" > "$WORK/peer.out" 2>/dev/null &

@@ -1,11 +1,16 @@
 #!/bin/bash
-# install-deps.sh — install what zklock needs from Debian 12's packages.
-# Run as root. Idempotent: packages already present are left alone.
+# install-deps.sh — install what zklock needs from the Debian release's own
+# packages: PostgreSQL 15 on Debian 12, PostgreSQL 17 on Debian 13 (see
+# test/env.sh), the ZooKeeper server and C client, Curator, a JDK, cmocka
+# and Perl's IPC::Run.  Run as root.  Idempotent: packages already present
+# are left alone, and nothing is fetched when all are there.
 set -euo pipefail
+. "$(dirname "$0")/env.sh"
 
-PKGS="build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15
-      libzookeeper-st-dev zookeeper libcurator-recipes-java default-jdk-headless
-      libcmocka-dev libipc-run-perl iproute2 procps ca-certificates"
+PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
+      postgresql-client-$PG_MAJOR libzookeeper-st-dev zookeeper
+      libcurator-recipes-java libslf4j-java default-jdk-headless
+      libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: not root; assuming the packages are installed" >&2
@@ -17,13 +22,14 @@ for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-	echo "install-deps.sh: all packages present"
+	echo "install-deps.sh: all packages present (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR)"
 	exit 0
 fi
 
 # (Debian's postgresql package may create and start its default cluster on
 # port 5432; zklock's scripts start their own private clusters on free
 # ports and leave it alone.)
+echo "install-deps.sh: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends \

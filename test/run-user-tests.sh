@@ -7,9 +7,9 @@ set -uo pipefail
 
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-PGBIN=/usr/lib/postgresql/15/bin
+. test/env.sh
 export PATH="$PGBIN:$PATH"
-PGXS=$(pg_config --pgxs)
+PGXS=$("$PG_CONFIG" --pgxs)
 PG_REGRESS=$(dirname "$(dirname "$PGXS")")/test/regress/pg_regress
 export PG_REGRESS
 
@@ -39,8 +39,9 @@ CONF
 			--temp-config="$WORK/regress.conf" \
 			--bindir="$PGBIN" \
 			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
-			--dbname=zklock_regress \
-			zklock_mutex zklock_recipes zklock_input zklock_security; then
+			--dbname=zklock_regress --encoding=UTF8 --no-locale \
+			zklock_mutex zklock_recipes zklock_input zklock_security \
+			zklock_encoding; then
 		cat "$WORK/regress-out/regression.diffs" 2>/dev/null
 		status=1
 	fi

@@ -11,7 +11,7 @@
 #	         session
 #	curator  test/bench/CuratorBench.java: InterProcessMutex acquire+release,
 #	         one CuratorFramework, 1/8/32 threads
-#	sql      private PostgreSQL 15 cluster with zklock preloaded, pgbench
+#	sql      private PostgreSQL cluster (15 or 17) with zklock preloaded, pgbench
 #	         scripts doing zk_mutex_acquire + zk_mutex_release, 1/8/32 clients
 #
 # Run as root or as an unprivileged user.  As root, the PostgreSQL part runs
@@ -26,7 +26,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+. "$HERE/../env.sh"		# PGBIN of this platform's PostgreSQL, a sane environment
 JAVA_CP_CURATOR=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar
 PG_USER=zklock
 
@@ -249,7 +249,7 @@ fi
 if want curator; then
 	log "building CuratorBench"
 	mkdir -p "$WORK/classes"
-	javac -nowarn -d "$WORK/classes" -cp "$JAVA_CP_CURATOR" "$HERE/CuratorBench.java"
+	javac -nowarn -encoding UTF-8 -d "$WORK/classes" -cp "$JAVA_CP_CURATOR" "$HERE/CuratorBench.java"
 fi
 
 # private ZooKeeper server

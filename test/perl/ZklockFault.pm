@@ -58,7 +58,7 @@ sub _compile_zktool
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
 		[
-			'javac', '-nowarn', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
+			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
 			"$ZklockTest::REPO/test/java/ZkTool.java"
 		],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(120))

@@ -3,18 +3,22 @@
 #
 # Built on PostgreSQL's own TAP framework (PostgreSQL::Test::Cluster and
 # PostgreSQL::Test::Utils, shipped by Debian under
-# /usr/lib/postgresql/15/lib/pgxs/src/test/perl). Run the tests with, from the
-# repository root and as a non-root user (initdb refuses root):
+# /usr/lib/postgresql/<major>/lib/pgxs/src/test/perl: 15 on Debian 12, 17 on
+# Debian 13). Run the tests with, from the repository root and as a non-root
+# user (initdb refuses root):
 #
 #   PATH=/usr/lib/postgresql/15/bin:$PATH \
 #   prove -I /usr/lib/postgresql/15/lib/pgxs/src/test/perl -I test/perl test/t/
+#
+# (test/run-user-tests.sh does that for the platform's version.)
 #
 # Environment the PostgreSQL modules need, defaulted here when unset:
 #   PG_REGRESS  pg_regress binary (Cluster->init runs "pg_regress --config-auth");
 #               Debian: <pgxs dir>/src/test/regress/pg_regress
 #   TESTDIR     base of tmp_check/ (logs, data dirs); default: <repo>/test
-#   PATH        must reach the PG 15 binaries (initdb, pg_ctl, psql, pg_config);
-#               /usr/lib/postgresql/15/bin is prepended when pg_config is absent
+#   PATH        must reach the PostgreSQL binaries (initdb, pg_ctl, psql,
+#               pg_config); when pg_config is absent, $PGBIN or else the
+#               newest /usr/lib/postgresql/*/bin is prepended
 # Optional: PG_TEST_NOCLEAN=1 keeps the data directories and ZooKeeper dirs,
 # PG_TEST_TIMEOUT_DEFAULT (seconds) bounds PostgreSQL's own waits.
 #
@@ -44,18 +48,26 @@ BEGIN
 	# Repository root: this file is <repo>/test/perl/ZklockTest.pm.
 	$REPO = abs_path(dirname(__FILE__) . '/../..');
 
-	# Find the PostgreSQL 15 binaries.
-	$PGBIN = '/usr/lib/postgresql/15/bin';
-	my $have_pg_config = grep { -x "$_/pg_config" } split /:/, ($ENV{PATH} // '');
-	$ENV{PATH} = "$PGBIN:" . ($ENV{PATH} // '/usr/bin:/bin') unless $have_pg_config;
+	# Find the PostgreSQL binaries: pg_config on PATH, else $PGBIN (set by
+	# test/env.sh), else the newest version installed.
+	my ($on_path) = grep { -x "$_/pg_config" } split /:/, ($ENV{PATH} // '');
+	if ($on_path)
+	{
+		$PGBIN = $on_path;
+	}
+	else
+	{
+		my @bins = sort { ($a =~ m{/(\d+)/bin$})[0] <=> ($b =~ m{/(\d+)/bin$})[0] }
+		  glob('/usr/lib/postgresql/*/bin');
+		$PGBIN = $ENV{PGBIN} // $bins[-1] // '/usr/lib/postgresql/15/bin';
+		$ENV{PATH} = "$PGBIN:" . ($ENV{PATH} // '/usr/bin:/bin');
+	}
 
 	if (!defined $ENV{PG_REGRESS})
 	{
-		my $pgxs = `pg_config --pgxs 2>/dev/null`;
+		my $pgxs = `"$PGBIN/pg_config" --pgxs 2>/dev/null`;
 		chomp $pgxs;
 		my $regress = dirname(dirname($pgxs // '')) . '/test/regress/pg_regress';
-		$regress = '/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress'
-		  unless -x $regress;
 		$ENV{PG_REGRESS} = $regress;
 	}
 
@@ -76,7 +88,7 @@ our @EXPORT = qw(
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
   sqlstate_of psql_error seq_of sort_by_seq lock_children
-  zk_lock_rows worker_pid
+  zk_lock_rows worker_pid expected_wait_event
   missing_functions require_functions participants_rows wait_children_count
   $CURATOR_NODE_RE $CURATOR_RW_NODE_RE $CURATOR_LEASE_NODE_RE $DEFAULT_TIMEOUT
 );
@@ -189,7 +201,8 @@ sub new_zklock_node
 {
 	my ($name, $zk, $extra_conf, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	# explicit encoding and locale: nothing depends on the caller's LANG
+	$node->init(extra => [ '--encoding=UTF8', '--no-locale' ]);
 	$node->append_conf(
 		'postgresql.conf', qq{
 shared_preload_libraries = 'zklock'
@@ -367,6 +380,18 @@ sub worker_pid
 	return $node->safe_psql('postgres',
 		q{SELECT coalesce(max(pid)::text, '') FROM pg_stat_activity
 		  WHERE backend_type = 'zklock worker'});
+}
+
+# expected_wait_event($node, $name): the wait_event pg_stat_activity shows
+# for zklock's wait called $name (ZkLockAcquire, ZkLockRequest,
+# ZkLockWorkerMain): $name itself from PostgreSQL 17 on, which names
+# extension wait events, and 'Extension' before.  The wait_event_type is
+# 'Extension' on every version.
+sub expected_wait_event
+{
+	my ($node, $name) = @_;
+	my $num = $node->safe_psql('postgres', q{SHOW server_version_num});
+	return $num >= 170000 ? $name : 'Extension';
 }
 
 sub new_peer { return ZklockTest::Peer->new(@_); }
@@ -629,7 +654,7 @@ sub _compile
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
 		[
-			'javac', '-nowarn', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
+			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
 			"$ZklockTest::REPO/test/java/CuratorPeer.java"
 		],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(120))

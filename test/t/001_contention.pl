@@ -42,14 +42,16 @@ for my $i (1 .. $nwaiters)
 # Nobody but the holder got the lock.
 ok(!$_->done, $_->name . ' is still blocked') for @w;
 
-# pg_stat_activity shows the wait event for every waiter.
+# pg_stat_activity shows the wait event for every waiter (ZkLockAcquire on
+# PostgreSQL 17, the generic Extension before).
 my $pids = join(',', map { $_->pid } @w);
+my $event = expected_wait_event($node, 'ZkLockAcquire');
 is( $node->safe_psql(
 		'postgres',
 		qq{SELECT count(*) FROM pg_stat_activity WHERE pid IN ($pids)
-		   AND wait_event_type = 'Extension' AND wait_event = 'Extension'}),
+		   AND wait_event_type = 'Extension' AND wait_event = '$event'}),
 	$nwaiters,
-	'all waiters show wait_event_type/wait_event Extension in pg_stat_activity');
+	"all waiters show wait_event_type/wait_event Extension/$event in pg_stat_activity");
 
 # zk_locks: one holder, five waiters, session scope, each with a node.
 is( $node->safe_psql(
