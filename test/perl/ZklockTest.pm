@@ -88,7 +88,7 @@ our @EXPORT = qw(
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
   sqlstate_of psql_error seq_of sort_by_seq lock_children
-  zk_lock_rows worker_pid expected_wait_event
+  zk_lock_rows worker_pid expected_wait_event curator_version
   missing_functions require_functions participants_rows wait_children_count
   $CURATOR_NODE_RE $CURATOR_RW_NODE_RE $CURATOR_LEASE_NODE_RE $DEFAULT_TIMEOUT
 );
@@ -392,6 +392,22 @@ sub expected_wait_event
 	my ($node, $name) = @_;
 	my $num = $node->safe_psql('postgres', q{SHOW server_version_num});
 	return $num >= 170000 ? $name : 'Extension';
+}
+
+# curator_version(): the version of the Curator the peers run, as a list
+# (major, minor, patch), from the versioned jar Debian installs beside
+# $CURATOR_JAR (curator-recipes-5.4.0.jar on Debian 12, -5.7.1 on 13) that
+# is the same file.  Dies when it cannot tell: a test that depends on the
+# version must not guess.
+sub curator_version
+{
+	my $real = abs_path($ZklockTest::CURATOR_JAR) // die "no Curator jar at $ZklockTest::CURATOR_JAR";
+	for my $jar (glob(dirname($ZklockTest::CURATOR_JAR) . '/curator-recipes-*.jar'))
+	{
+		next unless (abs_path($jar) // '') eq $real;
+		return ($1, $2, $3) if $jar =~ /curator-recipes-(\d+)\.(\d+)\.(\d+)\.jar$/;
+	}
+	die "cannot tell the version of $ZklockTest::CURATOR_JAR";
 }
 
 sub new_peer { return ZklockTest::Peer->new(@_); }

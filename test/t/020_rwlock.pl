@@ -5,7 +5,8 @@
 # while writers queue behind them and then run one at a time; a backend
 # cannot upgrade read to write (it would deadlock) but can downgrade write
 # to read, and a writer queued behind the downgrading backend stays behind
-# its read lock; under a mixed load no writer ever overlaps anybody, while
+# its read lock (as with Curator 5.5+; part 3b shows what each Curator
+# version does itself); under a mixed load no writer ever overlaps anybody, while
 # readers do overlap each other.
 use strict;
 use warnings;
@@ -205,6 +206,59 @@ is($peer->release('cw_dg'), 'released', 'Curator writer releases');
 $r = $s2->result;
 is($r->{out}, 't', 'then the SQL writer gets it') or diag($r->{err});
 is($s2->value("SELECT zk_write_lock_release('$p3')"), 't', 's2 releases');
+
+############################################################################
+# 3b. Curator's own downgrade, which differs by Curator version; zklock
+#     follows the queue it finds on the wire.
+#     - Curator 5.5 and later (Debian 13 ships 5.7.1) create the downgraded
+#       read node EPHEMERAL, named with the writer's own sequence, so it
+#       sorts at the writer's place: a writer queued behind stays behind
+#       the read lock.  zklock downgrades this way on every platform (3.).
+#     - Curator 5.4 (Debian 12) creates a new EPHEMERAL_SEQUENTIAL read
+#       node, which sorts after a writer that queued before the downgrade:
+#       once the Curator client lets go of its write lock, that writer is
+#       first in the queue and gets the lock while the Curator client still
+#       holds its read lock.  That is Curator 5.4's flaw, fixed in 5.5; a
+#       zklock writer cannot tell it from a legitimate grant.
+############################################################################
+my @cv = curator_version();
+my $cv = join('.', @cv);
+my $new_downgrade = $cv[0] > 5 || ($cv[0] == 5 && $cv[1] >= 5);
+note("Curator $cv: " . ($new_downgrade ? 'read node at the writer\'s sequence' : 'new sequential read node'));
+my $p3b = '/t020/curator_downgrade';
+$peer->lock('write', 'cdg', $p3b, 5000);
+is($peer->acquire_result('cdg'), 'acquired', 'Curator takes the write lock');
+my ($cw) = @{ $peer->children($p3b) };
+my ($cwseq) = $cw =~ /(\d{10})$/;
+$s2->start("SELECT zk_write_lock_acquire('$p3b')");
+ok(wait_waiting($node, $s2->pid, $p3b), 'an SQL writer queues behind it');
+my ($s2seq) = zk_lock_rows($node, $p3b)->{ $s2->pid }{node} =~ /(\d{10})$/;
+$peer->lock('read', 'cdg', $p3b, 5000);
+is($peer->acquire_result('cdg'), 'acquired', 'Curator downgrades: its read lock is granted at once');
+my ($crnode) = grep { /__READ__/ } @{ $peer->children($p3b) };
+my ($crseq) = ($crnode // '') =~ /(\d{10})$/;
+if ($new_downgrade)
+{
+	is($crseq, $cwseq, "Curator $cv: the read node carries the writer's sequence $cwseq");
+	is($peer->release('cdg', 'write'), 'released', 'Curator releases its write lock (keeps read)');
+	ok(!wait_until(sub { $s2->done }, 1.5, '(expected) no grant'),
+		"the queued SQL writer stays behind Curator's read lock");
+	is($peer->release('cdg', 'read'), 'released', 'Curator releases its read lock');
+	$r = $s2->result;
+	is($r->{out}, 't', 'then the SQL writer gets the lock') or diag($r->{err});
+}
+else
+{
+	cmp_ok($crseq, '>', $s2seq,
+		"Curator $cv: the read node takes a new sequence, after the queued SQL writer's");
+	is($peer->release('cdg', 'write'), 'released', 'Curator releases its write lock (keeps read)');
+	$r = $s2->result;
+	is($r->{out}, 't', "the SQL writer, first in the queue now, gets the lock (Curator ${cv}'s flaw)")
+	  or diag($r->{err});
+	is($peer->release('cdg', 'read'), 'released', 'Curator releases its read lock');
+}
+is($s2->value("SELECT zk_write_lock_release('$p3b')"), 't', 's2 releases');
+ok(wait_children_count($peer, $p3b, 0), 'nothing left under the lock');
 
 # Reentrancy: each acquire needs its release; a downgraded backend may
 # also give its read lock back first and keep the write lock.

@@ -199,6 +199,22 @@ is($s2->value("SELECT zk_double_barrier_leave('$p7', '5s')"), 't', 'the remainin
 my $r = $s->query("SELECT zk_double_barrier_leave('$p3')");
 is($r->{sqlstate}, '55000', 'leave without enter: ERROR 55000') or diag($r->{err});
 
+# 8. Curator's own timed enter, for comparison.  Curator 5.4.0 (Debian 12)
+#    and 5.7.1 (Debian 13) ship the same DistributedDoubleBarrier (their
+#    compiled classes are identical), so both platforms see the same thing:
+#    enter returns false when its time is up and leaves its member node in
+#    place until leave() or the end of the session.  A zklock member that
+#    gives up takes its node away at once (2. and 3b.), and a waiting zklock
+#    member only enters with a real quorum (3b.).
+my $cv = join('.', curator_version());
+my $p8 = '/t025/curator_timeout';
+$peer->denter('ct', $p8, 2, 500);
+is($peer->entered_result('ct'), 'false', "Curator $cv: a timed enter with too few members returns false");
+is(scalar @{ member_nodes($p8) }, 1, "Curator $cv: its member node stays after the timeout");
+$peer->dleave('ct', 5000);
+is($peer->left_result('ct'), 'true', "Curator $cv: leave() takes it away");
+ok(wait_until(sub { @{ member_nodes($p8) } == 0 }, 10), 'no member node left');
+
 $_->{s}->quit for grep { $_->{kind} eq 'sql' } @m5;
 $peer->quit;
 $node->stop;
