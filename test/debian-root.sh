@@ -63,6 +63,8 @@ if ! command -v debootstrap >/dev/null; then
 fi
 
 ROOT=$(mktemp -d "$PARENT/zklock-root-$RELEASE.XXXXXX")
+# it becomes "/" inside: the unprivileged test user must be able to enter it
+chmod 755 "$ROOT"
 cleanup() {
 	local m
 	m=$(mounted_under "$ROOT")
