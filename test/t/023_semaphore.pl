@@ -139,7 +139,8 @@ $peer->lease('cq2', $p2, 3, 1, 5000);
 is(ref($peer->lease_result('cq2')), 'ARRAY', 'Curator takes the third lease');
 $s3->start("SELECT zk_semaphore_acquire('$p2', 3)");
 ok(wait_children_count($peer, "$p2/leases", 4), 's3 waits with its lease node created');
-ok(wait_sql($node, 'SELECT wait_event FROM pg_stat_activity WHERE pid = ' . $s3->pid, 'Extension', 10),
+ok(wait_sql($node, 'SELECT wait_event FROM pg_stat_activity WHERE pid = ' . $s3->pid,
+		expected_wait_event($node, 'ZkLockAcquire'), 10),
 	's3 is waiting in zklock');
 is($node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s3->pid . ')'), 't', 'cancel s3');
 my $r = $s3->result;

@@ -25,7 +25,7 @@ sub waiting_in_zklock
 {
 	my ($s) = @_;
 	return wait_sql($node, 'SELECT wait_event FROM pg_stat_activity WHERE pid = ' . $s->pid,
-		'Extension', 10);
+		expected_wait_event($node, 'ZkLockRequest'), 10);
 }
 
 # 1. No barrier: the wait returns true at once.
