@@ -349,7 +349,11 @@ log "zookeeper: $(four_letter "$ZK_PORT" srvr | grep -E 'Latency|Outstanding|Nod
 ###########################################################################
 echo
 echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete)."
-echo "Same ZooKeeper 3.8 standalone server (forceSync=$ZK_FSYNC), $(nproc) CPUs; raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape."
+# versions as installed (Debian 12: ZooKeeper 3.8, Curator 5.4, PostgreSQL 15;
+# Debian 13: ZooKeeper 3.9, Curator 5.7, PostgreSQL 17)
+pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/[-+~].*//'; }
+echo "Debian ${ZKLOCK_DEBIAN:-?}: ZooKeeper $(pkg_version zookeeper), Curator $(pkg_version libcurator-recipes-java), PostgreSQL $PG_MAJOR."
+echo "Same ZooKeeper standalone server for all three (forceSync=$ZK_FSYNC), $(nproc) CPUs; raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape."
 echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds;"
 echo "ratios: cyc/s higher is better for zklock, p50 lower is better for zklock."
 echo
