@@ -179,7 +179,11 @@ CREATE FUNCTION zk_status(
     OUT slots_used integer,
     OUT connected_count bigint,
     OUT suspended_count bigint,
-    OUT expired_count bigint)
+    OUT expired_count bigint,
+    OUT lease_until timestamptz,
+    OUT lease_remaining interval,
+    OUT locks_lost bigint,
+    OUT leases_expired bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -22,6 +22,7 @@ PG_MODULE_MAGIC;
 char	   *zklock_hosts = NULL;
 int			zklock_session_timeout = 60000;
 int			zklock_connect_timeout = 15000;
+int			zklock_lease_margin = 1000;
 char	   *zklock_namespace = NULL;
 int			zklock_max_requests = 1024;
 char	   *zklock_auth = NULL;
@@ -114,6 +115,14 @@ define_gucs(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("zklock.lease_margin",
+							"Safety margin taken off the session timeout when deciding how long a lock is known to be held.",
+							"A lock is valid until the send time of the latest request ZooKeeper answered plus the negotiated session timeout minus this margin (at most half the timeout). It covers clock rate differences between this host and the servers and the time a commit takes.",
+							&zklock_lease_margin,
+							1000, 0, 60 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("zklock.connect_timeout",
 							"How long a call waits for a missing ZooKeeper connection before it fails.",
 							NULL,

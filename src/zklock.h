@@ -19,6 +19,7 @@
 
 #include "postgres.h"
 
+#include "port/atomics.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
@@ -174,6 +175,20 @@ typedef struct ZklockShared
 	char		session_passwd[16];
 	uint64		session_gen;	/* bumped for every new session */
 	uint64		lost_epoch;		/* bumped whenever held locks are lost */
+	int64		locks_lost_count;	/* held locks lost, ever */
+	int64		lease_expired_count;	/* leases that ran out unanswered */
+
+	/*
+	 * Lease: the time (TimestampTz) until which the session is known to be
+	 * alive on the server, 0 when nothing is known.  It is the send time
+	 * of the latest heartbeat the server answered plus the negotiated
+	 * session timeout minus zklock.lease_margin; the server cannot expire
+	 * the session before it.  Written by the worker only (it only ever
+	 * moves forward within a session, and drops to 0 when the session is
+	 * lost); read without the lock by backends at COMMIT, so a worker that
+	 * is stalled, even while holding the lock, cannot vouch for a lock.
+	 */
+	pg_atomic_uint64 lease_until;
 	int			negotiated_timeout; /* ms */
 	char		server[128];
 	int			nslots;
@@ -184,6 +199,7 @@ typedef struct ZklockShared
 extern char *zklock_hosts;
 extern int	zklock_session_timeout;
 extern int	zklock_connect_timeout;
+extern int	zklock_lease_margin;
 extern char *zklock_namespace;
 extern int	zklock_max_requests;
 extern char *zklock_auth;
@@ -208,10 +224,11 @@ extern void zklock_wake_worker(void);
 extern void zklock_wake_backend(ZklockSlot *slot);
 extern const char *zklock_slot_state_name(ZklockSlotState state);
 extern const char *zklock_conn_state_name(ZklockConnState state);
+extern bool zklock_lease_valid(TimestampTz now, TimestampTz *until);
 
 /* zklock_session.c */
 extern void zklock_session_save(int64 session_id, const char *passwd);
-extern bool zklock_session_load(int64 *session_id, char *passwd);
+extern bool zklock_session_load(int64 *session_id, char *passwd, bool *foreign);
 extern void zklock_session_forget(void);
 extern bool zklock_session_close(int64 session_id, const char *passwd, int timeout_ms);
 extern void zklock_postmaster_exit(int code, Datum arg);

@@ -5,7 +5,7 @@
  *
  * Everything here is a function of its arguments: no PostgreSQL calls, no
  * ZooKeeper calls, no allocation, no global state.  The rules are those of
- * Apache Curator 5.x and ZooKeeper 3.8 as written down in WIRE.md; node
+ * Apache Curator 5.x and ZooKeeper 3.8 as written down in doc/wire.md; node
  * names must match Curator's byte for byte so that zklock and Curator
  * clients contend for the same locks.
  *
@@ -335,6 +335,60 @@ zklock_is_uuid(const char *s)
 			return false;		/* also stops at a NUL */
 	}
 	return s[ZKLOCK_UUID_LEN] == '\0';
+}
+
+/*
+ * Does name end with marker followed by exactly ten digits (a Curator
+ * sequential node of that marker, protected or not)?
+ */
+static bool
+ends_with_sequence(const char *name, const char *marker)
+{
+	size_t		len = strlen(name);
+	size_t		mlen = strlen(marker);
+	size_t		i;
+
+	if (len < mlen + 10)
+		return false;
+	for (i = len - 10; i < len; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return strncmp(name + len - 10 - mlen, marker, mlen) == 0;
+}
+
+/*
+ * Classify a node name as one of the recipe nodes that Curator and zklock
+ * create inside a lock, semaphore or double barrier, by the rules of
+ * doc/wire.md: sequential lock, lease, read and write nodes (with or
+ * without the protection prefix), any protected node, and the bare UUID of
+ * a double barrier member.  Returns what it is, or NULL.  A barrier is a
+ * node the user named, so none of these is ever one.
+ */
+const char *
+zklock_recipe_node_kind(const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	if (ends_with_sequence(name, ZKLOCK_READ_LOCK_NAME))
+		return "read lock";
+	if (ends_with_sequence(name, ZKLOCK_WRITE_LOCK_NAME))
+		return "write lock";
+	if (ends_with_sequence(name, ZKLOCK_LEASE_NAME))
+		return "lease";
+	if (ends_with_sequence(name, ZKLOCK_LOCK_NAME))
+		return "lock";
+	if (strncmp(name, ZKLOCK_PROTECTED_PREFIX, 3) == 0 && strlen(name) > ZKLOCK_PROTECTED_PREFIX_LEN - 1)
+	{
+		char		uuid[ZKLOCK_UUID_LEN + 1];
+
+		memcpy(uuid, name + 3, ZKLOCK_UUID_LEN);
+		uuid[ZKLOCK_UUID_LEN] = '\0';
+		if (zklock_is_uuid(uuid) && name[3 + ZKLOCK_UUID_LEN] == '-')
+			return "protected node";
+	}
+	if (zklock_is_uuid(name))
+		return "double barrier member";
+	return NULL;
 }
 
 /*

@@ -22,7 +22,7 @@
 #define ZKLOCK_MAX_PATH_LEN 480		/* max bytes of a user path */
 #define ZKLOCK_UUID_LEN 36
 
-/* Curator's node names (WIRE.md) */
+/* Curator's node names (doc/wire.md) */
 #define ZKLOCK_LOCK_NAME "lock-"
 #define ZKLOCK_LEASE_NAME "lease-"
 #define ZKLOCK_READ_LOCK_NAME "__READ__"
@@ -64,6 +64,13 @@ extern bool zklock_is_uuid(const char *s);
 
 /* "_c_" + uuid + "-" (40 chars) into out (>= 41 bytes) */
 extern void zklock_protected_prefix(const char *uuid, char *out);
+
+/*
+ * What kind of recipe node a node name is ("lock", "lease", "read lock",
+ * "write lock", "protected node", "double barrier member"), or NULL when
+ * it is none: barrier calls refuse to touch such nodes.
+ */
+extern const char *zklock_recipe_node_kind(const char *name);
 /* "_c_<uuid>-<lock_name>"; returns chars needed (snprintf semantics) */
 extern int	zklock_protected_name(const char *uuid, const char *lock_name,
 								  char *out, size_t outlen);

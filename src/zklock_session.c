@@ -12,6 +12,16 @@
  * so the old session is closed at once: its ephemeral nodes vanish now
  * instead of after the session timeout.  The same happens at shutdown.
  *
+ * The file belongs to one server run.  It records who wrote it: the
+ * postmaster's pid and start time, the host name and the data directory.
+ * A copy of the data directory (pg_basebackup, pg_rewind, a file-level
+ * copy, a standby) carries the file of its origin, whose session is alive
+ * and holds the origin's locks; a server that did not write the file must
+ * never close that session, so only a file written by this very server run
+ * (same postmaster, same start, same host and directory: the crash-restart
+ * case) is acted on.  Anything else is removed unread.  A clean start never
+ * needs the file: a clean shutdown closed the session already.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,6 +37,8 @@
 #include "storage/fd.h"
 #include "utils/timestamp.h"
 
+#include "postmaster/postmaster.h"
+
 #include "zklock.h"
 
 /* relative to the data directory, which is every process's cwd */
@@ -34,21 +46,42 @@
 #define SESSION_FILE_TMP	"zklock.session.tmp"
 
 /*
+ * Who this server run is, as one line of text: postmaster pid, postmaster
+ * start time, host name, data directory (last: it may contain spaces).
+ */
+static void
+server_run_identity(char *buf, size_t len)
+{
+	char		host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "?", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	snprintf(buf, len, "%d %lld %s %s", (int) PostmasterPid,
+			 (long long) PgStartTime, host, DataDir ? DataDir : "?");
+}
+
+/*
  * Remember the session id and password in the data directory (mode 0600),
- * written to a temporary file and renamed into place.
+ * with the identity of the server run that opened the session, written to
+ * a temporary file and renamed into place durably.
  */
 void
 zklock_session_save(int64 session_id, const char *passwd)
 {
-	char		line[80];
+	char		buf[MAXPGPATH + 400];
+	char		ident[MAXPGPATH + 300];
 	int			len;
 	int			fd;
 	int			i;
 
-	len = snprintf(line, sizeof(line), "%016llx ", (unsigned long long) session_id);
+	len = snprintf(buf, sizeof(buf), "%016llx ", (unsigned long long) session_id);
 	for (i = 0; i < 16; i++)
-		len += snprintf(line + len, sizeof(line) - len, "%02x", (unsigned char) passwd[i]);
-	line[len++] = '\n';
+		len += snprintf(buf + len, sizeof(buf) - len, "%02x", (unsigned char) passwd[i]);
+	server_run_identity(ident, sizeof(ident));
+	len += snprintf(buf + len, sizeof(buf) - len, "\n%s\n", ident);
+	if (len >= (int) sizeof(buf))
+		len = sizeof(buf) - 1;
 
 	fd = open(SESSION_FILE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
 	if (fd < 0)
@@ -58,7 +91,7 @@ zklock_session_save(int64 session_id, const char *passwd)
 				 errmsg("zklock: could not create \"%s\": %m", SESSION_FILE_TMP)));
 		return;
 	}
-	if (write(fd, line, len) != len || pg_fsync(fd) != 0)
+	if (write(fd, buf, len) != len)
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
@@ -68,42 +101,55 @@ zklock_session_save(int64 session_id, const char *passwd)
 		return;
 	}
 	close(fd);
-	if (rename(SESSION_FILE_TMP, SESSION_FILE) != 0)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("zklock: could not rename \"%s\": %m", SESSION_FILE_TMP)));
+	/* fsyncs the file, renames it, fsyncs the directory */
+	(void) durable_rename(SESSION_FILE_TMP, SESSION_FILE, LOG);
 }
 
 /*
- * Read the session file.  Returns false when there is none (or it cannot
- * be read).
+ * Read the session file.  Returns false when there is none, it cannot be
+ * read, or it was written by another server run (see the file's banner);
+ * *foreign says which of the last two it was, so the caller can remove
+ * the file without touching the session it names.
  */
 bool
-zklock_session_load(int64 *session_id, char *passwd)
+zklock_session_load(int64 *session_id, char *passwd, bool *foreign)
 {
-	char		line[80];
+	char		buf[MAXPGPATH + 400];
+	char		ident[MAXPGPATH + 300];
 	unsigned long long id;
+	char	   *nl;
 	int			fd;
 	ssize_t		n;
 	int			i;
 
+	*foreign = false;
 	fd = open(SESSION_FILE, O_RDONLY | PG_BINARY, 0);
 	if (fd < 0)
 		return false;
-	n = read(fd, line, sizeof(line) - 1);
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 16 + 1 + 32)
 		return false;
-	line[n] = '\0';
-	if (sscanf(line, "%16llx", &id) != 1)
+	buf[n] = '\0';
+	if (sscanf(buf, "%16llx", &id) != 1)
 		return false;
 	for (i = 0; i < 16; i++)
 	{
 		unsigned int b;
 
-		if (sscanf(line + 17 + 2 * i, "%2x", &b) != 1)
+		if (sscanf(buf + 17 + 2 * i, "%2x", &b) != 1)
 			return false;
 		passwd[i] = (char) b;
+	}
+
+	/* the second line must be this server run, exactly */
+	server_run_identity(ident, sizeof(ident));
+	nl = strchr(buf, '\n');
+	if (nl == NULL || strncmp(nl + 1, ident, strlen(ident)) != 0 ||
+		nl[1 + strlen(ident)] != '\n')
+	{
+		*foreign = true;
+		return false;
 	}
 	*session_id = (int64) id;
 	return true;
@@ -208,8 +254,8 @@ zklock_session_close(int64 session_id, const char *passwd, int timeout_ms)
 }
 
 /*
- * Postmaster exit (shutdown): close the session the worker left, so what
- * this cluster held is released at once.
+ * Postmaster exit (shutdown): close the session the worker of this server
+ * run left, so what this cluster held is released at once.
  */
 void
 zklock_postmaster_exit(int code, Datum arg)
@@ -217,9 +263,11 @@ zklock_postmaster_exit(int code, Datum arg)
 	int64		id;
 	char		passwd[16];
 
+	bool		foreign;
+
 	if (IsUnderPostmaster || MyProcPid != PostmasterPid)
 		return;
-	if (!zklock_session_load(&id, passwd))
+	if (!zklock_session_load(&id, passwd, &foreign))
 		return;
 	if (zklock_session_close(id, passwd, 3000))
 		zklock_session_forget();

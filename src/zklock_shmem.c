@@ -71,9 +71,25 @@ zklock_shmem_startup(void)
 		zklock_shared->conn_state = ZKC_NONE;
 		zklock_shared->nslots = zklock_max_requests;
 		zklock_shared->post_size = post_queue_size();
+		pg_atomic_init_u64(&zklock_shared->lease_until, 0);
 	}
 	zklock_post_ring = (int *) &zklock_shared->slots[zklock_shared->nslots];
 	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Is the worker's session provably alive at now?  *until (if given) gets
+ * the end of the lease, 0 when there is none.  Reads shared memory
+ * without the lock: safe to call from a backend whatever the worker does.
+ */
+bool
+zklock_lease_valid(TimestampTz now, TimestampTz *until)
+{
+	TimestampTz end = (TimestampTz) pg_atomic_read_u64(&zklock_shared->lease_until);
+
+	if (until)
+		*until = end;
+	return end != 0 && now < end;
 }
 
 /*

@@ -118,6 +118,16 @@ static List *xact_holds = NIL;
 static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
 static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
+
+/*
+ * A lock this transaction relied on (an _xact lock, or a session lock
+ * taken in it when zklock.check_session_locks_at_commit is on) was found
+ * lost and dropped from the registry: the transaction must not commit,
+ * even if the path is acquired again or released meanwhile.  Cleared when
+ * the transaction ends.
+ */
+static bool xact_lost = false;
+static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
 static char node_data[ZKLOCK_NODE_DATA_SIZE];
 static char *node_data_appname = NULL;	/* application_name in node_data */
 
@@ -245,13 +255,98 @@ release_xact_holds(SubTransactionId only_subid)
 static bool
 lock_is_lost(LocalLock *ll)
 {
-	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
-	bool		lost;
+	volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
 
-	LWLockAcquire(zklock_shared->lock, LW_SHARED);
-	lost = (slot->serial != ll->serial || slot->state != ZKS_HELD);
-	LWLockRelease(zklock_shared->lock);
-	return lost;
+	/*
+	 * No lock taken: the worker only ever moves a slot of ours from HELD to
+	 * LOST, and a stalled worker holding the lock must not hang a COMMIT.
+	 */
+	return slot->serial != ll->serial || slot->state != ZKS_HELD;
+}
+
+/*
+ * Does this transaction rely on the lock (see xact_lost)?
+ */
+static bool
+xact_relies_on(LocalLock *ll)
+{
+	ListCell   *lc;
+
+	if (ll->xact_count > 0)
+		return true;
+	foreach(lc, xact_session_keys)
+	{
+		if (memcmp(lfirst(lc), &ll->key, sizeof(LocalLockKey)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Drop a lost lock from the registry (and its slot), remembering for the
+ * COMMIT check that the transaction relied on it.
+ */
+static void
+forget_lost_lock(LocalLock *ll)
+{
+	if (IsTransactionState() && xact_relies_on(ll) && !xact_lost)
+	{
+		xact_lost = true;
+		strlcpy(xact_lost_path, ll->key.path, sizeof(xact_lost_path));
+	}
+	(void) withdraw_request(ll->slot, ll->serial, true);
+	hash_search(local_locks, &ll->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
+ * lock commits only while the lock is held and the worker's session is
+ * provably alive (its lease).  Runs in the backend on shared memory read
+ * without the lock, so a stalled worker cannot let a commit through.
+ */
+static void
+check_locks_at_commit(void)
+{
+	ListCell   *lc;
+	bool		relies = xact_lost;
+	const char *lost_path = xact_lost ? xact_lost_path : NULL;
+	TimestampTz until;
+
+	foreach(lc, xact_session_keys)
+	{
+		LocalLock  *ll = hash_search(local_locks, lfirst(lc), HASH_FIND, NULL);
+
+		relies = true;
+		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
+			lost_path = ((LocalLockKey *) lfirst(lc))->path;
+	}
+	foreach(lc, xact_holds)
+	{
+		XactHold   *h = (XactHold *) lfirst(lc);
+		LocalLock  *ll = hash_search(local_locks, &h->key, HASH_FIND, NULL);
+
+		relies = true;
+		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
+			lost_path = h->key.path;
+	}
+	if (!relies)
+		return;
+	if (lost_path != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper lock \"%s\" was lost before commit",
+						lost_path + strlen(zklock_namespace ? zklock_namespace : "")),
+				 errdetail("The ZooKeeper session of this cluster ended while the transaction relied on the lock."),
+				 errhint("Retry the transaction.")));
+	if (!zklock_lease_valid(GetCurrentTimestamp(), &until))
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+				 errdetail(until == 0 ?
+						   "The zklock worker has no live ZooKeeper session." :
+						   "The zklock worker's ZooKeeper session has not been heard from in time: its lease ran out %ld ms ago.",
+						   (long) ((GetCurrentTimestamp() - until) / 1000)),
+				 errhint("Retry the transaction once zk_status() shows the connection again.")));
 }
 
 /*
@@ -261,46 +356,20 @@ lock_is_lost(LocalLock *ll)
 static void
 xact_callback(XactEvent event, void *arg)
 {
-	ListCell   *lc;
-
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			if (event == XACT_EVENT_PRE_PREPARE && xact_holds != NIL)
+			if (xact_holds != NIL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that holds a zklock transaction-level lock"),
 						 errdetail("ZooKeeper locks belong to the session's connection and cannot outlive it in a prepared transaction.")));
+			check_locks_at_commit();
 			break;
 		case XACT_EVENT_PRE_COMMIT:
-			foreach(lc, xact_session_keys)
-			{
-				LocalLock  *ll = hash_search(local_locks, lfirst(lc), HASH_FIND, NULL);
-
-				if (ll != NULL && lock_is_lost(ll))
-					ereport(ERROR,
-							(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-							 errmsg("zookeeper lock \"%s\" taken in this transaction was lost before commit",
-									zklock_shared->slots[ll->slot].path +
-									zklock_shared->slots[ll->slot].user_path_off),
-							 errdetail("The ZooKeeper session of this cluster ended while the transaction held the lock (zklock.check_session_locks_at_commit is on)."),
-							 errhint("Retry the transaction.")));
-			}
-			foreach(lc, xact_holds)
-			{
-				XactHold   *h = (XactHold *) lfirst(lc);
-				LocalLock  *ll = hash_search(local_locks, &h->key, HASH_FIND, NULL);
-
-				if (ll != NULL && lock_is_lost(ll))
-					ereport(ERROR,
-							(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-							 errmsg("zookeeper lock \"%s\" was lost before commit",
-									zklock_shared->slots[ll->slot].path +
-									zklock_shared->slots[ll->slot].user_path_off),
-							 errdetail("The ZooKeeper session of this cluster ended while the transaction held the lock."),
-							 errhint("Retry the transaction.")));
-			}
+			check_locks_at_commit();
+			break;
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -311,6 +380,7 @@ xact_callback(XactEvent event, void *arg)
 				release_xact_holds(InvalidSubTransactionId);
 			list_free_deep(xact_session_keys);
 			xact_session_keys = NIL;
+			xact_lost = false;
 			break;
 	}
 }
@@ -759,6 +829,17 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 			LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 			st = slot->state;
 			cs = zklock_shared->conn_state;
+			if (st == ZKS_LOST && slot->serial == serial && slot->pid == MyProcPid)
+			{
+				/* granted, then lost with the session before we looked */
+				slot->state = ZKS_FREE;
+				LWLockRelease(zklock_shared->lock);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("zookeeper lock \"%s\" was lost as it was granted", user_path),
+						 errdetail("The zklock worker's zookeeper session ended (expired, or its lease ran out) before this backend saw the grant."),
+						 errhint("Retry when zk_status() shows the connection again.")));
+			}
 			if (st == ZKS_DONE && slot->serial == serial)
 			{
 				result = slot->result;
@@ -858,6 +939,19 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 	}
 	PG_END_TRY();
 
+	/*
+	 * A lock is handed to the caller only while the session is provably
+	 * alive: a grant that arrives as the lease runs out is given back.
+	 */
+	if (outcome == WAIT_GRANTED && !zklock_lease_valid(GetCurrentTimestamp(), NULL))
+	{
+		(void) withdraw_request(idx, serial, true);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("zookeeper lock \"%s\" was granted but cannot be proven held", user_path),
+				 errdetail("The zklock worker's ZooKeeper session has not been heard from in time; the lock was given back."),
+				 errhint("Retry when zk_status() shows the connection again.")));
+	}
 	return outcome;
 }
 
@@ -966,8 +1060,7 @@ find_hold(const LocalLockKey *key, int user_off)
 			ereport(WARNING,
 					(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
 							key->path + user_off)));
-		(void) withdraw_request(ll->slot, ll->serial, true);
-		hash_search(local_locks, key, HASH_REMOVE, NULL);
+		forget_lost_lock(ll);
 		ll = NULL;
 	}
 	return ll;
@@ -1064,8 +1157,7 @@ release_key(const LocalLockKey *key, int user_off)
 		ereport(WARNING,
 				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
 						key->path + user_off)));
-		(void) withdraw_request(ll->slot, ll->serial, true);
-		hash_search(local_locks, key, HASH_REMOVE, NULL);
+		forget_lost_lock(ll);
 		return false;
 	}
 	drop_hold(ll, false);
@@ -1108,8 +1200,7 @@ release_session_holds(ZklockKind kind, const char *path)
 			continue;
 		if (lock_is_lost(ll))
 		{
-			(void) withdraw_request(ll->slot, ll->serial, true);
-			hash_search(local_locks, lfirst(lc), HASH_REMOVE, NULL);
+			forget_lost_lock(ll);
 			continue;
 		}
 		released++;
@@ -1634,20 +1725,47 @@ path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 }
 
 /*
+ * A barrier is a node the user named.  Refuse, before anything reaches
+ * ZooKeeper, to set or remove a node whose name is one a recipe gives its
+ * own nodes (a lock, lease or member node of zklock or Curator): removing
+ * one would take a lock from its holder, and setting one would put a
+ * persistent node at the head of a lock's queue.
+ */
+static void
+check_barrier_name(FunctionCallInfo fcinfo)
+{
+	text	   *t = path_arg(fcinfo, 0);
+	char	   *path = text_to_cstring(t);
+	char	   *last = strrchr(path, '/');
+	const char *kind = zklock_recipe_node_kind(last ? last + 1 : path);
+
+	if (kind != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zookeeper path \"%s\" names a %s, not a barrier", path, kind),
+				 errdetail("Barrier calls refuse nodes named like the nodes of locks, leases and double barriers."),
+				 errhint("Release the lock with its own release function, or use zk_revoke() to ask its holder.")));
+	pfree(path);
+}
+
+/*
  * zk_barrier_set(path) returns boolean: true when this call set it.
  */
 Datum
 zk_barrier_set(PG_FUNCTION_ARGS)
 {
+	check_barrier_name(fcinfo);
 	PG_RETURN_BOOL(path_request(fcinfo, ZKOP_BARRIER_SET, ZKK_NONE, -1, NULL) == 1);
 }
 
 /*
  * zk_barrier_remove(path) returns boolean: true when this call removed it.
+ * An ephemeral node is never a barrier: the worker refuses it too.
  */
 Datum
 zk_barrier_remove(PG_FUNCTION_ARGS)
 {
+	check_barrier_name(fcinfo);
 	PG_RETURN_BOOL(path_request(fcinfo, ZKOP_BARRIER_REMOVE, ZKK_NONE, -1, NULL) == 1);
 }
 
@@ -2107,9 +2225,12 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12];
-	int64		counts[3];
+	Datum		values[16];
+	bool		nulls[16];
+	int64		counts[5];
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz lease_until;
+	bool		lease_ok = zklock_lease_valid(now, &lease_until);
 	char		sid[32];
 	char		server[128];
 	ZklockConnState cs;
@@ -2140,6 +2261,8 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[0] = sh->connected_count;
 	counts[1] = sh->suspended_count;
 	counts[2] = sh->expired_count;
+	counts[3] = sh->locks_lost_count;
+	counts[4] = sh->lease_expired_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -2171,6 +2294,17 @@ zk_status(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum(counts[0]);
 	values[10] = Int64GetDatum(counts[1]);
 	values[11] = Int64GetDatum(counts[2]);
+	values[12] = TimestampTzGetDatum(lease_until);
+	nulls[12] = (lease_until == 0);
+	{
+		Interval   *left = palloc0(sizeof(Interval));
+
+		left->time = lease_ok ? lease_until - now : 0;
+		values[13] = IntervalPGetDatum(left);
+		nulls[13] = (lease_until == 0);
+	}
+	values[14] = Int64GetDatum(counts[3]);
+	values[15] = Int64GetDatum(counts[4]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -2229,12 +2363,14 @@ zk_locks(PG_FUNCTION_ARGS)
 	ZklockSlot *copy;
 	int			n = 0;
 	int			i;
+	bool		lease_ok;
 
 	if (sh == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock shared memory is not initialized")));
 	InitMaterializedSRF(fcinfo, 0);
+	lease_ok = zklock_lease_valid(GetCurrentTimestamp(), NULL);
 
 	/* copy under the lock, build tuples after */
 	copy = palloc(sizeof(ZklockSlot) * sh->nslots);
@@ -2270,6 +2406,9 @@ zk_locks(PG_FUNCTION_ARGS)
 			scope = "session";
 		kind_names(s->kind, &recipe, &mode);
 		state = zklock_slot_state_name(s->state);
+		/* held, but not provably any more (a stalled worker cannot say so) */
+		if (s->state == ZKS_HELD && !lease_ok)
+			state = zklock_slot_state_name(ZKS_LOST);
 		if (s->kind == ZKK_DOUBLE_BARRIER && s->op == ZKOP_DBARRIER_LEAVE)
 			state = "leaving";
 

@@ -66,6 +66,8 @@ typedef struct WorkerReq
 	bool		aux_create_sent;	/* same for a lease's P/locks node */
 	bool		need_parents;	/* create the parents before the node */
 	bool		watching;		/* a watch is armed; its event moves us on */
+	bool		revoke_armed;	/* a revocable lock: the getData watch on our
+								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */
 	bool		ready_seen;		/* double barrier: P/ready existed */
 	int			nonode_retries;
@@ -122,12 +124,26 @@ static bool wes_rebuild = true;
 
 static const char REVOKE_MESSAGE[] = "__REVOKE__";
 
+/*
+ * Heartbeats keep the lease (ZklockShared.lease_until) fresh: a cheap
+ * exists("/") every quarter of the negotiated session timeout.  The send
+ * time of each one in flight is kept in a small ring; the completion's
+ * data is its ticket (a counter), so a late or stale reply finds its own
+ * send time or none.
+ */
+#define HEARTBEAT_RING	64
+static TimestampTz hb_sent[HEARTBEAT_RING];
+static uint32 hb_ticket[HEARTBEAT_RING];
+static uint32 hb_next_ticket = 1;
+static TimestampTz hb_last_sent = 0;
+
 static void lk_create(int idx);
 static void lk_list(int idx);
 static void lease_create(int idx);
 static void lease_list(int idx);
 static void continue_request(int idx);
 static void start_request(int idx);
+static void barrier_remove_done(int rc, const void *data);
 
 /*
  * Encode a slot index and serial into the opaque pointer that ZooKeeper
@@ -758,6 +774,20 @@ revoke_data_done(int rc, const char *value, int value_len,
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	idx = tag_current(data);
+	if (idx >= 0 && rc != ZOK)
+	{
+		/*
+		 * No watch was registered.  The node gone means the lock is gone;
+		 * otherwise arm again on the next full pass once connected.
+		 */
+		reqs[idx].revoke_armed = false;
+		if (rc != ZNONODE && zk_rc_retryable(rc))
+			rescan = true;
+		else if (rc != ZNONODE)
+			ereport(LOG,
+					(errmsg("zklock: cannot watch lock node of \"%s\" for revocation: %s",
+							zklock_shared->slots[idx].path, zerror(rc))));
+	}
 	if (idx >= 0 && rc == ZOK && value != NULL &&
 		value_len == (int) strlen(REVOKE_MESSAGE) &&
 		memcmp(value, REVOKE_MESSAGE, value_len) == 0)
@@ -805,8 +835,9 @@ revoke_watch(int idx)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 	node_path(slot, slot->node, buf, sizeof(buf));
-	(void) zoo_awget(zh, buf, revoke_watcher, (void *) slot_tag(idx),
-					 revoke_data_done, slot_tag(idx));
+	reqs[idx].revoke_armed =
+		zoo_awget(zh, buf, revoke_watcher, (void *) slot_tag(idx),
+				  revoke_data_done, slot_tag(idx)) == ZOK;
 }
 
 /* ---------------------------------------------------------------------
@@ -1488,6 +1519,42 @@ barrier_set_done(int rc, const char *value, const void *data)
 }
 
 /*
+ * Completion of the exists that comes before removing a barrier: an
+ * ephemeral node belongs to a client session (a lock, a lease, a member)
+ * and is never a barrier; anything else is deleted at the version seen,
+ * so a node replaced in between is looked at again.
+ */
+static void
+barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		if (rc == ZNONODE)
+			slot_finish(idx, ZKR_OK, 0);
+		else if (rc != ZOK)
+			call_failed(idx, rc, "look at the barrier");
+		else if (stat->ephemeralOwner != 0)
+			slot_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
+					  "zookeeper node \"%s\" is ephemeral and not a barrier",
+					  slot->path + slot->user_path_off);
+		else
+		{
+			rc = zoo_adelete(zh, slot->path, stat->version, barrier_remove_done,
+							 slot_tag(idx));
+			if (rc != ZOK)
+				park(idx, false);	/* not connected: start over later */
+			else
+				reqs[idx].inflight++;
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
  * Completion of the delete of a barrier node.
  */
 static void
@@ -1501,6 +1568,8 @@ barrier_remove_done(int rc, const void *data)
 			slot_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNONODE)
 			slot_finish(idx, ZKR_OK, 0);
+		else if (rc == ZBADVERSION)
+			start_request(idx); /* changed since we looked: look again */
 		else if (rc == ZNOTEMPTY)
 			slot_fail(idx, ERRCODE_OBJECT_IN_USE,
 					  "zookeeper node \"%s\" has children and is not a barrier",
@@ -2147,7 +2216,7 @@ start_request(int idx)
 							 node_acl(), 0, barrier_set_done, slot_tag(idx));
 			break;
 		case ZKOP_BARRIER_REMOVE:
-			rc = zoo_adelete(zh, slot->path, -1, barrier_remove_done, slot_tag(idx));
+			rc = zoo_aexists(zh, slot->path, 0, barrier_remove_stat_done, slot_tag(idx));
 			break;
 		case ZKOP_BARRIER_WAIT:
 			rc = zoo_awexists(zh, slot->path, step_watcher, (void *) slot_tag(idx),
@@ -2360,6 +2429,20 @@ run_requests(void)
 		}
 		else if (slot->state == ZKS_ACTIVE && req->parked && zk_connected)
 			resume(i);
+		else if (slot->state == ZKS_HELD && slot->revocable && zk_connected &&
+				 !(req->serial == slot->serial && req->revoke_armed))
+		{
+			/*
+			 * A revocable lock without its watch: the getData failed, or
+			 * an earlier worker held it.  Watch (and read) it again.
+			 */
+			if (req->serial != slot->serial)
+			{
+				reset_req(i);
+				req->serial = slot->serial;
+			}
+			revoke_watch(i);
+		}
 	}
 	LWLockRelease(sh->lock);
 }
@@ -2413,10 +2496,145 @@ sweep_lost_session(const char *why)
 	if (lost > 0)
 	{
 		sh->lost_epoch++;
+		sh->locks_lost_count += lost;
 		ereport(LOG,
 				(errmsg("zklock: %d lock(s) lost because the zookeeper session %s",
 						lost, why)));
 	}
+}
+
+/*
+ * How long a lease lasts after the send time of an answered request: the
+ * negotiated session timeout minus zklock.lease_margin, the margin being
+ * at most half the timeout.
+ */
+static int
+lease_length_ms(void)
+{
+	int			timeout = zklock_shared->negotiated_timeout;
+
+	return timeout - Min(zklock_lease_margin, timeout / 2);
+}
+
+/*
+ * The server answered a request sent at sent, in the current session:
+ * the session is alive until sent + lease length at least.
+ */
+static void
+lease_extend(TimestampTz sent)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(sent, lease_length_ms());
+
+	if (until > (TimestampTz) pg_atomic_read_u64(&zklock_shared->lease_until))
+		pg_atomic_write_u64(&zklock_shared->lease_until, (uint64) until);
+}
+
+/*
+ * Completion of a heartbeat.  Any answer from the server in our session
+ * counts, even an error about the node; connection loss or a closing
+ * handle is no answer.
+ */
+static void
+heartbeat_done(int rc, const struct Stat *stat, const void *data)
+{
+	uint32		ticket = (uint32) (uintptr_t) data;
+	int			pos = ticket % HEARTBEAT_RING;
+
+	if (hb_ticket[pos] != ticket)
+		return;					/* too old: its send time was overwritten */
+	hb_ticket[pos] = 0;
+	if (rc == ZOK || rc == ZNONODE || rc == ZNOAUTH)
+		lease_extend(hb_sent[pos]);
+}
+
+/*
+ * Send a heartbeat when a quarter of the session timeout passed since the
+ * last one (at once after connecting: hb_last_sent is reset then).
+ */
+static void
+heartbeat(TimestampTz now)
+{
+	int			interval = Max(zklock_shared->negotiated_timeout / 4, 20);
+	uint32		ticket;
+	int			pos;
+
+	if (!zk_connected || zh == NULL)
+		return;
+	if (hb_last_sent != 0 &&
+		now < TimestampTzPlusMilliseconds(hb_last_sent, interval))
+		return;
+	ticket = hb_next_ticket++;
+	if (ticket == 0)
+		ticket = hb_next_ticket++;	/* 0 marks a free ring entry */
+	pos = ticket % HEARTBEAT_RING;
+	if (zoo_aexists(zh, "/", 0, heartbeat_done, (const void *) (uintptr_t) ticket) == ZOK)
+	{
+		hb_ticket[pos] = ticket;
+		hb_sent[pos] = now;
+		hb_last_sent = now;
+	}
+}
+
+/*
+ * Milliseconds until the worker must look at the lease again: the next
+ * heartbeat or the end of the lease, whichever comes first (at most
+ * max_ms).
+ */
+static long
+lease_wakeup_ms(TimestampTz now, long max_ms)
+{
+	TimestampTz until;
+	long		ms = max_ms;
+
+	if (zk_connected)
+	{
+		TimestampTz next = TimestampTzPlusMilliseconds(hb_last_sent,
+													   Max(zklock_shared->negotiated_timeout / 4, 20));
+
+		ms = Min(ms, (long) ((next - now) / 1000) + 1);
+	}
+	(void) zklock_lease_valid(now, &until);
+	if (until != 0)
+		ms = Min(ms, (long) ((until - now) / 1000) + 1);
+	return Max(ms, 1);
+}
+
+/*
+ * The lease ran out without an answer: ZooKeeper may expire the session
+ * (or has expired it) and give our locks to others, so every lock is lost
+ * now, every wait fails, and the session is treated as expired: the
+ * handle is closed (which ends the session at once when the server can
+ * still be reached) and a new session is made.  Runs before anything
+ * else the worker does once it notices, so a worker that was stalled
+ * grants nothing on stale replies.
+ */
+static void
+check_lease(TimestampTz now)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz until;
+
+	if (zklock_lease_valid(now, &until) || until == 0)
+		return;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u64(&sh->lease_until, 0);
+	sh->lease_expired_count++;
+	ereport(LOG,
+			(errmsg("zklock: the zookeeper session's lease ran out %ld ms ago without an answer from the server; treating the session as expired",
+					(long) ((now - until) / 1000)),
+			 errdetail("No request sent in the last %d ms was answered (session timeout %d ms, zklock.lease_margin %d ms).",
+					   lease_length_ms(), sh->negotiated_timeout, zklock_lease_margin)));
+	zk_connected = false;
+	sweep_lost_session("lease ran out");
+	if (sh->have_session)
+		sh->expired_count++;
+	sh->have_session = false;
+	zklock_session_forget();
+	sh->conn_state = ZKC_EXPIRED;
+	sh->state_since = now;
+	need_reconnect = true;
+	LWLockRelease(sh->lock);
 }
 
 /*
@@ -2441,6 +2659,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		{
 			if (sh->have_session)
 				sweep_lost_session("was replaced");
+			/* what was known about an earlier session says nothing now */
+			pg_atomic_write_u64(&sh->lease_until, 0);
 			sh->session_gen++;
 			sh->session_id = cid->client_id;
 			memcpy(sh->session_passwd, cid->passwd, sizeof(sh->session_passwd));
@@ -2458,6 +2678,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 							(unsigned long long) cid->client_id)));
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
+		hb_last_sent = 0;		/* heartbeat before any request */
 		sh->conn_state = ZKC_CONNECTED;
 		sh->connected_count++;
 		sh->state_since = GetCurrentTimestamp();
@@ -2480,6 +2701,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 
 		ereport(LOG, (errmsg("zklock: zookeeper session %s", why)));
 		zk_connected = false;
+		pg_atomic_write_u64(&sh->lease_until, 0);
 		sweep_lost_session(why);
 		sh->have_session = false;
 		zklock_session_forget();
@@ -2690,24 +2912,33 @@ zklock_worker_main(Datum main_arg)
 	zoo_set_debug_level(0);
 
 	/*
-	 * Fresh shared memory but a session file: the cluster crashed (or was
-	 * shut down without reaching ZooKeeper).  Whoever held locks in that
-	 * session is gone, so close it now rather than let its nodes linger
-	 * for the session timeout.
+	 * Fresh shared memory but a session file of this server run: the
+	 * cluster crash-restarted.  Whoever held locks in that session is gone,
+	 * so close it now rather than let its nodes linger for the session
+	 * timeout.  A file of another server run (a copied data directory)
+	 * names a session that is not ours to close: it is only removed.
 	 */
 	if (!zklock_shared->have_session)
 	{
 		int64		old_id;
 		char		old_passwd[16];
+		bool		foreign;
 
-		if (zklock_session_load(&old_id, old_passwd))
+		if (zklock_session_load(&old_id, old_passwd, &foreign))
 		{
 			bool		gone = zklock_session_close(old_id, old_passwd, 5000);
 
 			ereport(LOG,
-					(errmsg("zklock: %s the zookeeper session 0x%llx of the previous server run",
+					(errmsg("zklock: %s the zookeeper session 0x%llx of this server's previous worker",
 							gone ? "closed" : "could not close",
 							(unsigned long long) old_id)));
+			zklock_session_forget();
+		}
+		else if (foreign)
+		{
+			ereport(LOG,
+					(errmsg("zklock: ignoring a zookeeper session file written by another server run"),
+					 errdetail("The data directory was copied from another server or the server was restarted after a crash of the postmaster; the session is not closed.")));
 			zklock_session_forget();
 		}
 	}
@@ -2724,6 +2955,7 @@ zklock_worker_main(Datum main_arg)
 		if (ConfigReloadPending)
 			reload_config();
 
+		check_lease(GetCurrentTimestamp());
 		if (need_reconnect && zh != NULL)
 		{
 			zookeeper_close(zh);
@@ -2768,10 +3000,23 @@ zklock_worker_main(Datum main_arg)
 		else if (wes == NULL || wes_rebuild)
 			rebuild_wait_set(-1, 0);
 
+		/* heartbeat, and wake up for the next one or the lease's end */
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			heartbeat(now);
+			timeout_ms = lease_wakeup_ms(now, timeout_ms);
+		}
+
 		set_cork(false);
 		nevents = WaitEventSetWait(wes, timeout_ms, events, lengthof(events),
 								   zklock_wait_event(ZKLOCK_WAIT_WORKER));
 		set_cork(true);
+
+		/* first of all after a wait (or a stall): is the lease still good? */
+		check_lease(GetCurrentTimestamp());
+		if (need_reconnect)
+			continue;
 		for (i = 0; i < nevents; i++)
 		{
 			if (events[i].events & WL_LATCH_SET)

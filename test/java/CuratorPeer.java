@@ -66,6 +66,9 @@
  *   participants PATH           -> "participants PATH full1 full2 ..." in
  *                                  InterProcessMutex.getParticipantNodes order
  *   exists PATH                 -> "exists PATH true|false"
+ *   ephemeral PATH              create PATH as an EPHEMERAL node of this peer's
+ *                               session (parents as containers), with no data
+ *                               -> "ephemeral PATH"
  *   delete PATH                 guaranteed delete, NoNode ok -> "deleted PATH"
  *   get PATH                    -> "data PATH <text>" | "nonode PATH"
  *   set PATH TEXT               -> "set PATH" | "nonode PATH"
@@ -107,6 +110,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
@@ -363,6 +367,12 @@ public class CuratorPeer {
             reply(("participants " + w[1] + " " + String.join(" ", nodes)).trim());
             return true;
         }
+        case "ephemeral":
+            need(w, 2, "ephemeral PATH");
+            client.create().creatingParentContainersIfNeeded()
+                .withMode(CreateMode.EPHEMERAL).forPath(w[1], new byte[0]);
+            reply("ephemeral " + w[1]);
+            return true;
         case "exists":
             need(w, 2, "exists PATH");
             reply("exists " + w[1] + " " + (client.checkExists().forPath(w[1]) != null));

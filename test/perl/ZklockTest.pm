@@ -984,6 +984,15 @@ sub participants
 	return \@w;
 }
 
+# ephemeral($path): create $path as an EPHEMERAL node of the peer's session.
+sub ephemeral
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("ephemeral $path", qr/^ephemeral \Q$path\E$|^error ephemeral/);
+	die "ephemeral $path: " . ($l // 'no reply') unless defined $l && $l =~ /^ephemeral /;
+	return 1;
+}
+
 sub exists
 {
 	my ($self, $path) = @_;

@@ -4,7 +4,7 @@
  *		cmocka unit tests of the zklock recipe core (src/zklock_recipe.c).
  *
  * Expected values are Curator 5.x / ZooKeeper 3.8 behaviour as written
- * down in WIRE.md: what a Java peer would name, sort and decide.
+ * down in doc/wire.md: what a Java peer would name, sort and decide.
  *
  * test/unit/test_recipe.c
  *
@@ -344,7 +344,7 @@ test_uuid_sets_version_and_variant_like_java(void **state)
 static void
 test_uuid_of_real_curator_node_round_trips(void **state)
 {
-	/* the UUID of WIRE.md's example node, already version 4 / variant 10 */
+	/* a UUID of the form of doc/wire.md's example, version 4 / variant 10 */
 	const unsigned char b[16] = {0x53, 0x34, 0x5f, 0x98, 0x94, 0x23, 0x4e, 0x0c,
 	0xa7, 0xb5, 0x9f, 0x81, 0x9e, 0x3e, 0xc2, 0xe1};
 	char		out[ZKLOCK_UUID_LEN + 1];
@@ -1053,10 +1053,37 @@ test_leave_after_ours_deleted_pass_null_own(void **state)
 					 ZKLOCK_LEAVE_DONE);
 }
 
+/* Barrier calls refuse every node a recipe makes, and nothing else. */
+static void
+test_recipe_node_kind(void **state)
+{
+	(void) state;
+	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-lock-0000000003"), "lock");
+	assert_string_equal(zklock_recipe_node_kind("lock-0000000003"), "lock");
+	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-lease-0000000000"), "lease");
+	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-__READ__0000000012"), "read lock");
+	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-__WRIT__0000000012"), "write lock");
+	assert_string_equal(zklock_recipe_node_kind("x__WRIT__0000000012"), "write lock");
+	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-anything"), "protected node");
+	assert_string_equal(zklock_recipe_node_kind(U2), "double barrier member");
+	/* user names that only look a little like them */
+	assert_null(zklock_recipe_node_kind("ready"));
+	assert_null(zklock_recipe_node_kind("barrier"));
+	assert_null(zklock_recipe_node_kind("lock"));
+	assert_null(zklock_recipe_node_kind("lock-1"));
+	assert_null(zklock_recipe_node_kind("lock-000000000x"));
+	assert_null(zklock_recipe_node_kind("lock-00000000001x"));
+	assert_null(zklock_recipe_node_kind("_c_not-a-uuid-lock"));
+	assert_null(zklock_recipe_node_kind("_c_" U1));
+	assert_null(zklock_recipe_node_kind(""));
+	assert_null(zklock_recipe_node_kind(NULL));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recipe_node_kind),
 		cmocka_unit_test(test_path_valid_simple_and_nested),
 		cmocka_unit_test(test_path_valid_utf8),
 		cmocka_unit_test(test_path_valid_dots_inside_names),
