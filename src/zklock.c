@@ -28,6 +28,7 @@ int			zklock_max_requests = 1024;
 char	   *zklock_auth = NULL;
 int			zklock_acl = ZKLOCK_ACL_OPEN;
 bool		zklock_check_session_locks = false;
+bool		zklock_commit_confirm = false;
 
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
@@ -173,6 +174,15 @@ define_gucs(void)
 							 "Also fail COMMIT when a session-level lock taken in the transaction was lost.",
 							 NULL,
 							 &zklock_check_session_locks,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.commit_confirm",
+							 "Have COMMIT confirm with ZooKeeper that every lock the transaction relies on still exists.",
+							 "One round trip per lock at COMMIT: the node must still exist and belong to the worker's session.  Without it, COMMIT relies on the session's lease alone.",
+							 &zklock_commit_confirm,
 							 false,
 							 PGC_USERSET,
 							 0,

@@ -72,7 +72,9 @@ typedef enum ZklockOp
 	ZKOP_DBARRIER_ENTER,		/* DistributedDoubleBarrier.enter */
 	ZKOP_DBARRIER_LEAVE,		/* DistributedDoubleBarrier.leave */
 	ZKOP_REVOKE,				/* Revoker.attemptRevoke on every holder */
-	ZKOP_PARTICIPANTS			/* list nodes and their data */
+	ZKOP_PARTICIPANTS,			/* list nodes and their data */
+	ZKOP_CONFIRM				/* does a held node (data: its path below
+								 * path) still exist in our session? */
 } ZklockOp;
 
 /* What a slot is to the user: zk_locks' recipe column, the local key */
@@ -205,6 +207,7 @@ extern int	zklock_max_requests;
 extern char *zklock_auth;
 extern int	zklock_acl;
 extern bool zklock_check_session_locks;
+extern bool zklock_commit_confirm;
 
 /* zklock.acl */
 typedef enum ZklockAclMode

@@ -111,6 +111,7 @@ typedef struct ZklockAsk
 	const char *downgrade_seq;
 	uint32		result_dsm;		/* participants: where the answer goes */
 	uint32		result_size;
+	const char *data;			/* slot data instead of the node identity */
 } ZklockAsk;
 
 static HTAB *local_locks = NULL;
@@ -298,6 +299,68 @@ forget_lost_lock(LocalLock *ll)
 	hash_search(local_locks, &ll->key, HASH_REMOVE, NULL);
 }
 
+static int64 run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
+						 uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed);
+
+/*
+ * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
+ * node of a held lock still exists in the worker's session.  Waits at
+ * most zklock.connect_timeout.  Returns false, with why filled in, when it
+ * does not or the answer did not come; errors of the wait are turned into
+ * that answer so the caller can fail the commit with its own SQLSTATE.
+ */
+static bool
+confirm_lock(LocalLock *ll, char *why, size_t whylen)
+{
+	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+	ZklockAsk	ask;
+	LocalLockKey key;
+	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
+	int			user_off;
+	bool		timed_out = false;
+	int64		value = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* our own slot: only the worker's move to LOST can change it */
+	LWLockAcquire(zklock_shared->lock, LW_SHARED);
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.path, slot->path, sizeof(key.path));
+	user_off = slot->user_path_off;
+	snprintf(rel, sizeof(rel), "%s%s", slot->op == ZKOP_LEASE ? "leases/" : "",
+			 slot->node);
+	LWLockRelease(zklock_shared->lock);
+
+	memset(&ask, 0, sizeof(ask));
+	ask.op = ZKOP_CONFIRM;
+	ask.kind = ZKK_NONE;
+	ask.timeout_ms = zklock_connect_timeout;
+	ask.max_leases = 1;
+	ask.data = rel;
+	PG_TRY();
+	{
+		value = run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(why, edata->message, whylen);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	if (timed_out)
+		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
+				 zklock_connect_timeout);
+	else if (value != 1)
+		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
+				 rel);
+	return !timed_out && value == 1;
+}
+
 /*
  * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
  * lock commits only while the lock is held and the worker's session is
@@ -347,6 +410,41 @@ check_locks_at_commit(void)
 						   "The zklock worker's ZooKeeper session has not been heard from in time: its lease ran out %ld ms ago.",
 						   (long) ((GetCurrentTimestamp() - until) / 1000)),
 				 errhint("Retry the transaction once zk_status() shows the connection again.")));
+
+	/* zklock.commit_confirm: a round trip of proof for every lock */
+	if (zklock_commit_confirm)
+	{
+		List	   *keys = NIL;
+
+		foreach(lc, xact_session_keys)
+			keys = lappend(keys, lfirst(lc));
+		foreach(lc, xact_holds)
+			keys = lappend(keys, &((XactHold *) lfirst(lc))->key);
+		foreach(lc, keys)
+		{
+			LocalLockKey *k = (LocalLockKey *) lfirst(lc);
+			LocalLock  *ll = hash_search(local_locks, k, HASH_FIND, NULL);
+			char		why[ZKLOCK_ERRMSG_SIZE];
+
+			if (ll == NULL || confirm_lock(ll, why, sizeof(why)))
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+					 errmsg("zookeeper lock \"%s\" could not be confirmed at commit",
+							k->path + strlen(zklock_namespace ? zklock_namespace : "")),
+					 errdetail_internal("%s", why),
+					 errhint("Retry the transaction.")));
+		}
+		list_free(keys);
+
+		/* the answers took time: the lease must still hold after them */
+		if (!zklock_lease_valid(GetCurrentTimestamp(), NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+					 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+					 errdetail("The zklock worker's ZooKeeper session lease ran out while confirming the locks."),
+					 errhint("Retry the transaction once zk_status() shows the connection again.")));
+	}
 }
 
 /*
@@ -754,7 +852,7 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->xact_count = ask->xact ? 1 : 0;
 		slot->user_path_off = user_off;
 		strlcpy(slot->path, key->path, sizeof(slot->path));
-		strlcpy(slot->data, node_data, sizeof(slot->data));
+		strlcpy(slot->data, ask->data ? ask->data : node_data, sizeof(slot->data));
 		slot->state = ZKS_NEW;
 		zklock_post(idx);
 		*serial = slot->serial;

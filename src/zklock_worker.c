@@ -1581,6 +1581,32 @@ barrier_remove_done(int rc, const void *data)
 }
 
 /*
+ * Completion of a commit confirmation (zklock.commit_confirm): the held
+ * node must exist and be an ephemeral node of the session we have now.
+ * The answer itself also proves the session alive: it extends nothing
+ * here, the backend checks the lease after it.
+ */
+static void
+confirm_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = completion_begin(data);
+
+	if (idx >= 0)
+	{
+		const clientid_t *cid = zh ? zoo_client_id(zh) : NULL;
+
+		if (rc == ZOK)
+			slot_finish(idx, ZKR_OK,
+						(cid != NULL && stat->ephemeralOwner == cid->client_id) ? 1 : 0);
+		else if (rc == ZNONODE)
+			slot_finish(idx, ZKR_OK, 0);
+		else
+			call_failed(idx, rc, "confirm the lock");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
  * Completion of exists+watch on a barrier node.
  */
 static void
@@ -2230,6 +2256,14 @@ start_request(int idx)
 			return;
 		case ZKOP_REVOKE:
 			rc = zoo_aget_children(zh, slot->path, 0, revoke_children_done, slot_tag(idx));
+			break;
+		case ZKOP_CONFIRM:
+			{
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
+				rc = zoo_aexists(zh, buf, 0, confirm_stat_done, slot_tag(idx));
+			}
 			break;
 		case ZKOP_PARTICIPANTS:
 			req->pkind = ZKLOCK_PARTICIPANTS_LOCK;

@@ -122,6 +122,45 @@ is($x->value(q{SELECT zk_mutex_acquire('/t041/s', '10s')}), 't', 'x takes /t041/
 is($x->value(q{SELECT zk_mutex_release('/t041/s')}), 't', '... and releases it');
 ok(wait_no_zklock_rows($node, '/t041/s'), 'zk_locks is clean');
 
+############################################################################
+# 3. zklock.commit_confirm: a round trip of proof at COMMIT.
+############################################################################
+# The lease proves that the session is alive, not that every node of it is
+# still there: a node deleted from outside (an operator, a client without
+# ACLs) goes unnoticed by it.  With zklock.commit_confirm on, COMMIT asks
+# ZooKeeper whether each node the transaction relies on still exists in the
+# worker's session; without it, COMMIT relies on the lease alone.
+$x->value('BEGIN');
+$x->value(q{SET LOCAL zklock.commit_confirm = on});
+is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/c')}), 't', 'x holds /t041/c, commit_confirm on');
+$r = $x->query('COMMIT');
+is($r->{err}, '', 'COMMIT confirms the node with ZooKeeper and succeeds');
+ok(wait_until(sub { @{ lock_children($peer, '/t041/c') } == 0 }, 10), '... and the lock is released');
+
+for my $confirm ('on', 'off')
+{
+	$x->value('BEGIN');
+	$x->value(qq{SET LOCAL zklock.commit_confirm = $confirm});
+	is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/c')}), 't', "commit_confirm $confirm: x holds /t041/c");
+	my $kids = lock_children($peer, '/t041/c');
+	is(scalar @$kids, 1, "commit_confirm $confirm: one node");
+	like($peer->delete("/t041/c/$kids->[0]"), qr/^deleted/,
+		"commit_confirm $confirm: the holder's node is deleted from outside");
+	$r = $x->query('COMMIT');
+	if ($confirm eq 'on')
+	{
+		is($r->{sqlstate}, '40000', 'with commit_confirm, COMMIT finds the node gone: 40000')
+		  or diag($r->{err});
+		like($r->{err}, qr/could not be confirmed at commit/, '... and says so');
+	}
+	else
+	{
+		is($r->{err}, '',
+			'without it, COMMIT relies on the lease and succeeds (fencing tokens cover this case)');
+	}
+}
+ok(wait_no_zklock_rows($node, '/t041/c'), 'zk_locks has nothing left of /t041/c');
+
 $_->quit for ($x, $h, $n);
 $peer->quit;
 $node->stop;
