@@ -2718,6 +2718,13 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->state_since = GetCurrentTimestamp();
 		zk_connected = true;
 		rescan = true;
+
+		/*
+		 * The first request of the connection: the lease starts with its
+		 * answer, which arrives before the answer of any request sent after
+		 * it, so a grant on a new connection is never ahead of its proof.
+		 */
+		heartbeat(sh->state_since);
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{
@@ -2999,6 +3006,8 @@ zklock_worker_main(Datum main_arg)
 		if (zh == NULL)
 			open_handle();
 
+		/* a heartbeat due goes out ahead of the requests of this round */
+		heartbeat(GetCurrentTimestamp());
 		run_requests();
 
 		if (zh != NULL)
