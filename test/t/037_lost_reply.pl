@@ -11,7 +11,8 @@
 #      nothing is left behind;
 #   B. if the session expired meanwhile, the node died with it and nothing
 #      may be adopted or recreated in its place: the waiting call fails
-#      with 08006 (session expired), the new session leaves the queue
+#      with 08006 (the session's lease ran out, before the server expired
+#      the session), the new session leaves the queue
 #      holding only the other client's node, and later acquires work.
 # The faults are made by a TCP proxy (test/perl/ZklockProxy.pm) between the
 # cluster's zklock worker and a real ZooKeeper; the Curator peer talks to
@@ -155,19 +156,23 @@ my $st_bh = status_row($node);
 
 $proxy->set_mode('blackhole');
 my $t_bh = time;
+# The worker hears nothing from the server any more: once the session's
+# lease runs out (session timeout minus zklock.lease_margin after the last
+# answered heartbeat) it treats the session as expired and fails the wait,
+# while ZooKeeper is still unreachable.
+$r = $wb->result(20);
+ok($r->{done}, 'the waiting SQL call ends while ZooKeeper is still unreachable');
+note(sprintf('the wait failed %.1f s after the blackhole started', time - $t_bh));
+is($r->{sqlstate}, '08006', 'the waiting SQL call fails with SQLSTATE 08006')
+  or diag("waiter: done=$r->{done} out=[$r->{out}] err=[$r->{err}]");
+like($r->{err}, qr/lease ran out/, 'because the session lease ran out')
+  or diag("waiter err: $r->{err}");
+isnt($r->{out}, 't', 'it is not granted');
 ok( wait_until(sub { !grep { $_ eq ($sql_b // '') } @{ lock_children($peer, $pb) } },
 		20, 'the server to expire the session'),
 	'the server expired the session: the SQL node is gone from ZooKeeper');
 note(sprintf('session expired %.1f s after the blackhole started', time - $t_bh));
-ok(!$wb->done, 'the SQL call has not returned while ZooKeeper is unreachable');
 my $st_pass = $proxy->set_mode('pass');
-
-$r = $wb->result(20);
-is($r->{sqlstate}, '08006', 'the waiting SQL call fails with SQLSTATE 08006')
-  or diag("waiter: done=$r->{done} out=[$r->{out}] err=[$r->{err}]");
-like($r->{err}, qr/session expired/, 'because the session expired')
-  or diag("waiter err: $r->{err}");
-isnt($r->{out}, 't', 'it is not granted');
 
 ok( wait_until(
 		sub {
