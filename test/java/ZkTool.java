@@ -30,6 +30,10 @@
  *       -> "created PATH" | "noauth PATH" | "nonode PATH" | "exists PATH"
  *   setdata CONNECT PATH TEXT [USER:PASSWORD]
  *       -> "set PATH" | "noauth PATH" | "nonode PATH"
+ *   setacl CONNECT PATH PERMS [USER:PASSWORD]
+ *       Replace the ACL of PATH by world:anyone:PERMS (PERMS: letters of
+ *       rwcda, as the acl command prints them; any version).
+ *       -> "setacl PATH" | "noauth PATH" | "nonode PATH"
  *   hammer CONNECT mutex|semaphore PATH THREADS DURATION_MS HOLD_MS MAX_LEASES OUTFILE
  *       Curator InterProcessMutex / InterProcessSemaphoreV2(PATH, MAX_LEASES)
  *       on THREADS threads for DURATION_MS: acquire (2 s timeout), record,
@@ -164,6 +168,22 @@ public class ZkTool {
         if ((p & 8) != 0) sb.append('d');
         if ((p & 16) != 0) sb.append('a');
         return sb.toString();
+    }
+
+    /** The inverse of perms(): "rwcda" letters to ZooDefs.Perms bits. */
+    static int permBits(String s) {
+        int p = 0;
+        for (char c : s.toCharArray()) {
+            switch (c) {
+                case 'r': p |= 1; break;
+                case 'w': p |= 2; break;
+                case 'c': p |= 4; break;
+                case 'd': p |= 8; break;
+                case 'a': p |= 16; break;
+                default: throw new IllegalArgumentException("bad permission letter '" + c + "'");
+            }
+        }
+        return p;
     }
 
     static void hammer(String connect, String kind, String path, int threads, long durationMs,
@@ -337,6 +357,21 @@ public class ZkTool {
                     try {
                         zk.setData(a[2], a[3].getBytes(StandardCharsets.UTF_8), -1);
                         out("set " + a[2]);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "setacl": {
+                    ZooKeeper zk = connect(connect, a.length > 4 ? a[4] : null);
+                    try {
+                        List<ACL> acl = new ArrayList<>();
+                        acl.add(new ACL(permBits(a[3]), org.apache.zookeeper.ZooDefs.Ids.ANYONE_ID_UNSAFE));
+                        zk.setACL(a[2], acl, -1);
+                        out("setacl " + a[2]);
                     } catch (KeeperException.NoAuthException e) {
                         out("noauth " + a[2]);
                     } catch (KeeperException.NoNodeException e) {

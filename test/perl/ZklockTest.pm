@@ -25,7 +25,7 @@
 # What this module gives:
 #   start_zk() / stop_zk($connect) / restart_zk($connect)
 #                                     a standalone ZooKeeper via test/zk/zk.sh
-#   new_zklock_node($name, $zk, $extra_conf)
+#   new_zklock_node($name, $zk, $extra_conf, %opts)
 #                                     a started cluster with zklock loaded and
 #                                     connected to ZooKeeper
 #   ZklockTest::Session               a psql session that can leave a statement
@@ -196,13 +196,18 @@ END
 # shared_preload_libraries = 'zklock', zklock.hosts = $zk_connect,
 # zklock.session_timeout = '10s' plus $extra_conf lines, the extension
 # created in database postgres, and zk_status() reporting 'connected'.
-# Options: wait_connected => 0 skips the wait (for a ZooKeeper that is down).
+# Options: wait_connected => 0 skips the wait (for a ZooKeeper that is down);
+# allows_streaming => 1 makes the cluster able to serve pg_basebackup
+# ($node->backup), as PostgreSQL::Test::Cluster's init option of that name
+# (default: off, as before).
 sub new_zklock_node
 {
 	my ($name, $zk, $extra_conf, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	# explicit encoding and locale: nothing depends on the caller's LANG
-	$node->init(extra => [ '--encoding=UTF8', '--no-locale' ]);
+	$node->init(
+		extra => [ '--encoding=UTF8', '--no-locale' ],
+		allows_streaming => $opts{allows_streaming} ? 1 : 0);
 	$node->append_conf(
 		'postgresql.conf', qq{
 shared_preload_libraries = 'zklock'
