@@ -13,18 +13,30 @@ use Test::More;
 use Time::HiRes qw(time);
 use ZklockTest;
 
-# Bound on how long a failing call may take (its timeout is 2 s and
-# connect_timeout 3 s; allow scheduling slack, but far from "hangs").
+# Bound on how long a failing call may take (connect_timeout is 3 s; allow
+# scheduling slack, but far from "hangs").
 my $bound = 10;
 
-# Run an acquire that must fail with 08006 within $bound seconds.
+# Run acquires that must fail with 08006 within $bound seconds: one with a
+# timeout shorter than zklock.connect_timeout (its own timeout ends it), and
+# one without a timeout, which only zklock.connect_timeout (3 s) can end: its
+# error says how long the connection was missing, at least 3000 ms.
 sub acquire_fails_08006
 {
 	my ($node, $path, $what) = @_;
 	my ($state, $err, $out, $el) =
-	  psql_error($node, "SELECT zk_mutex_acquire('$path', '2s')", $bound + 20);
-	is($state, '08006', "$what: zk_mutex_acquire fails with SQLSTATE 08006") or diag("stderr: $err stdout: $out");
+	  psql_error($node, "SELECT zk_mutex_acquire('$path', '1s')", $bound + 20);
+	is($state, '08006', "$what: zk_mutex_acquire with a 1 s timeout fails with SQLSTATE 08006")
+	  or diag("stderr: $err stdout: $out");
 	cmp_ok($el, '<', $bound, "$what: it failed after ${\ sprintf('%.1f', $el)} s, not hanging");
+
+	($state, $err, $out, $el) = psql_error($node, "SELECT zk_mutex_acquire('$path')", $bound + 20);
+	is($state, '08006', "$what: zk_mutex_acquire without a timeout fails with SQLSTATE 08006")
+	  or diag("stderr: $err stdout: $out");
+	cmp_ok($el, '<', $bound, "$what: it failed after ${\ sprintf('%.1f', $el)} s, not hanging");
+	my ($ms) = $err =~ /did not come back within (\d+) ms/;
+	cmp_ok($ms // 0, '>=', 3000, "$what: ended by zklock.connect_timeout (" . ($ms // 'no detail') . ' ms)')
+	  or diag("stderr: $err");
 }
 
 # 1. zklock.hosts points at a port where nothing listens.

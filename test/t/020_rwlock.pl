@@ -63,9 +63,7 @@ my $cur_parts = $peer->rwparticipants($p1);
 is(join(',', map { /__READ__/ ? 'read' : /__WRIT__/ ? 'write' : '?' } @$cur_parts),
 	join(',', ('read') x 20, ('write') x 8),
 	"Curator's view: 20 read participants, then 8 write participants");
-SKIP:
 {
-	skip 'zk_participants() not provided yet', 6 if missing_functions($node, 'zk_participants');
 	my $parts = participants_rows($node, $p1);
 	is(scalar @$parts, 28, 'zk_participants lists 28 nodes');
 	is(scalar(grep { $_->{kind} eq 'read' && $_->{holds} eq 't' } @$parts), 20,

@@ -98,9 +98,7 @@ sub run_barrier
 	my $nodes = member_nodes($p);
 	is(scalar @$nodes, $n, "$n member nodes");
 	like($_, $uuid_re, "member node $_ is a bare UUID, as Curator names it") for @$nodes[ 0 .. 1 ];
-	SKIP:
 	{
-		skip 'zk_participants() not provided yet', 2 if missing_functions($node, 'zk_participants');
 		my $parts = participants_rows($node, $p);
 		is(scalar(grep { $_->{kind} eq 'member' } @$parts), $n, "zk_participants: $n members");
 		is(scalar(grep { $_->{kind} eq 'ready' } @$parts), 1, 'zk_participants: the ready node');

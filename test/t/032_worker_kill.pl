@@ -25,12 +25,8 @@ my $node = new_zklock_node('kill', $zk,
 my $peer = new_peer($zk);
 is(status_row($node)->{session_timeout}, 30000, 'negotiated session timeout is 30 s');
 
-# The crash-restart session close is the lead's feature: it keeps the
-# session in $PGDATA/zklock.session.
-my $have_close = defined((session_file($node))[0]);
-note($have_close
-	? 'the worker keeps $PGDATA/zklock.session: crash-restart close expected'
-	: 'no $PGDATA/zklock.session: crash-restart close not implemented, marked TODO');
+# The crash-restart session close needs the session in $PGDATA/zklock.session.
+ok(defined((session_file($node))[0]), 'the worker keeps its session in $PGDATA/zklock.session');
 
 # hold($tag, @paths): a fresh session holding each path, and the nodes it
 # created as Curator lists them.
@@ -64,9 +60,7 @@ sub crash_case
 	isnt(worker_pid($node), $old_worker, "$what: a new worker runs");
 
 	my $gone_in;
-  TODO:
 	{
-		local $TODO = 'crash-restart session close not implemented' unless $have_close;
 		my $gone = wait_until(
 			sub {
 				for my $p (@paths)
@@ -80,13 +74,6 @@ sub crash_case
 		ok($gone, sprintf("$what: every node of the old session is gone %.1f s after the cluster is back (bound %d s)",
 				$gone_in, $bound));
 	}
-	# Without the close, wait the session timeout out so the next case
-	# starts clean (bounded: 30 s timeout plus slack).
-	if (!$have_close)
-	{
-		wait_until(sub { !grep { @{ lock_children($peer, $_) } } @paths }, 40, 'session timeout');
-	}
-
 	$peer->acquire("c-$what", $paths[0], 5000);
 	is($peer->acquire_result("c-$what"), 'acquired', "$what: Curator takes $paths[0]");
 	is($peer->release("c-$what"), 'released', "$what: Curator releases it");
@@ -130,9 +117,7 @@ cmp_ok($n_crash, '>=', 3, "the server log shows the three SIGKILLs ($n_crash)");
 	my ($s, $nodes) = hold('fast-stop', '/t032/f1', '/t032/f2');
 	$node->stop('fast');
 	my $t_stop = time;
-  TODO:
 	{
-		local $TODO = 'close of the session at shutdown not implemented' unless $have_close;
 		ok( wait_until(
 				sub { !grep { @{ lock_children($peer, $_) } } ('/t032/f1', '/t032/f2') },
 				$bound, 'nodes to go after the fast shutdown'),
