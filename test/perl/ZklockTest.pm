@@ -429,16 +429,15 @@ sub missing_functions
 	return grep { !$have{$_} } @names;
 }
 
-# require_functions($node, @names): skip the whole test file (plan
-# skip_all, naming what is missing) unless every function exists. Call it
-# before any test ran.
+# require_functions($node, @names): the test file fails at once (it dies,
+# naming what is missing) unless every function exists: a missing feature
+# is a failure, never a skip.
 sub require_functions
 {
 	my ($node, @names) = @_;
 	my @missing = missing_functions($node, @names);
 	return 1 unless @missing;
-	plan skip_all => "zklock does not provide yet: @missing";
-	return 0;
+	die "zklock does not provide: @missing\n";
 }
 
 # participants_rows($node, $path): [ { position, node, kind, data, holds } ]
