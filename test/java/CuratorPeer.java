@@ -59,6 +59,31 @@
  *                               EXIT_US" per op (epoch microseconds taken right
  *                               after the acquire and right before the release),
  *                               then "rwloop ID done N" | "error ID <msg>".
+ *   mxloop ID PATH DURATION_MS HOLD_MS
+ *                               mutual exclusion loop on ID's thread with one
+ *                               InterProcessMutex(PATH), until DURATION_MS passed or
+ *                               "stoploop ID": acquire (2 s timeout), take ENTER_US
+ *                               right after it returned, read the czxid of the
+ *                               holder's own lock node (the fencing token; -1 when
+ *                               that read failed), hold HOLD_MS, take EXIT_US, then
+ *                               release. Failed rounds (timeouts, exceptions) are
+ *                               counted, not fatal. At the end prints one "mxev ID
+ *                               TOKEN ENTER_US EXIT_US SUSP" per completed section
+ *                               (epoch microseconds, Instant.now(); SUSP = how many
+ *                               SUSPENDED/LOST connection states Curator reported
+ *                               during the section), then "mxloop ID done N
+ *                               [KIND=COUNT ...]" with the failed rounds by kind
+ *                               (timeout, the exception's class, release:<class>,
+ *                               token:<class>, token:nonode) and suspended=S lost=L
+ *                               (connection states seen during the whole loop).
+ *   semloop ID PATH MAX DURATION_MS HOLD_MS
+ *                               the same with one InterProcessSemaphoreV2(PATH, MAX),
+ *                               one lease per round: prints "semev ID ENTER_US
+ *                               EXIT_US SUSP" per completed section, then "semloop
+ *                               ID done N [KIND=COUNT ...]".
+ *   stoploop ID                 ask the mxloop/semloop of ID to end after its
+ *                               current round -> "stopping ID" (its events and done
+ *                               line follow when it ends)
  *   cancel ID                   interrupt ID's thread (a waiting acquire ends with
  *                               "error ID interrupted ...") -> "cancelled ID"
  *   children PATH               -> "children PATH n1 n2 ..." sorted as strings,
@@ -93,11 +118,14 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -109,6 +137,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -339,6 +368,26 @@ public class CuratorPeer {
             if (p.length < 6)
                 throw new IllegalArgumentException("usage: rwloop ID PATH N SEED HOLD_MS");
             rwloop(p[1], p[2], Integer.parseInt(p[3]), Integer.parseInt(p[4]), Long.parseLong(p[5]));
+            return true;
+        }
+        case "mxloop": {
+            String[] p = line.split("\\s+");
+            if (p.length < 5)
+                throw new IllegalArgumentException("usage: mxloop ID PATH DURATION_MS HOLD_MS");
+            mxloop(p[1], p[2], Long.parseLong(p[3]), Long.parseLong(p[4]));
+            return true;
+        }
+        case "semloop": {
+            String[] p = line.split("\\s+");
+            if (p.length < 6)
+                throw new IllegalArgumentException("usage: semloop ID PATH MAX DURATION_MS HOLD_MS");
+            semloop(p[1], p[2], Integer.parseInt(p[3]), Long.parseLong(p[4]), Long.parseLong(p[5]));
+            return true;
+        }
+        case "stoploop": {
+            need(w, 2, "stoploop ID");
+            loopStops.computeIfAbsent(w[1], k -> new AtomicBoolean()).set(true);
+            reply("stopping " + w[1]);
             return true;
         }
         case "cancel": {
@@ -613,6 +662,149 @@ public class CuratorPeer {
                 System.out.println("rwloop " + id + " done " + n);
                 System.out.flush();
             }
+        });
+    }
+
+    /* ---- mxloop / semloop: checker loops (see the header) ---- */
+
+    /** Stop flags of the running loops, by ID. */
+    private static final Map<String, AtomicBoolean> loopStops = new ConcurrentHashMap<>();
+
+    /** SUSPENDED and LOST connection states seen since the first loop started. */
+    private static final AtomicLong suspendedSeen = new AtomicLong(), lostSeen = new AtomicLong();
+    private static final AtomicBoolean stateListening = new AtomicBoolean();
+
+    static void listenStates() {
+        if (stateListening.compareAndSet(false, true))
+            client.getConnectionStateListenable().addListener((c, st) -> {
+                if (st == ConnectionState.SUSPENDED)
+                    suspendedSeen.incrementAndGet();
+                else if (st == ConnectionState.LOST)
+                    lostSeen.incrementAndGet();
+            });
+    }
+
+    static long statesSeen() {
+        return suspendedSeen.get() + lostSeen.get();
+    }
+
+    static void countFail(Map<String, Integer> fails, String kind) {
+        fails.merge(kind, 1, Integer::sum);
+    }
+
+    /** An InterProcessMutex that tells the path of its holder's own node. */
+    static final class NodeMutex extends InterProcessMutex {
+        NodeMutex(String path) { super(client, path); }
+        String ownNode() { return getLockPath(); }   // protected in Curator 5.4 and 5.7
+    }
+
+    interface Round {
+        /** One acquire/hold/release round; returns the event line, null when not acquired. */
+        String run(Map<String, Integer> fails) throws InterruptedException;
+    }
+
+    /** Run rounds on ID's thread until DURATION_MS passed or stoploop; then print. */
+    static void loop(String cmd, String id, long durationMs, Round round) {
+        AtomicBoolean stop = new AtomicBoolean();
+        loopStops.put(id, stop);
+        listenStates();
+        onThread(id, o -> {
+            long end = System.nanoTime() + durationMs * 1_000_000L;
+            long susp0 = suspendedSeen.get(), lost0 = lostSeen.get();
+            List<String> events = new ArrayList<>();
+            Map<String, Integer> fails = new TreeMap<>();
+            while (!stop.get() && System.nanoTime() - end < 0) {
+                String ev = round.run(fails);
+                if (ev != null)
+                    events.add(ev);
+            }
+            StringBuilder done = new StringBuilder(cmd + " " + id + " done " + events.size());
+            for (Map.Entry<String, Integer> e : fails.entrySet())
+                done.append(' ').append(e.getKey()).append('=').append(e.getValue());
+            done.append(" suspended=").append(suspendedSeen.get() - susp0)
+                .append(" lost=").append(lostSeen.get() - lost0);
+            synchronized (OUT_LOCK) {
+                for (String e : events)
+                    System.out.println(e);
+                System.out.println(done);
+                System.out.flush();
+            }
+        });
+    }
+
+    /** The mutex checker loop (see the header). */
+    static void mxloop(String id, String path, long durationMs, long holdMs) {
+        NodeMutex m = new NodeMutex(path);
+        loop("mxloop", id, durationMs, fails -> {
+            try {
+                if (!m.acquire(2, TimeUnit.SECONDS)) {
+                    countFail(fails, "timeout");
+                    return null;
+                }
+            } catch (InterruptedException e) {
+                throw e;
+            } catch (Exception e) {
+                countFail(fails, e.getClass().getSimpleName());
+                Thread.sleep(50);
+                return null;
+            }
+            long enter = nowMicros();
+            long states0 = statesSeen();
+            long token = -1;
+            try {
+                Stat st = client.checkExists().forPath(m.ownNode());
+                if (st != null)
+                    token = st.getCzxid();
+                else
+                    countFail(fails, "token:nonode");
+            } catch (Exception e) {
+                countFail(fails, "token:" + e.getClass().getSimpleName());
+            }
+            long exit;
+            try {
+                if (holdMs > 0)
+                    Thread.sleep(holdMs);   // the critical section's work
+            } finally {
+                exit = nowMicros();
+                try {
+                    m.release();
+                } catch (Exception e) {
+                    countFail(fails, "release:" + e.getClass().getSimpleName());
+                }
+            }
+            return "mxev " + id + " " + token + " " + enter + " " + exit + " " + (statesSeen() - states0);
+        });
+    }
+
+    /** The semaphore checker loop (see the header). */
+    static void semloop(String id, String path, int max, long durationMs, long holdMs) {
+        InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, max);
+        loop("semloop", id, durationMs, fails -> {
+            Lease lease;
+            try {
+                lease = sem.acquire(2, TimeUnit.SECONDS);
+                if (lease == null) {
+                    countFail(fails, "timeout");
+                    return null;
+                }
+            } catch (InterruptedException e) {
+                throw e;
+            } catch (Exception e) {
+                countFail(fails, e.getClass().getSimpleName());
+                Thread.sleep(50);
+                return null;
+            }
+            long enter = nowMicros();
+            long states0 = statesSeen();
+            long exit;
+            try {
+                if (holdMs > 0)
+                    Thread.sleep(holdMs);
+            } finally {
+                exit = nowMicros();
+                sem.returnLease(lease);   // logs, does not throw, when the delete fails
+            }
+            return "semev " + id + " " + enter + " " + exit + " " + (statesSeen() - states0);
         });
     }
 }

@@ -16,6 +16,12 @@
 #   start_ensemble($n) / ensemble_connect / ensemble_leader /
 #   kill_ensemble_member / stop_ensemble
 #                                 an $n-node ZooKeeper ensemble on 127.0.0.1
+#   ensemble_members()            the servers of that ensemble ({ id, pid,
+#                                 client }; pid undef while stopped)
+#   restart_ensemble_member($e, $timeout)
+#                                 start a stopped server again (same port, same
+#                                 data); true once it serves again (timeout 0:
+#                                 start only)
 #   hold_for($seconds, $what)     keep an injected fault in place on purpose
 #   log_contents($node)           the server log of a cluster
 #   status_row($node)             zk_status() as a hash
@@ -41,7 +47,7 @@ use Exporter 'import';
 our @EXPORT = qw(
   zktool zk_tree zk_stat zk_acl session_file expire_session four_letter
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
-  kill_ensemble_member stop_ensemble
+  kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
 );
 
@@ -312,6 +318,31 @@ sub kill_ensemble_member
 	$e->{pid} = undef;
 	note("ZooKeeper ensemble server $e->{id} (pid $pid) stopped by $sig");
 	return;
+}
+
+# ensemble_members(): the servers of the ensemble, in id order (the same
+# hashes ensemble_leader returns; pid is undef while a server is stopped).
+sub ensemble_members
+{
+	return @ens;
+}
+
+# restart_ensemble_member($e, $timeout): start again a server stopped by
+# kill_ensemble_member, on the same ports and data directory. Returns true
+# once it serves again (srvr says leader or follower) within $timeout
+# seconds (default 60). $timeout 0: only start it (the caller polls
+# ensemble_modes() itself) and return true.
+sub restart_ensemble_member
+{
+	my ($e, $timeout) = @_;
+	die "ZooKeeper server $e->{id} still runs (pid $e->{pid})" if $e->{pid};
+	_launch($e);
+	return 1 if defined $timeout && $timeout == 0;
+	my $ok = wait_until(
+		sub { four_letter("127.0.0.1:$e->{client}", 'srvr') =~ /^Mode: (leader|follower)/m },
+		$timeout // 60, "server $e->{id} to serve again");
+	diag("zk$e->{id} log tail:\n" . _tail("$e->{dir}/zk.log", 15)) unless $ok;
+	return $ok ? 1 : 0;
 }
 
 sub stop_ensemble
