@@ -784,7 +784,8 @@ timeout_arg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("timeout must not be negative"),
 				 errhint("Use NULL to wait until the lock is granted.")));
-	return (usecs + 999) / 1000;
+	/* rounded up to the millisecond, without overflowing */
+	return usecs / 1000 + (usecs % 1000 != 0);
 }
 
 /*
@@ -879,12 +880,118 @@ typedef enum WaitOutcome
 	WAIT_DONE					/* a request without a lock finished */
 } WaitOutcome;
 
+/* What one look at our slot found */
+typedef enum SlotLook
+{
+	LOOK_PENDING,				/* the worker is still on it */
+	LOOK_HELD,					/* granted */
+	LOOK_DONE,					/* finished; answer taken, slot freed */
+	LOOK_LOST,					/* granted, then lost; slot freed */
+	LOOK_WITHDRAWN				/* we gave up on it in this look */
+} SlotLook;
+
+/* The answer of a finished request */
+typedef struct SlotAnswer
+{
+	ZklockResult result;
+	int			sqlerrcode;
+	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	int64		value;
+	uint32		needed;
+} SlotAnswer;
+
+/* Why a wait gives up on a request still pending */
+typedef enum GiveUp
+{
+	GIVE_UP_NONE = 0,
+	GIVE_UP_UNREACHABLE,		/* no provable session for connect_timeout */
+	GIVE_UP_TIMEOUT,			/* the call's own timeout */
+	GIVE_UP_LOCK_TIMEOUT		/* lock_timeout */
+} GiveUp;
+
+/*
+ * Look at our slot, under the lock, and take what the worker finished: the
+ * answer of a done request, a grant, or a grant lost with the session.
+ * With give_up, a request still pending is withdrawn in the same look, so
+ * an answer that arrives as the caller gives up is taken, never thrown
+ * away.  *cs gets the connection state seen.
+ */
+static SlotLook
+look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
+			 ZklockConnState *cs)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	SlotLook	look = LOOK_PENDING;
+	bool		wake = false;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	*cs = zklock_shared->conn_state;
+	if (slot->serial == serial && slot->pid == MyProcPid)
+	{
+		switch (slot->state)
+		{
+			case ZKS_HELD:
+				look = LOOK_HELD;
+				break;
+			case ZKS_DONE:
+				ans->result = slot->result;
+				ans->sqlerrcode = slot->sqlerrcode;
+				strlcpy(ans->errmsg, slot->errmsg, sizeof(ans->errmsg));
+				ans->value = slot->result_value;
+				ans->needed = slot->result_size;
+				slot->state = ZKS_FREE;
+				look = LOOK_DONE;
+				break;
+			case ZKS_LOST:
+				slot->state = ZKS_FREE;
+				look = LOOK_LOST;
+				break;
+			case ZKS_NEW:
+				if (give_up)
+				{
+					slot->state = ZKS_FREE;
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			case ZKS_ACTIVE:
+				if (give_up)
+				{
+					slot->state = ZKS_CANCEL;
+					zklock_post(idx);
+					wake = true;
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (wake)
+		zklock_wake_worker();
+	return look;
+}
+
+/*
+ * The time timeout_ms after start, or 0 (never) when it is out of the
+ * range of a timestamp: a timeout of thousands of years is no timeout.
+ */
+static TimestampTz
+deadline_after(TimestampTz start, int64 timeout_ms)
+{
+	if (timeout_ms < 0 || timeout_ms > (PG_INT64_MAX - start) / 1000)
+		return 0;
+	return TimestampTzPlusMilliseconds(start, timeout_ms);
+}
+
 /*
  * Wait on our latch until the worker answers the request in slot idx, the
- * timeout (ms, -1 = none) or lock_timeout passes, the connection to
- * ZooKeeper has been missing for zklock.connect_timeout, or an interrupt
- * arrives.  Whatever ends the wait early withdraws the request, so no
- * node is left behind.  For WAIT_DONE, *value gets the worker's result.
+ * timeout (ms, -1 = none) or lock_timeout passes, the worker has had no
+ * provable session (connected, with a valid lease) for
+ * zklock.connect_timeout, or an interrupt arrives.  Whatever ends the wait
+ * early withdraws the request, so no node is left behind; an answer that
+ * is there when the wait ends is taken whatever ended it.  For WAIT_DONE,
+ * *value gets the worker's result.
  */
 static WaitOutcome
 wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path,
@@ -892,12 +999,12 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = timeout_ms >= 0 ? TimestampTzPlusMilliseconds(start, timeout_ms) : 0;
+	TimestampTz deadline = deadline_after(start, timeout_ms);
+	bool		zero_timeout = (timeout_ms == 0);
 	TimestampTz lock_deadline = LockTimeout > 0 ? TimestampTzPlusMilliseconds(start, LockTimeout) : 0;
 	TimestampTz down_since = 0;
 	WaitOutcome outcome = WAIT_NOT_GRANTED;
-	int			fail_code = 0;
-	char		fail_msg[ZKLOCK_ERRMSG_SIZE];
+	SlotAnswer	ans;
 	uint32		wait_event;
 
 	/* the op was set by this backend when it filled the slot */
@@ -918,101 +1025,87 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 	{
 		for (;;)
 		{
-			ZklockSlotState st;
-			ZklockResult result = ZKR_NONE;
 			ZklockConnState cs;
+			SlotLook	look;
+			GiveUp		give_up = GIVE_UP_NONE;
 			TimestampTz now;
 			long		wait_ms = 1000;
 
-			LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-			st = slot->state;
-			cs = zklock_shared->conn_state;
-			if (st == ZKS_LOST && slot->serial == serial && slot->pid == MyProcPid)
+			look = look_at_slot(idx, serial, false, &ans, &cs);
+			if (look == LOOK_PENDING)
 			{
-				/* granted, then lost with the session before we looked */
-				slot->state = ZKS_FREE;
-				LWLockRelease(zklock_shared->lock);
+				now = GetCurrentTimestamp();
+
+				/*
+				 * Down: not connected, or connected without proof (the
+				 * lease ran out: a stalled worker cannot say so itself).
+				 */
+				if (cs != ZKC_CONNECTED || !zklock_lease_valid(now, NULL))
+				{
+					if (down_since == 0)
+						down_since = now;
+				}
+				else
+					down_since = 0;
+
+				if (down_since != 0 &&
+					(now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) ||
+					 ((deadline != 0 || zero_timeout) && now >= deadline)))
+					give_up = GIVE_UP_UNREACHABLE;
+				else if ((deadline != 0 || zero_timeout) && now >= deadline)
+					give_up = GIVE_UP_TIMEOUT;
+				else if (lock_deadline != 0 && now >= lock_deadline)
+					give_up = GIVE_UP_LOCK_TIMEOUT;
+				if (give_up != GIVE_UP_NONE)
+					look = look_at_slot(idx, serial, true, &ans, &cs);
+			}
+
+			if (look == LOOK_HELD)
+			{
+				outcome = WAIT_GRANTED;
+				break;
+			}
+			if (look == LOOK_DONE)
+			{
+				if (ans.result == ZKR_ERROR)
+					ereport(ERROR,
+							(errcode(ans.sqlerrcode),
+							 errmsg("%s", ans.errmsg)));
+				if (value)
+					*value = ans.value;
+				if (needed)
+					*needed = ans.needed;
+				outcome = ans.result == ZKR_OK ? WAIT_DONE : WAIT_NOT_GRANTED;
+				break;
+			}
+			if (look == LOOK_LOST)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("zookeeper lock \"%s\" was lost as it was granted", user_path),
 						 errdetail("The zklock worker's zookeeper session ended (expired, or its lease ran out) before this backend saw the grant."),
 						 errhint("Retry when zk_status() shows the connection again.")));
-			}
-			if (st == ZKS_DONE && slot->serial == serial)
+			if (look == LOOK_WITHDRAWN)
 			{
-				result = slot->result;
-				if (result == ZKR_ERROR)
-				{
-					fail_code = slot->sqlerrcode;
-					strlcpy(fail_msg, slot->errmsg, sizeof(fail_msg));
-				}
-				if (value)
-					*value = slot->result_value;
-				if (needed)
-					*needed = slot->result_size;
-				slot->state = ZKS_FREE;
-			}
-			LWLockRelease(zklock_shared->lock);
-
-			if (st == ZKS_HELD)
-			{
-				outcome = WAIT_GRANTED;
-				break;
-			}
-			if (st == ZKS_DONE)
-			{
-				if (result == ZKR_ERROR)
+				now = GetCurrentTimestamp();
+				if (give_up == GIVE_UP_UNREACHABLE)
 					ereport(ERROR,
-							(errcode(fail_code),
-							 errmsg("%s", fail_msg)));
-				outcome = result == ZKR_OK ? WAIT_DONE : WAIT_NOT_GRANTED;
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("zookeeper is not reachable"),
+							 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
+									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
+									   zklock_conn_state_name(cs), zklock_hosts,
+									   (long) ((now - down_since) / 1000)),
+							 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
+				if (give_up == GIVE_UP_LOCK_TIMEOUT)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("canceling statement due to lock timeout"),
+							 errdetail("Waiting for zookeeper path \"%s\".", user_path)));
+				outcome = WAIT_NOT_GRANTED;
 				break;
 			}
 
 			now = GetCurrentTimestamp();
-			if (cs != ZKC_CONNECTED)
-			{
-				if (down_since == 0)
-					down_since = now;
-			}
-			else
-				down_since = 0;
-
-			if (down_since != 0 &&
-				(now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) ||
-				 (deadline != 0 && now >= deadline)))
-			{
-				if (withdraw_request(idx, serial, false))
-				{
-					outcome = WAIT_GRANTED;
-					break;
-				}
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("zookeeper is not reachable"),
-						 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
-								   zklock_conn_state_name(cs), zklock_hosts,
-								   (long) ((now - down_since) / 1000)),
-						 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
-			}
-			if (deadline != 0 && now >= deadline)
-			{
-				outcome = withdraw_request(idx, serial, false) ? WAIT_GRANTED : WAIT_NOT_GRANTED;
-				break;
-			}
-			if (lock_deadline != 0 && now >= lock_deadline)
-			{
-				if (withdraw_request(idx, serial, false))
-				{
-					outcome = WAIT_GRANTED;
-					break;
-				}
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("canceling statement due to lock timeout"),
-						 errdetail("Waiting for zookeeper path \"%s\".", user_path)));
-			}
-
 			if (deadline != 0)
 				wait_ms = Min(wait_ms, (long) ((deadline - now + 999) / 1000));
 			if (lock_deadline != 0)
@@ -1020,6 +1113,14 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 			if (down_since != 0)
 				wait_ms = Min(wait_ms,
 							  (long) ((TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) - now + 999) / 1000));
+			else
+			{
+				TimestampTz until;
+
+				/* wake up when the lease would run out, to notice it */
+				if (zklock_lease_valid(now, &until))
+					wait_ms = Min(wait_ms, (long) ((until - now + 999) / 1000));
+			}
 			if (wait_ms < 1)
 				wait_ms = 1;
 
@@ -1144,6 +1245,33 @@ add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 }
 
 /*
+ * Record a lock just granted in slot idx.  Should that fail (out of
+ * memory), the lock is given back at once rather than left held, unknown
+ * to the registry, until the backend exits.
+ */
+static LocalLock *
+add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+{
+	LocalLock  *ll = NULL;
+
+	PG_TRY();
+	{
+		ll = add_hold(key, idx, serial, xact);
+	}
+	PG_CATCH();
+	{
+		LocalLock  *half = hash_search(local_locks, key, HASH_FIND, NULL);
+
+		if (half != NULL && half->slot == idx && half->serial == serial)
+			hash_search(local_locks, key, HASH_REMOVE, NULL);
+		(void) withdraw_request(idx, serial, true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return ll;
+}
+
+/*
  * Find a lock of ours; a lock lost with the session is dropped with a
  * WARNING and not returned.
  */
@@ -1223,7 +1351,7 @@ acquire_lock(ZklockAsk *ask, text *path)
 
 		if (!request_lock(ask, &key, user_off, &idx, &serial))
 			return false;
-		ll = add_hold(&key, idx, serial, ask->xact);
+		ll = add_granted_hold(&key, idx, serial, ask->xact);
 		return true;
 	}
 
@@ -1728,7 +1856,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 
 		strlcpy(lk.lease, zklock_shared->slots[slots[i]].node, sizeof(lk.lease));
 		names[i] = CStringGetTextDatum(lk.lease);
-		(void) add_hold(&lk, slots[i], serials[i], xact);
+		(void) add_granted_hold(&lk, slots[i], serials[i], xact);
 	}
 	PG_RETURN_ARRAYTYPE_P(construct_array(names, qty, TEXTOID, -1, false, TYPALIGN_INT));
 }
@@ -1909,7 +2037,7 @@ zk_double_barrier_enter(PG_FUNCTION_ARGS)
 	idx = claim_slot(&ask, &key, user_off, &serial);
 	if (wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL, NULL) != WAIT_GRANTED)
 		PG_RETURN_BOOL(false);
-	(void) add_hold(&key, idx, serial, false);
+	(void) add_granted_hold(&key, idx, serial, false);
 	PG_RETURN_BOOL(true);
 }
 
@@ -2471,7 +2599,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	lease_ok = zklock_lease_valid(GetCurrentTimestamp(), NULL);
 
 	/* copy under the lock, build tuples after */
-	copy = palloc(sizeof(ZklockSlot) * sh->nslots);
+	/* a table of more than ~650k slots is more than 1 GB */
+	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
 	LWLockAcquire(sh->lock, LW_SHARED);
 	for (i = 0; i < sh->nslots; i++)
 	{
