@@ -183,7 +183,8 @@ CREATE FUNCTION zk_status(
     OUT lease_until timestamptz,
     OUT lease_remaining interval,
     OUT locks_lost bigint,
-    OUT leases_expired bigint)
+    OUT leases_expired bigint,
+    OUT deletes_pending bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -117,7 +117,9 @@ typedef enum ZklockConnState
 	ZKC_CONNECTING,				/* no session established yet */
 	ZKC_CONNECTED,
 	ZKC_SUSPENDED,				/* connection lost, session may be alive */
-	ZKC_EXPIRED					/* session expired; a new one is being made */
+	ZKC_EXPIRED,				/* session expired; a new one is being made */
+	ZKC_AUTH_FAILED				/* the servers rejected zklock.auth; retried
+								 * every zklock.connect_timeout */
 } ZklockConnState;
 
 typedef struct ZklockSlot
@@ -157,6 +159,30 @@ typedef struct ZklockSlot
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
 } ZklockSlot;
 
+/*
+ * A node the worker must delete: a released lock, the node of a withdrawn,
+ * failed or given-up request (by name, or every child of a parent that
+ * carries a protection prefix, when the create's reply never came), a
+ * P/locks node given back, P/ready.  The intent is recorded here, in
+ * shared memory, under ZklockShared->lock, in the same critical section
+ * that frees or finishes the request slot, so a worker that dies at any
+ * point leaves it to the next worker, which sends it again.  A delete is
+ * retried for as long as the session lasts, whatever the error, until the
+ * server says it is done (ZOK or NoNode).  When the session ends the
+ * server has removed its ephemeral nodes and their entries are dropped;
+ * the entry of a persistent node (P/ready) stays.  Only the worker writes
+ * entries; zk_status() counts them.
+ */
+typedef struct ZklockDelete
+{
+	uint32		serial;			/* 0: free; otherwise set anew on every use */
+	bool		by_prefix;		/* delete path's children named prefix... */
+	bool		persistent;		/* a persistent node: survives the session */
+	uint64		session_gen;	/* session whose ephemeral node it is */
+	char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
+	char		path[ZKLOCK_NODE_PATH_SIZE];
+} ZklockDelete;
+
 typedef struct ZklockShared
 {
 	LWLock	   *lock;			/* protects everything below */
@@ -193,6 +219,11 @@ typedef struct ZklockShared
 	pg_atomic_uint64 lease_until;
 	int			negotiated_timeout; /* ms */
 	char		server[128];
+	/* the pending-delete table (zklock_deletes), after the post ring */
+	int			ndeletes;		/* its size */
+	int			deletes_used;	/* entries in use: zk_status().deletes_pending */
+	uint32		delete_serial;	/* last serial handed to an entry */
+	bool		deletes_full_logged;	/* "table full" was logged */
 	int			nslots;
 	ZklockSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } ZklockShared;
@@ -219,6 +250,7 @@ typedef enum ZklockAclMode
 /* zklock_shmem.c */
 extern ZklockShared *zklock_shared;
 extern int *zklock_post_ring;	/* the post ring, after the slots */
+extern ZklockDelete *zklock_deletes;	/* pending deletes, after the ring */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
 extern void zklock_post(int idx);

@@ -811,3 +811,116 @@ zklock_double_barrier_leave_decide(char *const *children, int n,
 	}
 	return action;
 }
+
+/* ----------------------------------------------------------------
+ *		Cleaning up after a request
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Fill steps with what a request that ends without its lock must delete
+ * and return how many there are (at most ZKLOCK_MAX_CLEANUP_STEPS).
+ *
+ * A node whose name is known is deleted by name.  A node whose create was
+ * made with a protection id but whose name never came back (the reply was
+ * lost, the worker restarted, the create is still on its way) may exist:
+ * every child of its parent that carries the id's prefix is deleted.  The
+ * session applies its requests in order, so that listing comes after the
+ * create and finds the node if the create made it.  A double barrier
+ * member is named by its id alone, so its name is always known.
+ */
+int
+zklock_cleanup_plan(const ZklockCleanupInput *in,
+					ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS])
+{
+	int			n = 0;
+	const char *node = in->node ? in->node : "";
+	const char *uuid = in->uuid ? in->uuid : "";
+	const char *aux_node = in->aux_node ? in->aux_node : "";
+	const char *aux_uuid = in->aux_uuid ? in->aux_uuid : "";
+	ZklockCleanupParent main_parent = in->lease ? ZKLOCK_CLEANUP_IN_LEASES :
+		ZKLOCK_CLEANUP_IN_PATH;
+
+	if (node[0] != '\0')
+	{
+		if (!in->node_deleted)
+		{
+			steps[n].parent = main_parent;
+			steps[n].by_prefix = false;
+			steps[n].name = node;
+			steps[n].prefix[0] = '\0';
+			n++;
+		}
+	}
+	else if (uuid[0] != '\0' && in->protected_names)
+	{
+		steps[n].parent = main_parent;
+		steps[n].by_prefix = true;
+		steps[n].name = NULL;
+		zklock_protected_prefix(uuid, steps[n].prefix);
+		n++;
+	}
+
+	if (in->lease)
+	{
+		if (aux_node[0] != '\0')
+		{
+			steps[n].parent = ZKLOCK_CLEANUP_IN_LOCKS;
+			steps[n].by_prefix = false;
+			steps[n].name = aux_node;
+			steps[n].prefix[0] = '\0';
+			n++;
+		}
+		else if (aux_uuid[0] != '\0')
+		{
+			steps[n].parent = ZKLOCK_CLEANUP_IN_LOCKS;
+			steps[n].by_prefix = true;
+			steps[n].name = NULL;
+			zklock_protected_prefix(aux_uuid, steps[n].prefix);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Entries of the pending-delete table: a request owns at most two nodes
+ * at once (a lease and its P/locks node), and the table keeps as many
+ * again for the nodes of requests that ended without waiting for room.
+ */
+int
+zklock_delete_table_size(int max_requests)
+{
+	return max_requests * 3;
+}
+
+/*
+ * May need more entries be taken from a table of size with used taken?
+ * A caller that can wait leaves reserve entries free.
+ */
+bool
+zklock_delete_may_add(int used, int size, int need, bool can_wait, int reserve)
+{
+	int			limit = can_wait ? size - reserve : size;
+
+	if (need <= 0)
+		return true;
+	return used + need <= limit;
+}
+
+/*
+ * Exponential back-off: base_ms, 2 * base_ms, 4 * base_ms ... at most
+ * cap_ms; attempt 1 is the first retry.
+ */
+int
+zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms)
+{
+	long		delay = base_ms;
+	int			i;
+
+	if (base_ms <= 0)
+		return cap_ms > 0 ? cap_ms : 0;
+	for (i = 1; i < attempt && delay < cap_ms; i++)
+		delay *= 2;
+	return (int) (delay < cap_ms ? delay : cap_ms);
+}

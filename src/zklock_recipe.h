@@ -118,4 +118,62 @@ extern ZklockLeaveAction zklock_double_barrier_leave_decide(char *const *childre
 															const char *own,
 															const char **watch_name);
 
+/*
+ * What a request that ends without its lock (released, withdrawn, failed,
+ * a try that gave up) must delete: every node it created or may have
+ * created.  Decided from what the shared request slot records alone, so a
+ * restarted worker, which knows nothing of its predecessor's calls in
+ * flight, decides the same.
+ */
+typedef enum ZklockCleanupParent
+{
+	ZKLOCK_CLEANUP_IN_PATH = 0, /* a child of P (mutex, read/write, member) */
+	ZKLOCK_CLEANUP_IN_LEASES,	/* a child of P/leases (a lease) */
+	ZKLOCK_CLEANUP_IN_LOCKS		/* a child of P/locks (a lease's mutex) */
+} ZklockCleanupParent;
+
+typedef struct ZklockCleanupInput
+{
+	bool		lease;			/* a semaphore lease (main node in P/leases,
+								 * aux node in P/locks) */
+	bool		protected_names;	/* the main node has Curator's protection
+									 * prefix (false: double barrier member) */
+	const char *node;			/* our main node, "" when its name is unknown */
+	const char *uuid;			/* its protection id, "" when no create was
+								 * made with one */
+	bool		node_deleted;	/* the main node was deleted already */
+	const char *aux_node;		/* lease: our P/locks node, "" when unknown */
+	const char *aux_uuid;		/* lease: its protection id, "" when none */
+} ZklockCleanupInput;
+
+typedef struct ZklockCleanupStep
+{
+	ZklockCleanupParent parent;
+	bool		by_prefix;		/* delete every child named prefix... */
+	const char *name;			/* !by_prefix: the node's own name */
+	char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];	/* by_prefix */
+} ZklockCleanupStep;
+
+#define ZKLOCK_MAX_CLEANUP_STEPS 2
+
+extern int	zklock_cleanup_plan(const ZklockCleanupInput *in,
+								ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS]);
+
+/*
+ * The pending-delete table: its size for a request table of max_requests
+ * entries, and whether a caller may add need entries to it with used of
+ * size taken.  A caller that can wait for room (a release or a withdrawn
+ * wait, which keeps its request slot meanwhile) leaves the last reserve
+ * entries to the callers that cannot.
+ */
+extern int	zklock_delete_table_size(int max_requests);
+extern bool zklock_delete_may_add(int used, int size, int need, bool can_wait,
+								  int reserve);
+
+/*
+ * Delay before the attempt-th retry (attempt >= 1) of a call the server
+ * refused: base_ms doubled for each earlier attempt, at most cap_ms.
+ */
+extern int	zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms);
+
 #endif							/* ZKLOCK_RECIPE_H */

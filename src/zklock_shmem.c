@@ -17,6 +17,7 @@
 
 ZklockShared *zklock_shared = NULL;
 int		   *zklock_post_ring = NULL;
+ZklockDelete *zklock_deletes = NULL;
 
 /*
  * Entries of the post ring: room for several posts of every slot.
@@ -28,17 +29,30 @@ post_queue_size(void)
 }
 
 /*
- * Bytes of shared memory the request table needs.
+ * Where the pending-delete table starts: after the slots and the post
+ * ring, aligned.
  */
 static Size
-zklock_shmem_size(void)
+deletes_offset(void)
 {
 	Size		size;
 
 	size = add_size(offsetof(ZklockShared, slots),
 					mul_size(sizeof(ZklockSlot), zklock_max_requests));
 	size = add_size(size, mul_size(sizeof(int), post_queue_size()));
-	return size;
+	return MAXALIGN(size);
+}
+
+/*
+ * Bytes of shared memory the request table needs: the slots, the post
+ * ring and the pending-delete table.
+ */
+static Size
+zklock_shmem_size(void)
+{
+	return add_size(deletes_offset(),
+					mul_size(sizeof(ZklockDelete),
+							 zklock_delete_table_size(zklock_max_requests)));
 }
 
 /*
@@ -71,9 +85,11 @@ zklock_shmem_startup(void)
 		zklock_shared->conn_state = ZKC_NONE;
 		zklock_shared->nslots = zklock_max_requests;
 		zklock_shared->post_size = post_queue_size();
+		zklock_shared->ndeletes = zklock_delete_table_size(zklock_max_requests);
 		pg_atomic_init_u64(&zklock_shared->lease_until, 0);
 	}
 	zklock_post_ring = (int *) &zklock_shared->slots[zklock_shared->nslots];
+	zklock_deletes = (ZklockDelete *) ((char *) zklock_shared + deletes_offset());
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -188,6 +204,8 @@ zklock_conn_state_name(ZklockConnState state)
 			return "suspended";
 		case ZKC_EXPIRED:
 			return "expired";
+		case ZKC_AUTH_FAILED:
+			return "auth_failed";
 	}
 	return "unknown";
 }

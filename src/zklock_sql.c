@@ -2451,9 +2451,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16];
-	int64		counts[5];
+	Datum		values[17];
+	bool		nulls[17];
+	int64		counts[6];
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -2489,6 +2489,7 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[2] = sh->expired_count;
 	counts[3] = sh->locks_lost_count;
 	counts[4] = sh->lease_expired_count;
+	counts[5] = sh->deletes_used;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -2531,6 +2532,7 @@ zk_status(PG_FUNCTION_ARGS)
 	}
 	values[14] = Int64GetDatum(counts[3]);
 	values[15] = Int64GetDatum(counts[4]);
+	values[16] = Int64GetDatum(counts[5]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -85,17 +85,25 @@ typedef struct WorkerReq
 	int		   *plen;
 } WorkerReq;
 
-/* A node to delete, retried until it is gone or the session ends */
-typedef struct PendingDelete
+/*
+ * Process-local state of an entry of the shared pending-delete table
+ * (zklock_deletes): whether a call for it is on its way and when it may be
+ * tried again.  It belongs to the entry's serial; a restarted worker
+ * starts with none and so sends every entry again.
+ */
+typedef struct DeleteLocal
 {
-	uint64		id;
-	bool		inflight;
-	bool		by_prefix;		/* path is a parent; delete children with
-								 * prefix */
-	char		prefix[ZKLOCK_NODE_NAME_SIZE];
-	char		path[ZKLOCK_NODE_PATH_SIZE];
-	struct PendingDelete *next;
-} PendingDelete;
+	uint32		serial;			/* entry serial this belongs to */
+	bool		inflight;		/* a delete or listing is on its way */
+	bool		logged;			/* a refusal by the server was logged */
+	int			attempts;		/* refusals by the server so far */
+	TimestampTz retry_at;		/* not before this time; 0: at once */
+} DeleteLocal;
+
+/* pauses between tries of a pending delete (ms) */
+#define DELETE_RETRY_MIN_MS		100
+#define DELETE_RETRY_BASE_MS	200
+#define DELETE_RETRY_MAX_MS		10000
 
 /* Where the lock engine works for a slot: the mutex-like part of a recipe */
 typedef struct LockTarget
@@ -112,8 +120,22 @@ static bool zk_connected = false;
 static bool need_reconnect = false;
 static bool rescan = true;		/* look at every slot on the next pass */
 static WorkerReq *reqs = NULL;
-static PendingDelete *pending_deletes = NULL;
-static uint64 next_delete_id = 1;
+static DeleteLocal *dlocal = NULL;	/* beside zklock_deletes */
+static int	delete_hint = 0;	/* where to look for a free entry */
+static bool deletes_scan = true;	/* send every due entry on the next pass */
+static TimestampTz deletes_next_retry = 0;	/* earliest end of a back-off */
+
+/*
+ * The servers rejected zklock.auth: when that began (0: they did not), and
+ * when the next handle may be opened.  Until a server accepts the
+ * credentials again, zk_status() says auth_failed and requests fail.
+ */
+static TimestampTz auth_failed_at = 0;
+static TimestampTz auth_retry_at = 0;
+static uint32 handle_gen = 0;	/* bumped for every handle opened */
+
+/* ms between two tries while the servers reject zklock.auth */
+#define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
 static char *connected_hosts = NULL;
 
 static WaitEventSet *wes = NULL;
@@ -214,12 +236,41 @@ zk_rc_sqlstate(int rc)
 
 /*
  * True for the result codes after which the call may or may not have been
- * applied and should be tried again once the connection is back.
+ * applied and should be tried again once the connection is back: the
+ * connection was lost or timed out; the session moved to another server
+ * (which drops this connection, and the client reconnects); the client
+ * closed its socket after a send error or an out-of-order reply (the
+ * 3.8 client reports that as a runtime inconsistency); the server
+ * rejected zklock.auth on this connection and closed it (the session
+ * watcher fails the waiting requests then).
  */
 static bool
 zk_rc_retryable(int rc)
 {
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+		rc == ZSESSIONMOVED || rc == ZRUNTIMEINCONSISTENCY ||
+		rc == ZAUTHFAILED;
+}
+
+/*
+ * True for the result codes with which the server refused a create: no
+ * node was made.
+ */
+static bool
+zk_rc_refused(int rc)
+{
+	switch (rc)
+	{
+		case ZNONODE:
+		case ZNOAUTH:
+		case ZNODEEXISTS:
+		case ZINVALIDACL:
+		case ZBADARGUMENTS:
+		case ZNOCHILDRENFOREPHEMERALS:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /*
@@ -257,10 +308,28 @@ reset_req(int idx)
 	memset(req, 0, sizeof(*req));
 }
 
+static bool record_slot_deletes(int idx, bool can_wait);
+
+/*
+ * Forget the nodes of a slot whose deletes are recorded (or that went
+ * with their session).  Caller holds the lock.
+ */
+static void
+clear_slot_nodes(ZklockSlot *slot)
+{
+	slot->node[0] = '\0';
+	slot->uuid[0] = '\0';
+	slot->aux_node[0] = '\0';
+	slot->aux_uuid[0] = '\0';
+}
+
 static void slot_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
 
 /*
- * End a request with an error for its backend.  Caller holds the lock.
+ * End a request with an error for its backend.  Every node it created or
+ * may have created is deleted first, in any phase of any recipe (Curator
+ * deletes its node on any exception of its lock loop).  Caller holds the
+ * lock.
  */
 static void
 slot_fail(int idx, int sqlerrcode, const char *fmt,...)
@@ -268,6 +337,8 @@ slot_fail(int idx, int sqlerrcode, const char *fmt,...)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	va_list		ap;
 
+	(void) record_slot_deletes(idx, false);
+	clear_slot_nodes(slot);
 	va_start(ap, fmt);
 	vsnprintf(slot->errmsg, sizeof(slot->errmsg), fmt, ap);
 	va_end(ap);
@@ -294,156 +365,357 @@ slot_finish(int idx, ZklockResult result, int64 value)
 	zklock_wake_backend(slot);
 }
 
-/*
- * Send every pending delete that is not already on its way.
+/* ---------------------------------------------------------------------
+ * Guaranteed deletes.  What must be deleted is recorded in the shared
+ * pending-delete table (zklock_deletes, see ZklockDelete) in the same
+ * critical section that frees or finishes the request slot that owned
+ * the node, so a worker that dies at any step leaves it to the next one.
+ * Every error but NoNode is tried again for as long as the session lasts,
+ * like Curator's guaranteed delete.  The completions take the lock;
+ * every other function here expects the caller to hold it.
+ * ---------------------------------------------------------------------
  */
-static void send_deletes(void);
+
+static void delete_done(int rc, const void *data);
+static void delete_prefix_done(int rc, const struct String_vector *strings,
+							   const void *data);
 
 /*
- * Put a node on the list of nodes to delete (by exact path, or every child
- * of path that starts with prefix) and send it when connected.  Deletes
- * are retried until they succeed or the session ends.
+ * The process-local state of entry i, reset when the entry was reused.
+ */
+static DeleteLocal *
+delete_local(int i)
+{
+	DeleteLocal *dl = &dlocal[i];
+
+	if (dl->serial != zklock_deletes[i].serial)
+	{
+		memset(dl, 0, sizeof(*dl));
+		dl->serial = zklock_deletes[i].serial;
+	}
+	return dl;
+}
+
+/*
+ * Decode the tag of a delete's completion: the entry index while the tag
+ * still names the entry, -1 when it is stale.
+ */
+static int
+delete_tag_current(const void *tag)
+{
+	uint64		v = (uint64) (uintptr_t) tag;
+	int			i = (int) (v & 0xFFFFFF);
+	uint32		serial = (uint32) (v >> 24);
+
+	if (dlocal == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
+		zklock_deletes[i].serial != serial)
+		return -1;
+	return i;
+}
+
+/*
+ * Free entry i: the node is gone (or went with its session).
+ */
+static void
+delete_free(int i)
+{
+	ZklockShared *sh = zklock_shared;
+
+	zklock_deletes[i].serial = 0;
+	dlocal[i].serial = 0;
+	sh->deletes_used--;
+	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
+		sh->deletes_full_logged = false;
+}
+
+/*
+ * Say that the table is full, once until it has emptied to half.
+ */
+static void
+log_deletes_full(const char *consequence)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (sh->deletes_full_logged)
+		return;
+	sh->deletes_full_logged = true;
+	ereport(LOG,
+			(errmsg("zklock: the table of pending zookeeper deletes is full"),
+			 errdetail("%d of its %d entries (three per zklock.max_requests) hold nodes ZooKeeper has not confirmed deleted; %s.",
+					   sh->deletes_used, sh->ndeletes, consequence),
+			 errhint("Earlier \"could not delete\" messages name the nodes ZooKeeper refuses to delete; zk_status().deletes_pending counts the entries.")));
+}
+
+/*
+ * Send entry i (a delete, or the listing of a delete by prefix) unless it
+ * is on its way already or pausing after a refusal.
+ */
+static void
+delete_send(int i, TimestampTz now)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	const void *tag = make_tag(i, e->serial);
+	int			rc;
+
+	if (dl->inflight || zh == NULL || !zk_connected)
+		return;
+	if (dl->retry_at != 0 && now < dl->retry_at)
+	{
+		if (deletes_next_retry == 0 || dl->retry_at < deletes_next_retry)
+			deletes_next_retry = dl->retry_at;
+		return;
+	}
+	if (e->by_prefix)
+		rc = zoo_aget_children(zh, e->path, 0, delete_prefix_done, tag);
+	else
+		rc = zoo_adelete(zh, e->path, -1, delete_done, tag);
+	if (rc == ZOK)
+		dl->inflight = true;
+	else
+	{
+		/* the client took nothing (its connection is going): later */
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		deletes_scan = true;
+	}
+}
+
+/*
+ * Add an entry: the node at path (prefix NULL) or every child of path
+ * named prefix...; a persistent node's entry survives the session, an
+ * ephemeral node's belongs to session gen.  Sent at once when connected,
+ * so it reaches the server ahead of anything asked after it.  Returns
+ * false when the table is full (the node is then named in the log).
+ */
+static bool
+delete_add(const char *path, const char *prefix, bool persistent, uint64 gen)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *e;
+	int			n = sh->ndeletes;
+	int			i;
+	int			j = -1;
+
+	if (sh->deletes_used >= n)
+	{
+		log_deletes_full("nodes that must be deleted meanwhile are not recorded");
+		ereport(LOG,
+				(errmsg("zklock: could not record the delete of zookeeper node \"%s\": the table of pending deletes is full",
+						path),
+				 errdetail(persistent ?
+						   "The node stays until it is deleted by hand." :
+						   "The node stays until the zookeeper session ends.")));
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		j = (delete_hint + i) % n;
+		if (zklock_deletes[j].serial == 0)
+			break;
+	}
+	Assert(j >= 0 && zklock_deletes[j].serial == 0);
+	delete_hint = j + 1;
+	e = &zklock_deletes[j];
+	if (++sh->delete_serial == 0)
+		sh->delete_serial = 1;
+	e->serial = sh->delete_serial;
+	e->by_prefix = (prefix != NULL);
+	e->persistent = persistent;
+	e->session_gen = gen;
+	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
+	strlcpy(e->path, path, sizeof(e->path));
+	sh->deletes_used++;
+	delete_send(j, GetCurrentTimestamp());
+	return true;
+}
+
+/*
+ * Delete an ephemeral node of the current session: by exact path, or
+ * every child of path that starts with prefix (a node whose create reply
+ * was lost).
  */
 static void
 queue_delete(const char *path, const char *prefix)
 {
-	PendingDelete *pd;
-	PendingDelete **tail;
-
-	pd = MemoryContextAllocZero(TopMemoryContext, sizeof(PendingDelete));
-	pd->id = next_delete_id++;
-	strlcpy(pd->path, path, sizeof(pd->path));
-	if (prefix)
-	{
-		pd->by_prefix = true;
-		strlcpy(pd->prefix, prefix, sizeof(pd->prefix));
-	}
-	for (tail = &pending_deletes; *tail != NULL; tail = &(*tail)->next)
-		;
-	*tail = pd;
-	if (zk_connected)
-		send_deletes();
+	(void) delete_add(path, prefix, false, zklock_shared->session_gen);
 }
 
 /*
- * Find a pending delete by id, and unlink it if asked.
- */
-static PendingDelete *
-find_delete(uint64 id, bool unlink)
-{
-	PendingDelete **prev;
-
-	for (prev = &pending_deletes; *prev != NULL; prev = &(*prev)->next)
-	{
-		PendingDelete *pd = *prev;
-
-		if (pd->id == id)
-		{
-			if (unlink)
-				*prev = pd->next;
-			return pd;
-		}
-	}
-	return NULL;
-}
-
-/*
- * Drop every pending delete: the session that owned the nodes is gone.
+ * The server (or the client) did not confirm entry i: try it again, as
+ * soon as connected after connection trouble, with growing pauses after
+ * a refusal (logged once per entry).
  */
 static void
-clear_deletes(void)
+delete_retry(int i, int rc)
 {
-	while (pending_deletes != NULL)
-	{
-		PendingDelete *pd = pending_deletes;
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	TimestampTz now = GetCurrentTimestamp();
 
-		pending_deletes = pd->next;
-		pfree(pd);
+	dl->inflight = false;
+	deletes_scan = true;
+	if (zk_rc_retryable(rc) || zk_rc_session_gone(rc))
+	{
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		return;
+	}
+	dl->attempts++;
+	dl->retry_at = TimestampTzPlusMilliseconds(now,
+											   zklock_retry_delay_ms(dl->attempts,
+																	 DELETE_RETRY_BASE_MS,
+																	 DELETE_RETRY_MAX_MS));
+	if (!dl->logged)
+	{
+		dl->logged = true;
+		if (e->by_prefix)
+			ereport(LOG,
+					(errmsg("zklock: could not list zookeeper node \"%s\" to delete its children named \"%s\": %s",
+							e->path, e->prefix, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+		else
+			ereport(LOG,
+					(errmsg("zklock: could not delete zookeeper node \"%s\": %s",
+							e->path, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
 	}
 }
 
 /*
- * Completion of a guaranteed delete: done on success or NoNode, retried
- * later on connection trouble.
+ * Completion of a guaranteed delete: done on success or NoNode, tried
+ * again on anything else.
  */
 static void
 delete_done(int rc, const void *data)
 {
-	uint64		id = (uint64) (uintptr_t) data;
-	PendingDelete *pd = find_delete(id, false);
+	int			i;
 
-	if (pd == NULL)
-		return;
-	if (rc == ZOK || rc == ZNONODE || !zk_rc_retryable(rc))
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
 	{
-		if (rc != ZOK && rc != ZNONODE && !zk_rc_session_gone(rc))
-			elog(WARNING, "zklock: could not delete ZooKeeper node \"%s\": %s",
-				 pd->path, zerror(rc));
-		find_delete(id, true);
-		pfree(pd);
+		if (rc == ZOK || rc == ZNONODE)
+			delete_free(i);
+		else
+			delete_retry(i, rc);
 	}
-	else
-		pd->inflight = false;
+	LWLockRelease(zklock_shared->lock);
 }
 
 /*
- * Completion of the child listing of a delete-by-prefix: delete each child
- * that carries the prefix (a node whose create reply was lost).
+ * Completion of the child listing of a delete by prefix: the entry
+ * becomes the delete of the first child that carries the prefix (a node
+ * whose create reply was lost), with an entry of its own for any other;
+ * none, or no parent: done.
  */
 static void
 delete_prefix_done(int rc, const struct String_vector *strings, const void *data)
 {
-	uint64		id = (uint64) (uintptr_t) data;
-	PendingDelete *pd = find_delete(id, false);
 	int			i;
 
-	if (pd == NULL)
-		return;
-	if (rc == ZOK)
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0 && rc == ZOK)
 	{
-		for (i = 0; i < strings->count; i++)
-		{
-			if (strncmp(strings->data[i], pd->prefix, strlen(pd->prefix)) == 0)
-			{
-				char		child[ZKLOCK_NODE_PATH_SIZE];
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = delete_local(i);
+		char		parent[ZKLOCK_NODE_PATH_SIZE];
+		char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
+		size_t		plen;
+		int			first = -1;
+		int			k;
 
-				snprintf(child, sizeof(child), "%s/%s", pd->path, strings->data[i]);
-				queue_delete(child, NULL);
+		strlcpy(parent, e->path, sizeof(parent));
+		strlcpy(prefix, e->prefix, sizeof(prefix));
+		plen = strlen(prefix);
+		for (k = 0; k < strings->count; k++)
+		{
+			char		child[ZKLOCK_NODE_PATH_SIZE];
+
+			if (strncmp(strings->data[k], prefix, plen) != 0)
+				continue;
+			if (first < 0)
+			{
+				first = k;
+				continue;
 			}
+			snprintf(child, sizeof(child), "%s/%s", parent, strings->data[k]);
+			(void) delete_add(child, NULL, e->persistent, e->session_gen);
+		}
+		if (first < 0)
+			delete_free(i);
+		else
+		{
+			snprintf(e->path, sizeof(e->path), "%s/%s", parent, strings->data[first]);
+			e->by_prefix = false;
+			e->prefix[0] = '\0';
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
 		}
 	}
-	pd = find_delete(id, false);
-	if (pd == NULL)
-		return;
-	if (rc == ZOK || rc == ZNONODE || !zk_rc_retryable(rc))
-	{
-		find_delete(id, true);
-		pfree(pd);
-	}
-	else
-		pd->inflight = false;
+	else if (i >= 0 && rc == ZNONODE)
+		delete_free(i);
+	else if (i >= 0)
+		delete_retry(i, rc);
+	LWLockRelease(zklock_shared->lock);
 }
 
+/*
+ * Send every entry that is due: after a reconnect, at the start of a
+ * worker (which knows nothing of its predecessor's calls), after the pause
+ * of a refused delete.  An entry of an ephemeral node of an earlier
+ * session is dropped: that session's end removed the node.
+ */
 static void
 send_deletes(void)
 {
-	PendingDelete *pd;
+	ZklockShared *sh = zklock_shared;
+	TimestampTz now = GetCurrentTimestamp();
+	int			seen = 0;
+	int			i;
 
-	for (pd = pending_deletes; pd != NULL; pd = pd->next)
+	deletes_scan = false;
+	deletes_next_retry = 0;
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
 	{
-		int			rc;
+		ZklockDelete *e = &zklock_deletes[i];
 
-		if (pd->inflight)
+		if (e->serial == 0)
 			continue;
-		if (pd->by_prefix)
-			rc = zoo_aget_children(zh, pd->path, 0, delete_prefix_done,
-								   (const void *) (uintptr_t) pd->id);
-		else
-			rc = zoo_adelete(zh, pd->path, -1, delete_done,
-							 (const void *) (uintptr_t) pd->id);
-		if (rc != ZOK)
-			break;				/* connection trouble: retry later */
-		pd->inflight = true;
+		if (!e->persistent && e->session_gen != sh->session_gen)
+		{
+			delete_free(i);
+			continue;
+		}
+		seen++;
+		delete_send(i, now);
+	}
+}
+
+/*
+ * Is a pass over the pending deletes due?
+ */
+static bool
+deletes_due(TimestampTz now)
+{
+	return zk_connected && zklock_shared->deletes_used > 0 &&
+		(deletes_scan || (deletes_next_retry != 0 && now >= deletes_next_retry));
+}
+
+/*
+ * The session ended: the server removed its ephemeral nodes, so their
+ * deletes are done.  The deletes of persistent nodes (P/ready) stay.
+ */
+static void
+drop_session_deletes(void)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && sh->deletes_used > 0; i++)
+	{
+		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
+			delete_free(i);
 	}
 }
 
@@ -528,56 +800,90 @@ new_uuid(char *out)
 }
 
 /*
- * Withdraw a cancelled or released request: delete its nodes (or look for
- * them by prefix when a create reply never came) and free the slot.
- * Caller holds the lock and has checked nothing is in flight.
+ * Record the deletes of every node the request in slot idx created or may
+ * have created (zklock_cleanup_plan decides, from the slot alone), before
+ * the slot is freed or finished.  Nodes of an earlier session went with
+ * it.  A caller that can wait (a withdrawal, whose slot keeps the intent
+ * meanwhile) gets false when the table lacks room and must come back; a
+ * caller that cannot wait takes what room is left.  Caller holds the
+ * lock.
+ */
+static bool
+record_slot_deletes(int idx, bool can_wait)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *slot = &sh->slots[idx];
+	ZklockCleanupInput in;
+	ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS];
+	int			n;
+	int			k;
+
+	if (!sh->have_session || slot->session_gen != sh->session_gen)
+		return true;
+	in.lease = (slot->op == ZKOP_LEASE);
+	in.protected_names = (slot->op != ZKOP_DBARRIER_ENTER &&
+						  slot->op != ZKOP_DBARRIER_LEAVE);
+	in.node = slot->node;
+	in.uuid = slot->uuid;
+	in.node_deleted = slot->node_deleted;
+	in.aux_node = slot->aux_node;
+	in.aux_uuid = slot->aux_uuid;
+	n = zklock_cleanup_plan(&in, steps);
+	if (can_wait &&
+		!zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
+	{
+		log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
+		return false;
+	}
+	for (k = 0; k < n; k++)
+	{
+		char		parent[ZKLOCK_NODE_PATH_SIZE];
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		switch (steps[k].parent)
+		{
+			case ZKLOCK_CLEANUP_IN_LEASES:
+				snprintf(parent, sizeof(parent), "%s/leases", slot->path);
+				break;
+			case ZKLOCK_CLEANUP_IN_LOCKS:
+				snprintf(parent, sizeof(parent), "%s/locks", slot->path);
+				break;
+			default:
+				strlcpy(parent, slot->path, sizeof(parent));
+				break;
+		}
+		if (steps[k].by_prefix)
+			queue_delete(parent, steps[k].prefix);
+		else
+		{
+			snprintf(buf, sizeof(buf), "%s/%s", parent, steps[k].name);
+			queue_delete(buf, NULL);
+		}
+	}
+	return true;
+}
+
+/*
+ * Withdraw a cancelled or released request: record the deletes of its
+ * nodes (by name, or by prefix when a create's reply never came) and free
+ * the slot.  Calls still in flight find the slot's serial changed.  When
+ * the pending-delete table has no room the slot stays as it is (the
+ * intent lives in it) and the next full pass comes back to it.  Caller
+ * holds the lock.
  */
 static void
 withdraw(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
-	WorkerReq  *req = &reqs[idx];
-	bool		same_session = (slot->session_gen == zklock_shared->session_gen);
-	bool		adopted = (req->serial != slot->serial);
-	bool		create_pending = adopted || req->create_sent || req->inflight > 0;
-	char		buf[ZKLOCK_NODE_PATH_SIZE];
-	char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
-	if (same_session)
+	if (!record_slot_deletes(idx, true))
 	{
-		if (slot->node[0] != '\0' && !slot->node_deleted)
-		{
-			node_path(slot, slot->node, buf, sizeof(buf));
-			queue_delete(buf, NULL);
-		}
-		else if (slot->node[0] == '\0' && slot->uuid[0] != '\0' && create_pending)
-		{
-			zklock_protected_prefix(slot->uuid, prefix);
-			if (slot->op == ZKOP_LEASE)
-				snprintf(buf, sizeof(buf), "%s/leases", slot->path);
-			else
-				strlcpy(buf, slot->path, sizeof(buf));
-			queue_delete(buf, prefix);
-		}
-		if (slot->aux_node[0] != '\0')
-		{
-			snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
-			queue_delete(buf, NULL);
-		}
-		else if (slot->aux_uuid[0] != '\0' &&
-				 (req->aux_create_sent || adopted || req->inflight > 0))
-		{
-			zklock_protected_prefix(slot->aux_uuid, prefix);
-			snprintf(buf, sizeof(buf), "%s/locks", slot->path);
-			queue_delete(buf, prefix);
-		}
+		rescan = true;
+		return;
 	}
 	reset_req(idx);
 	slot->state = ZKS_FREE;
-	slot->node[0] = '\0';
-	slot->uuid[0] = '\0';
-	slot->aux_node[0] = '\0';
-	slot->aux_uuid[0] = '\0';
+	clear_slot_nodes(slot);
 }
 
 /*
@@ -892,21 +1198,8 @@ lk_granted(int idx)
 static void
 give_up_try(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-	char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-	if (slot->node[0] != '\0')
-	{
-		node_path(slot, slot->node, buf, sizeof(buf));
-		queue_delete(buf, NULL);
-		slot->node[0] = '\0';
-	}
-	if (slot->aux_node[0] != '\0')
-	{
-		snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
-		queue_delete(buf, NULL);
-		slot->aux_node[0] = '\0';
-	}
+	(void) record_slot_deletes(idx, false);
+	clear_slot_nodes(&zklock_shared->slots[idx]);
 	slot_finish(idx, ZKR_NOT_GRANTED, 0);
 }
 
@@ -960,6 +1253,16 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 		else
 		{
 			*t.create_sent = (rc != ZNONODE && zk_rc_retryable(rc));
+			if (zk_rc_refused(rc) && slot->downgrade_seq[0] == '\0')
+			{
+				/*
+				 * No node carries this id (a create with it whose outcome
+				 * was unknown was looked for before this one was sent): a
+				 * retry takes a fresh one, and a failure has nothing to
+				 * look for.
+				 */
+				t.uuid[0] = '\0';
+			}
 			if (slot->downgrade_seq[0] == '\0')
 				req->skip_lists++;	/* its listing fails the same way */
 			if (settle_cancel(idx))
@@ -1325,6 +1628,8 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 		else
 		{
 			req->create_sent = zk_rc_retryable(rc);
+			if (zk_rc_refused(rc))
+				slot->uuid[0] = '\0';	/* no lease node has this id */
 			req->skip_lists++;
 			if (settle_cancel(idx))
 				;
@@ -1698,6 +2003,15 @@ denter_create_done(int rc, const char *value, const void *data)
 		req->inflight--;
 		if (rc == ZOK || rc == ZNODEEXISTS)
 			req->create_sent = false;
+		else if (zk_rc_refused(rc))
+		{
+			/* no member node was made: a retry takes a fresh id */
+			ZklockSlot *slot = &zklock_shared->slots[idx];
+
+			req->create_sent = false;
+			slot->node[0] = '\0';
+			slot->uuid[0] = '\0';
+		}
 		if (settle_cancel(idx))
 			;
 		else if (rc == ZOK || rc == ZNODEEXISTS)
@@ -1712,7 +2026,6 @@ denter_create_done(int rc, const char *value, const void *data)
 		}
 		else if (rc == ZNONODE)
 		{
-			req->create_sent = false;
 			if (retry_with_parents(idx))
 				start_request(idx);
 		}
@@ -1863,7 +2176,8 @@ leave_finish(int idx)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-	queue_delete(buf, NULL);
+	/* a persistent node: its delete outlives the session */
+	(void) delete_add(buf, NULL, true, zklock_shared->session_gen);
 	slot->node[0] = '\0';
 	slot_finish(idx, ZKR_OK, 1);
 }
@@ -2368,6 +2682,18 @@ resume(int idx)
 }
 
 /*
+ * Fail request idx because the servers reject zklock.auth (it deletes
+ * what it made, as any failed request).  Caller holds the lock.
+ */
+static void
+fail_auth_rejected(int idx)
+{
+	reqs[idx].serial = zklock_shared->slots[idx].serial;
+	slot_fail(idx, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
+			  "zookeeper rejected the credentials of zklock.auth");
+}
+
+/*
  * Take a new request on: fresh local state, then start its recipe.
  * Caller holds the lock.
  */
@@ -2382,13 +2708,13 @@ pickup(int i)
 	slot->state = ZKS_ACTIVE;
 	if (slot->op != ZKOP_DBARRIER_LEAVE)
 	{
-		slot->node[0] = '\0';
-		slot->uuid[0] = '\0';
-		slot->aux_node[0] = '\0';
-		slot->aux_uuid[0] = '\0';
+		clear_slot_nodes(slot);
 		slot->phase = ZKP_LOCK;
 	}
-	start_request(i);
+	if (auth_failed_at != 0)
+		fail_auth_rejected(i);
+	else
+		start_request(i);
 }
 
 /*
@@ -2426,7 +2752,7 @@ run_requests(void)
 			else if (slot->state == ZKS_NEW)
 				pickup(i);
 		}
-		if (zk_connected && pending_deletes != NULL)
+		if (deletes_due(GetCurrentTimestamp()))
 			send_deletes();
 		LWLockRelease(sh->lock);
 		return;
@@ -2442,7 +2768,7 @@ run_requests(void)
 		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
 			withdraw(i);
 	}
-	if (zk_connected && pending_deletes != NULL)
+	if (deletes_due(GetCurrentTimestamp()))
 		send_deletes();
 
 	for (i = 0; i < sh->nslots; i++)
@@ -2454,10 +2780,15 @@ run_requests(void)
 			pickup(i);
 		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
 		{
-			/* left by an earlier worker of this cluster: take it over */
+			/*
+			 * Left by an earlier worker of this cluster: take it over.  A
+			 * create of it may have been sent (the lease's P/locks node
+			 * has an id of its own): look for the node by its prefix
+			 * first, or a second node would queue behind the first.
+			 */
 			reset_req(i);
 			req->serial = slot->serial;
-			park(i, slot->uuid[0] != '\0');
+			park(i, slot->uuid[0] != '\0' || slot->aux_uuid[0] != '\0');
 			if (zk_connected)
 				resume(i);
 		}
@@ -2484,7 +2815,8 @@ run_requests(void)
 /*
  * The session is gone (expired, or a different one was handed out): every
  * lock it held is lost, every wait fails, nothing of it is left to
- * delete.  Caller holds the lock.
+ * delete (the server removed its ephemeral nodes; a pending delete of a
+ * persistent node stays).  Caller holds the lock.
  */
 static void
 sweep_lost_session(const char *why)
@@ -2526,7 +2858,7 @@ sweep_lost_session(const char *why)
 		if (slot->state != ZKS_ACTIVE)
 			reset_req(i);
 	}
-	clear_deletes();
+	drop_session_deletes();
 	if (lost > 0)
 	{
 		sh->lost_epoch++;
@@ -2564,9 +2896,40 @@ lease_extend(TimestampTz sent)
 }
 
 /*
+ * A server accepted zklock.auth after a rejection: the connection counts
+ * as made from now on.  Caller holds the lock.
+ */
+static void
+auth_accepted(void)
+{
+	ZklockShared *sh = zklock_shared;
+	const char *server = zh ? zoo_get_current_server(zh) : NULL;
+
+	if (auth_failed_at == 0)
+		return;
+	auth_failed_at = 0;
+	auth_retry_at = 0;
+	ereport(LOG,
+			(errmsg("zklock: zookeeper server %s accepted the credentials of zklock.auth, session 0x%llx",
+					server ? server : "?",
+					(unsigned long long) sh->session_id)));
+	if (zk_connected)
+	{
+		sh->conn_state = ZKC_CONNECTED;
+		sh->connected_count++;
+	}
+	else
+		sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+	sh->state_since = GetCurrentTimestamp();
+	rescan = true;
+}
+
+/*
  * Completion of a heartbeat.  Any answer from the server in our session
  * counts, even an error about the node; connection loss or a closing
- * handle is no answer.
+ * handle is no answer.  While the servers reject zklock.auth, an answer
+ * also proves the credentials passed: they went ahead of the heartbeat on
+ * its connection, and a server that rejects them closes it.
  */
 static void
 heartbeat_done(int rc, const struct Stat *stat, const void *data)
@@ -2578,7 +2941,15 @@ heartbeat_done(int rc, const struct Stat *stat, const void *data)
 		return;					/* too old: its send time was overwritten */
 	hb_ticket[pos] = 0;
 	if (rc == ZOK || rc == ZNONODE || rc == ZNOAUTH)
+	{
 		lease_extend(hb_sent[pos]);
+		if (auth_failed_at != 0)
+		{
+			LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+			auth_accepted();
+			LWLockRelease(zklock_shared->lock);
+		}
+	}
 }
 
 /*
@@ -2665,10 +3036,74 @@ check_lease(TimestampTz now)
 		sh->expired_count++;
 	sh->have_session = false;
 	zklock_session_forget();
-	sh->conn_state = ZKC_EXPIRED;
+	sh->conn_state = auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
 	sh->state_since = now;
 	need_reconnect = true;
 	LWLockRelease(sh->lock);
+}
+
+/*
+ * A server rejected zklock.auth and closed the connection; the handle is
+ * dead.  This is not the end of the session: it lives on the server, its
+ * locks stay held while the lease lasts, and the next handle resumes it.
+ * Said once in the log (until the credentials pass again); every waiting
+ * request fails with 28000, and so does every new one until then; a new
+ * handle is opened every zklock.connect_timeout, or at once after a
+ * configuration reload.  Caller holds the lock.
+ */
+static void
+auth_rejected(zhandle_t *zzh)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz now = GetCurrentTimestamp();
+	const char *server = zoo_get_current_server(zzh);
+	int			i;
+
+	zk_connected = false;
+	need_reconnect = true;
+	auth_retry_at = TimestampTzPlusMilliseconds(now, AUTH_RETRY_MS);
+	if (auth_failed_at == 0)
+	{
+		auth_failed_at = now;
+		ereport(LOG,
+				(errmsg("zklock: zookeeper server %s rejected the credentials of zklock.auth",
+						server ? server : "?"),
+				 errdetail("Requests fail with SQLSTATE 28000 until a server accepts them; the worker tries again every %d ms (zklock.connect_timeout, at least 1 s) and at every configuration reload.",
+						   AUTH_RETRY_MS),
+				 errhint("Check zklock.auth (digest \"user:password\") and the authentication providers of the ZooKeeper servers.")));
+	}
+	else
+		ereport(DEBUG1,
+				(errmsg("zklock: zookeeper server %s still rejects the credentials of zklock.auth",
+						server ? server : "?")));
+	if (sh->conn_state != ZKC_AUTH_FAILED)
+	{
+		sh->conn_state = ZKC_AUTH_FAILED;
+		sh->state_since = now;
+	}
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlotState st = sh->slots[i].state;
+
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+			fail_auth_rejected(i);
+	}
+}
+
+/*
+ * Completion of zoo_add_auth on the handle of generation data.  It comes
+ * with the first answer of a server to the credentials (or with the loss
+ * of the first connection, after which later answers call nothing, so the
+ * heartbeat also tells: see heartbeat_done).
+ */
+static void
+auth_done(int rc, const void *data)
+{
+	if (rc != ZOK || (uint32) (uintptr_t) data != handle_gen || auth_failed_at == 0)
+		return;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	auth_accepted();
+	LWLockRelease(zklock_shared->lock);
 }
 
 /*
@@ -2688,6 +3123,10 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	{
 		const clientid_t *cid = zoo_client_id(zzh);
 		const char *server = zoo_get_current_server(zzh);
+		TimestampTz now = GetCurrentTimestamp();
+
+		/* while the servers reject zklock.auth, retries log quietly */
+		int			elevel = auth_failed_at != 0 ? DEBUG1 : LOG;
 
 		if (!sh->have_session || sh->session_id != cid->client_id)
 		{
@@ -2700,31 +3139,36 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 			memcpy(sh->session_passwd, cid->passwd, sizeof(sh->session_passwd));
 			sh->have_session = true;
 			zklock_session_save(cid->client_id, cid->passwd);
-			ereport(LOG,
+			ereport(elevel,
 					(errmsg("zklock: connected to zookeeper %s, new session 0x%llx",
 							server ? server : "?",
 							(unsigned long long) cid->client_id)));
 		}
 		else
-			ereport(LOG,
+			ereport(elevel,
 					(errmsg("zklock: connected to zookeeper %s, session 0x%llx resumed",
 							server ? server : "?",
 							(unsigned long long) cid->client_id)));
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
 		hb_last_sent = 0;		/* heartbeat before any request */
-		sh->conn_state = ZKC_CONNECTED;
-		sh->connected_count++;
-		sh->state_since = GetCurrentTimestamp();
+		if (auth_failed_at == 0)
+		{
+			sh->conn_state = ZKC_CONNECTED;
+			sh->connected_count++;
+			sh->state_since = now;
+		}
+		/* else the first answer tells whether the credentials pass now */
 		zk_connected = true;
 		rescan = true;
+		deletes_scan = true;
 
 		/*
 		 * The first request of the connection: the lease starts with its
 		 * answer, which arrives before the answer of any request sent after
 		 * it, so a grant on a new connection is never ahead of its proof.
 		 */
-		heartbeat(sh->state_since);
+		heartbeat(now);
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{
@@ -2733,24 +3177,27 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (zk_connected)
 			sh->suspended_count++;
 		zk_connected = false;
-		sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
-		sh->state_since = GetCurrentTimestamp();
+		if (auth_failed_at == 0)
+		{
+			sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+			sh->state_since = GetCurrentTimestamp();
+		}
 	}
-	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+	else if (state == ZOO_EXPIRED_SESSION_STATE)
 	{
-		const char *why = state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "failed authentication";
-
-		ereport(LOG, (errmsg("zklock: zookeeper session %s", why)));
+		ereport(LOG, (errmsg("zklock: zookeeper session expired")));
 		zk_connected = false;
 		pg_atomic_write_u64(&sh->lease_until, 0);
-		sweep_lost_session(why);
+		sweep_lost_session("expired");
 		sh->have_session = false;
 		zklock_session_forget();
-		sh->conn_state = ZKC_EXPIRED;
+		sh->conn_state = auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
 		sh->expired_count++;
 		sh->state_since = GetCurrentTimestamp();
 		need_reconnect = true;
 	}
+	else if (state == ZOO_AUTH_FAILED_STATE)
+		auth_rejected(zzh);
 	LWLockRelease(sh->lock);
 }
 
@@ -2772,8 +3219,18 @@ open_handle(void)
 		cid.client_id = sh->session_id;
 		memcpy(cid.passwd, sh->session_passwd, sizeof(cid.passwd));
 	}
-	sh->conn_state = resume_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
-	sh->state_since = GetCurrentTimestamp();
+	if (auth_failed_at == 0)
+	{
+		sh->conn_state = resume_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+		sh->state_since = GetCurrentTimestamp();
+	}
+	else
+	{
+		/* one try per zklock.connect_timeout while the servers reject us */
+		auth_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													AUTH_RETRY_MS);
+	}
+	handle_gen++;
 	LWLockRelease(sh->lock);
 
 	zk_connected = false;
@@ -2786,7 +3243,7 @@ open_handle(void)
 	else if (zklock_auth != NULL && zklock_auth[0] != '\0')
 	{
 		int			rc = zoo_add_auth(zh, "digest", zklock_auth, strlen(zklock_auth),
-									  NULL, NULL);
+									  auth_done, (const void *) (uintptr_t) handle_gen);
 
 		if (rc != ZOK)
 			ereport(LOG,
@@ -2850,6 +3307,9 @@ reload_config(void)
 {
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	/* the servers' side may have been fixed: try the credentials again now */
+	if (auth_failed_at != 0)
+		auth_retry_at = 0;
 	if (zh != NULL && connected_hosts != NULL &&
 		strcmp(connected_hosts, zklock_hosts) != 0)
 	{
@@ -2942,10 +3402,18 @@ zklock_worker_main(Datum main_arg)
 
 	reqs = MemoryContextAllocZero(TopMemoryContext,
 								  sizeof(WorkerReq) * zklock_shared->nslots);
+	dlocal = MemoryContextAllocZero(TopMemoryContext,
+									sizeof(DeleteLocal) * zklock_shared->ndeletes);
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = MyProcPid;
 	zklock_shared->worker_latch = MyLatch;
+	if (zklock_shared->deletes_used > 0)
+		ereport(LOG,
+				(errmsg_plural("zklock: %d zookeeper node delete left by the previous worker is still pending",
+							   "zklock: %d zookeeper node deletes left by the previous worker are still pending",
+							   zklock_shared->deletes_used,
+							   zklock_shared->deletes_used)));
 	LWLockRelease(zklock_shared->lock);
 	before_shmem_exit(worker_exit, (Datum) 0);
 
@@ -3003,7 +3471,8 @@ zklock_worker_main(Datum main_arg)
 			zh = NULL;
 			need_reconnect = false;
 		}
-		if (zh == NULL)
+		if (zh == NULL &&
+			(auth_failed_at == 0 || GetCurrentTimestamp() >= auth_retry_at))
 			open_handle();
 
 		/* a heartbeat due goes out ahead of the requests of this round */
@@ -3049,6 +3518,12 @@ zklock_worker_main(Datum main_arg)
 
 			heartbeat(now);
 			timeout_ms = lease_wakeup_ms(now, timeout_ms);
+			if (deletes_next_retry != 0)
+				timeout_ms = Min(timeout_ms,
+								 Max((long) ((deletes_next_retry - now) / 1000) + 1, 1));
+			if (zh == NULL && auth_failed_at != 0)
+				timeout_ms = Min(timeout_ms,
+								 Max((long) ((auth_retry_at - now) / 1000) + 1, 1));
 		}
 
 		set_cork(false);

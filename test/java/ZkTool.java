@@ -30,6 +30,13 @@
  *       -> "created PATH" | "noauth PATH" | "nonode PATH" | "exists PATH"
  *   setdata CONNECT PATH TEXT [USER:PASSWORD]
  *       -> "set PATH" | "noauth PATH" | "nonode PATH"
+ *   createnode CONNECT PATH MODE ACL [USER:PASSWORD]
+ *       Create PATH (parent must exist) as MODE: persistent,
+ *       persistent_sequential or container, with ACL "creator" (all rights
+ *       for the digest identity USER:PASSWORD only, which is then required)
+ *       or PERMS letters of rwcda for world:anyone. The node outlives the
+ *       tool: the caller deletes it.
+ *       -> "created <actual path>" | "noauth PATH" | "nonode PATH" | "exists PATH"
  *   setacl CONNECT PATH PERMS [USER:PASSWORD]
  *       Replace the ACL of PATH by world:anyone:PERMS (PERMS: letters of
  *       rwcda, as the acl command prints them; any version).
@@ -361,6 +368,38 @@ public class ZkTool {
                         out("noauth " + a[2]);
                     } catch (KeeperException.NoNodeException e) {
                         out("nonode " + a[2]);
+                    }
+                    zk.close();
+                    break;
+                }
+                case "createnode": {
+                    String auth = a.length > 5 ? a[5] : null;
+                    ZooKeeper zk = connect(connect, auth);
+                    org.apache.zookeeper.CreateMode mode;
+                    switch (a[3]) {
+                        case "persistent": mode = org.apache.zookeeper.CreateMode.PERSISTENT; break;
+                        case "persistent_sequential": mode = org.apache.zookeeper.CreateMode.PERSISTENT_SEQUENTIAL; break;
+                        case "container": mode = org.apache.zookeeper.CreateMode.CONTAINER; break;
+                        default: throw new IllegalArgumentException("bad mode " + a[3]);
+                    }
+                    List<ACL> acl;
+                    if (a[4].equals("creator")) {
+                        if (auth == null)
+                            throw new IllegalArgumentException("ACL creator needs USER:PASSWORD");
+                        acl = org.apache.zookeeper.ZooDefs.Ids.CREATOR_ALL_ACL;
+                    } else {
+                        acl = new ArrayList<>();
+                        acl.add(new ACL(permBits(a[4]), org.apache.zookeeper.ZooDefs.Ids.ANYONE_ID_UNSAFE));
+                    }
+                    try {
+                        String made = zk.create(a[2], new byte[0], acl, mode);
+                        out("created " + made);
+                    } catch (KeeperException.NoAuthException e) {
+                        out("noauth " + a[2]);
+                    } catch (KeeperException.NoNodeException e) {
+                        out("nonode " + a[2]);
+                    } catch (KeeperException.NodeExistsException e) {
+                        out("exists " + a[2]);
                     }
                     zk.close();
                     break;

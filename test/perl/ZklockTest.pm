@@ -181,6 +181,96 @@ sub restart_zk
 
 sub zk_port { my ($c) = @_; return ($c =~ /:(\d+)$/)[0]; }
 
+# start_zk_with_jvm_options(@opts): start_zk, but the server's JVM also
+# gets @opts (system properties such as
+# '-Dzookeeper.DigestAuthenticationProvider.enabled=false', which makes a
+# stock server reject every digest credential). zk.sh is run with JAVA
+# set to a small wrapper that adds them.
+sub start_zk_with_jvm_options
+{
+	my (@opts) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
+	local $ENV{JAVA} = _zk_java_wrapper($dir, @opts);
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $ZK_SH, 'start', $dir ], '>', \$out, '2>', \$err,
+		IPC::Run::timeout(90))
+	  or BAIL_OUT("zk.sh start failed: $err");
+	chomp $out;
+	BAIL_OUT("zk.sh start printed no port: '$out' $err") unless $out =~ /^(\d+)$/;
+	my $connect = "127.0.0.1:$1";
+	$zk_dirs{$connect} = $dir;
+	$zk_running{$connect} = 1;
+	note "ZooKeeper started at $connect (dir $dir) with JVM options @opts";
+	return $connect;
+}
+
+# restart_zk_with_jvm_options($connect, @opts): restart_zk (same port, same
+# data) with the JVM options @opts instead of those it ran with.
+sub restart_zk_with_jvm_options
+{
+	my ($c, @opts) = @_;
+	my $dir = $zk_dirs{$c} or die "unknown ZooKeeper $c";
+	local $ENV{JAVA} = _zk_java_wrapper($dir, @opts);
+	note "ZooKeeper at $c restarts with JVM options [@opts]";
+	return restart_zk($c);
+}
+
+# A java launcher for zk.sh that adds @opts; returns its path.
+my $zk_wrapper_n = 0;
+sub _zk_java_wrapper
+{
+	my ($dir, @opts) = @_;
+	my $f = "$dir/java-" . ++$zk_wrapper_n . '.sh';
+	my $java = $ENV{JAVA} // 'java';
+	open(my $fh, '>', $f) or die "cannot write $f: $!";
+	print $fh "#!/bin/sh\nexec " . join(' ', map { "'$_'" } $java, @opts) . ' "$@"' . "\n";
+	close $fh;
+	chmod 0755, $f;
+	return $f;
+}
+
+# deletes_pending($node): zk_status().deletes_pending, the nodes the worker
+# still has to delete.
+sub deletes_pending
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', 'SELECT deletes_pending FROM zk_status()');
+}
+
+# restart_worker($node, $how): make the zklock worker exit, with SIGTERM
+# ($how 'TERM') or pg_cancel_backend ($how 'cancel'), and wait (bounded)
+# until the postmaster has started the next one and that one has been
+# through its first round (it waits for events). Returns (old pid, new
+# pid); the new pid is '' when none came.
+sub restart_worker
+{
+	my ($node, $how) = @_;
+	my $old = worker_pid($node);
+	die "no zklock worker to restart" unless $old =~ /^\d+$/;
+	if (($how // 'TERM') eq 'cancel')
+	{
+		$node->safe_psql('postgres', "SELECT pg_cancel_backend($old)");
+	}
+	else
+	{
+		kill('TERM', $old) or die "kill TERM $old: $!";
+	}
+	my $new = '';
+	wait_until(
+		sub {
+			$new = $node->safe_psql('postgres',
+				q{SELECT coalesce(max(pid)::text, '') FROM pg_stat_activity
+				  WHERE backend_type = 'zklock worker' AND wait_event_type = 'Extension'});
+			return $new ne '' && $new ne $old;
+		},
+		30, "a new zklock worker after $old");
+	$new = '' if $new eq $old;
+	return ($old, $new);
+}
+
+push @EXPORT, qw(start_zk_with_jvm_options restart_zk_with_jvm_options
+  deletes_pending restart_worker);
+
 # Leave no server behind, even when a test dies half-way.
 END
 {

@@ -1079,6 +1079,181 @@ test_recipe_node_kind(void **state)
 	assert_null(zklock_recipe_node_kind(NULL));
 }
 
+/* ----------------------------------------------------------------
+ *		Cleanup of a request that ends without its lock
+ * ----------------------------------------------------------------
+ */
+
+#define P1 "_c_" U1 "-"
+#define P2 "_c_" U2 "-"
+
+/* A held or waiting mutex whose node is known: deleted by name. */
+static void
+test_cleanup_known_node_by_name(void **state)
+{
+	ZklockCleanupInput in = {false, true, "_c_" U1 "-lock-0000000004", U1, false, "", ""};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&in, st), 1);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_PATH);
+	assert_false(st[0].by_prefix);
+	assert_string_equal(st[0].name, "_c_" U1 "-lock-0000000004");
+}
+
+/*
+ * The create was made but its reply never came (lost, or the worker that
+ * sent it was restarted): the node may exist, so it is looked for by its
+ * protection prefix.
+ */
+static void
+test_cleanup_unknown_create_by_prefix(void **state)
+{
+	ZklockCleanupInput in = {false, true, "", U1, false, NULL, NULL};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&in, st), 1);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_PATH);
+	assert_true(st[0].by_prefix);
+	assert_null(st[0].name);
+	assert_string_equal(st[0].prefix, P1);
+}
+
+/* Nothing was ever created: nothing to delete. */
+static void
+test_cleanup_nothing_created(void **state)
+{
+	ZklockCleanupInput in = {false, true, "", "", false, "", ""};
+	ZklockCleanupInput lease = {true, true, "", "", false, "", ""};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&in, st), 0);
+	assert_int_equal(zklock_cleanup_plan(&lease, st), 0);
+}
+
+/*
+ * A lease in its first phase (waiting for the P/locks mutex): only the
+ * P/locks node, by name or, when its create reply is missing, by prefix
+ * in P/locks (never in P or P/leases).
+ */
+static void
+test_cleanup_lease_locks_phase(void **state)
+{
+	ZklockCleanupInput known = {true, true, "", "", false, "_c_" U2 "-lock-0000000000", U2};
+	ZklockCleanupInput unknown = {true, true, "", "", false, "", U2};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&known, st), 1);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_LOCKS);
+	assert_false(st[0].by_prefix);
+	assert_string_equal(st[0].name, "_c_" U2 "-lock-0000000000");
+
+	assert_int_equal(zklock_cleanup_plan(&unknown, st), 1);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_LOCKS);
+	assert_true(st[0].by_prefix);
+	assert_string_equal(st[0].prefix, P2);
+}
+
+/*
+ * A lease in its second phase holds its P/locks node and has made (or is
+ * making) its lease node: both go, the lease in P/leases.
+ */
+static void
+test_cleanup_lease_both_nodes(void **state)
+{
+	ZklockCleanupInput in = {true, true, "", U1, false, "_c_" U2 "-lock-0000000001", U2};
+	ZklockCleanupInput held = {true, true, "_c_" U1 "-lease-0000000007", U1, false, "", ""};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&in, st), 2);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_LEASES);
+	assert_true(st[0].by_prefix);
+	assert_string_equal(st[0].prefix, P1);
+	assert_int_equal(st[1].parent, ZKLOCK_CLEANUP_IN_LOCKS);
+	assert_false(st[1].by_prefix);
+	assert_string_equal(st[1].name, "_c_" U2 "-lock-0000000001");
+
+	/* a granted lease gave its P/locks node back: only the lease is left */
+	assert_int_equal(zklock_cleanup_plan(&held, st), 1);
+	assert_int_equal(st[0].parent, ZKLOCK_CLEANUP_IN_LEASES);
+	assert_string_equal(st[0].name, "_c_" U1 "-lease-0000000007");
+}
+
+/*
+ * A double barrier member is named by its bare id (no protection prefix)
+ * and is never looked for by prefix; one already deleted by the leave
+ * protocol is not deleted again.
+ */
+static void
+test_cleanup_double_barrier_member(void **state)
+{
+	ZklockCleanupInput member = {false, false, U3, U3, false, "", ""};
+	ZklockCleanupInput gone = {false, false, U3, U3, true, "", ""};
+	ZklockCleanupInput no_name = {false, false, "", U3, false, "", ""};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&member, st), 1);
+	assert_false(st[0].by_prefix);
+	assert_string_equal(st[0].name, U3);
+	assert_int_equal(zklock_cleanup_plan(&gone, st), 0);
+	assert_int_equal(zklock_cleanup_plan(&no_name, st), 0);
+}
+
+/* Aux fields mean nothing outside a lease. */
+static void
+test_cleanup_aux_ignored_outside_lease(void **state)
+{
+	ZklockCleanupInput in = {false, true, "_c_" U1 "-__WRIT__0000000002", U1, false,
+	"_c_" U2 "-lock-0000000001", U2};
+	ZklockCleanupStep st[ZKLOCK_MAX_CLEANUP_STEPS];
+
+	(void) state;
+	assert_int_equal(zklock_cleanup_plan(&in, st), 1);
+	assert_string_equal(st[0].name, "_c_" U1 "-__WRIT__0000000002");
+}
+
+/* The table: three entries a request, the last third for callers that cannot wait. */
+static void
+test_delete_table_room(void **state)
+{
+	int			size = zklock_delete_table_size(4);
+
+	(void) state;
+	assert_int_equal(size, 12);
+	/* a release may take up to size - reserve */
+	assert_true(zklock_delete_may_add(0, size, 2, true, 4));
+	assert_true(zklock_delete_may_add(6, size, 2, true, 4));
+	assert_false(zklock_delete_may_add(7, size, 2, true, 4));
+	assert_false(zklock_delete_may_add(8, size, 1, true, 4));
+	/* a caller that cannot wait takes the reserve too, never more */
+	assert_true(zklock_delete_may_add(8, size, 2, false, 4));
+	assert_true(zklock_delete_may_add(11, size, 1, false, 4));
+	assert_false(zklock_delete_may_add(12, size, 1, false, 4));
+	assert_false(zklock_delete_may_add(11, size, 2, false, 4));
+	/* nothing to add always fits */
+	assert_true(zklock_delete_may_add(12, size, 0, true, 4));
+}
+
+/* Back-off doubles from the base and stops at the cap. */
+static void
+test_retry_delay_doubles_to_cap(void **state)
+{
+	(void) state;
+	assert_int_equal(zklock_retry_delay_ms(1, 100, 10000), 100);
+	assert_int_equal(zklock_retry_delay_ms(2, 100, 10000), 200);
+	assert_int_equal(zklock_retry_delay_ms(3, 100, 10000), 400);
+	assert_int_equal(zklock_retry_delay_ms(7, 100, 10000), 6400);
+	assert_int_equal(zklock_retry_delay_ms(8, 100, 10000), 10000);
+	assert_int_equal(zklock_retry_delay_ms(1000, 100, 10000), 10000);
+	assert_int_equal(zklock_retry_delay_ms(0, 100, 10000), 100);
+	assert_int_equal(zklock_retry_delay_ms(3, 5000, 2000), 2000);
+}
+
 int
 main(void)
 {
@@ -1146,6 +1321,15 @@ main(void)
 		cmocka_unit_test(test_leave_others_delete_ours_and_watch_lowest),
 		cmocka_unit_test(test_leave_two_members_lowest_and_highest),
 		cmocka_unit_test(test_leave_after_ours_deleted_pass_null_own),
+		cmocka_unit_test(test_cleanup_known_node_by_name),
+		cmocka_unit_test(test_cleanup_unknown_create_by_prefix),
+		cmocka_unit_test(test_cleanup_nothing_created),
+		cmocka_unit_test(test_cleanup_lease_locks_phase),
+		cmocka_unit_test(test_cleanup_lease_both_nodes),
+		cmocka_unit_test(test_cleanup_double_barrier_member),
+		cmocka_unit_test(test_cleanup_aux_ignored_outside_lease),
+		cmocka_unit_test(test_delete_table_room),
+		cmocka_unit_test(test_retry_delay_doubles_to_cap),
 	};
 
 	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
