@@ -137,7 +137,6 @@ static uint32 handle_gen = 0;	/* bumped for every handle opened */
 /* ms between two tries while the servers reject zklock.auth */
 #define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
 static char *connected_hosts = NULL;
-static bool hosts_changed = false;	/* zklock.hosts differs from the handle's */
 
 static WaitEventSet *wes = NULL;
 static int	wes_fd = -2;
@@ -3253,7 +3252,6 @@ open_handle(void)
 	if (connected_hosts)
 		pfree(connected_hosts);
 	connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
-	hosts_changed = false;
 	wes_rebuild = true;
 }
 
@@ -3315,20 +3313,17 @@ reload_config(void)
 	if (zh != NULL && connected_hosts != NULL &&
 		strcmp(connected_hosts, zklock_hosts) != 0)
 	{
-		/*
-		 * The client's own server switch (zoo_set_servers) does not move a
-		 * handle that is between connections to the new list (seen with the
-		 * 3.8 C client), so the handle is made anew on the new hosts,
-		 * resuming the session: at once when no connection is up, else as
-		 * soon as it drops.  A live connection is kept: closing it would
-		 * end the session and every lock with it.
-		 */
-		hosts_changed = true;
-		ereport(LOG,
-				(errmsg("zklock: zookeeper hosts changed to \"%s\"; %s",
-						zklock_hosts,
-						zk_connected ? "the session moves there when its connection drops" :
-						"reconnecting there now")));
+		int			rc = zoo_set_servers(zh, zklock_hosts);
+
+		if (rc != ZOK)
+			ereport(LOG,
+					(errmsg("zklock: could not switch to zookeeper hosts \"%s\": %s",
+							zklock_hosts, zerror(rc))));
+		else
+		{
+			pfree(connected_hosts);
+			connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
+		}
 	}
 }
 
@@ -3470,14 +3465,6 @@ zklock_worker_main(Datum main_arg)
 			reload_config();
 
 		check_lease(GetCurrentTimestamp());
-		if (hosts_changed && zh != NULL && !zk_connected &&
-			zoo_state(zh) != ZOO_CONNECTED_STATE)
-		{
-			/* not connected: nothing to close on the server, resume there */
-			zookeeper_close(zh);
-			zh = NULL;
-			hosts_changed = false;
-		}
 		if (need_reconnect && zh != NULL)
 		{
 			zookeeper_close(zh);
