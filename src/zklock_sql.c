@@ -1000,7 +1000,6 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = deadline_after(start, timeout_ms);
-	bool		zero_timeout = (timeout_ms == 0);
 	TimestampTz lock_deadline = LockTimeout > 0 ? TimestampTzPlusMilliseconds(start, LockTimeout) : 0;
 	TimestampTz down_since = 0;
 	WaitOutcome outcome = WAIT_NOT_GRANTED;
@@ -1050,9 +1049,9 @@ wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path
 
 				if (down_since != 0 &&
 					(now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) ||
-					 ((deadline != 0 || zero_timeout) && now >= deadline)))
+					 (deadline != 0 && now >= deadline)))
 					give_up = GIVE_UP_UNREACHABLE;
-				else if ((deadline != 0 || zero_timeout) && now >= deadline)
+				else if (deadline != 0 && now >= deadline)
 					give_up = GIVE_UP_TIMEOUT;
 				else if (lock_deadline != 0 && now >= lock_deadline)
 					give_up = GIVE_UP_LOCK_TIMEOUT;

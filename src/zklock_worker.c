@@ -3512,11 +3512,10 @@ zklock_worker_main(Datum main_arg)
 		else if (wes == NULL || wes_rebuild)
 			rebuild_wait_set(-1, 0);
 
-		/* heartbeat, and wake up for the next one or the lease's end */
+		/* wake up for the next heartbeat (sent above) or the lease's end */
 		{
 			TimestampTz now = GetCurrentTimestamp();
 
-			heartbeat(now);
 			timeout_ms = lease_wakeup_ms(now, timeout_ms);
 			if (deletes_next_retry != 0)
 				timeout_ms = Min(timeout_ms,

@@ -49,6 +49,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
+  drop_create_reply
 );
 
 ############################################################################
@@ -419,6 +420,34 @@ sub wait_back
 			return $out eq '1';
 		},
 		$timeout // 30, 'the cluster to accept queries again');
+}
+
+############################################################################
+# A create whose reply is lost on the wire
+############################################################################
+
+# drop_create_reply($peer, $proxy, $session, $sql, $dir, $other): with the
+# proxy dropping every reply of the server, start $sql in $session and wait
+# (bounded, 5 s) for the one node it makes under $dir beside $other (the
+# node another client holds there).  Returns that node (undef if none came)
+# and whether the proxy really dropped reply bytes.  The caller makes a
+# round trip just before, so the client's receive timer starts afresh.
+sub drop_create_reply
+{
+	my ($peer, $proxy, $session, $sql, $dir, $other) = @_;
+	my $before = $proxy->set_mode('drop_replies');
+	$session->start($sql);
+	my $mine;
+	ZklockTest::wait_until(
+		sub {
+			my @o = grep { $_ ne $other } @{ ZklockTest::lock_children($peer, $dir) };
+			$mine = $o[0] if @o == 1;
+			return defined $mine;
+		},
+		5, "the new node under $dir");
+	my $dropped = ZklockTest::wait_until(sub { $proxy->stats->{dropped_s2c} > $before->{dropped_s2c} },
+		5, 'the reply bytes');
+	return ($mine, $dropped);
 }
 
 1;

@@ -128,11 +128,16 @@ my $ZK_SH = "$REPO/test/zk/zk.sh";
 my %zk_dirs;    # connect string => server directory
 my %zk_running; # connect string => 1 while started
 
-# start_zk(): start a standalone ZooKeeper on a free 127.0.0.1 port, return
-# its connect string "127.0.0.1:PORT". Bails out of the test if it fails.
+# start_zk(@jvm_options): start a standalone ZooKeeper on a free 127.0.0.1
+# port, return its connect string "127.0.0.1:PORT". Bails out of the test
+# if it fails. @jvm_options (optional) go to the server's JVM, see
+# start_zk_with_jvm_options.
 sub start_zk
 {
+	my (@opts) = @_;
 	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
+	local $ENV{JAVA} = @opts ? _zk_java_wrapper($dir, @opts) : $ENV{JAVA};
+	delete $ENV{JAVA} unless defined $ENV{JAVA};
 	my ($out, $err) = ('', '');
 	IPC::Run::run([ $ZK_SH, 'start', $dir ], '>', \$out, '2>', \$err,
 		IPC::Run::timeout(90))
@@ -142,7 +147,7 @@ sub start_zk
 	my $connect = "127.0.0.1:$1";
 	$zk_dirs{$connect} = $dir;
 	$zk_running{$connect} = 1;
-	note "ZooKeeper started at $connect (dir $dir)";
+	note "ZooKeeper started at $connect (dir $dir)" . (@opts ? " with JVM options @opts" : '');
 	return $connect;
 }
 
@@ -188,20 +193,7 @@ sub zk_port { my ($c) = @_; return ($c =~ /:(\d+)$/)[0]; }
 # set to a small wrapper that adds them.
 sub start_zk_with_jvm_options
 {
-	my (@opts) = @_;
-	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
-	local $ENV{JAVA} = _zk_java_wrapper($dir, @opts);
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ $ZK_SH, 'start', $dir ], '>', \$out, '2>', \$err,
-		IPC::Run::timeout(90))
-	  or BAIL_OUT("zk.sh start failed: $err");
-	chomp $out;
-	BAIL_OUT("zk.sh start printed no port: '$out' $err") unless $out =~ /^(\d+)$/;
-	my $connect = "127.0.0.1:$1";
-	$zk_dirs{$connect} = $dir;
-	$zk_running{$connect} = 1;
-	note "ZooKeeper started at $connect (dir $dir) with JVM options @opts";
-	return $connect;
+	return start_zk(@_);
 }
 
 # restart_zk_with_jvm_options($connect, @opts): restart_zk (same port, same
@@ -521,7 +513,7 @@ sub missing_functions
 
 # require_functions($node, @names): the test file fails at once (it dies,
 # naming what is missing) unless every function exists: a missing feature
-# is a failure, never a skip.
+# fails the test file.
 sub require_functions
 {
 	my ($node, @names) = @_;

@@ -14,7 +14,7 @@
 #     log, not even when it is set by a reload;
 #   - with zklock.acl = 'creator', a ZooKeeper or Curator client without the
 #     credentials cannot delete (or write into) zklock's lock nodes: NoAuth.
-# A missing feature (role, GUC) is a failure, never a skip.
+# A missing feature (role, GUC) fails its own assertion.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;

@@ -138,20 +138,10 @@ for my $how ('TERM', 'cancel')
 	# a round trip right before the fault: the client's receive timer starts afresh
 	$node->safe_psql('postgres', "SELECT count(*) FROM zk_participants('$p')");
 
-	my $before = $proxy->set_mode('drop_replies');
 	my $s = ZklockTest::Session->new($node, 'sem');
-	$s->start("SELECT zk_semaphore_acquire('$p', 1)");
-	my $mine;
-	ok( wait_until(
-			sub {
-				my @o = grep { $_ ne $cnode } @{ lock_children($peer, $locks) };
-				$mine = $o[0] if @o == 1;
-				return defined $mine;
-			},
-			5, "the SQL request's node in $locks"),
-		"ZooKeeper made the request's P/locks node ($mine); its reply is being dropped");
-	ok(wait_until(sub { $proxy->stats->{dropped_s2c} > $before->{dropped_s2c} }, 5, 'the reply bytes'),
-		'the proxy dropped the reply');
+	my ($mine, $dropped) = drop_create_reply($peer, $proxy, $s, "SELECT zk_semaphore_acquire('$p', 1)", $locks, $cnode);
+	ok(defined $mine, "ZooKeeper made the request's P/locks node (" . ($mine // 'none') . "); its reply is being dropped");
+	ok($dropped, 'the proxy dropped the reply');
 	my $prefix = substr($mine // '', 0, 40);
 
 	my ($old, $new) = restart_worker($node, 'TERM');

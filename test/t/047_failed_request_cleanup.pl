@@ -194,20 +194,10 @@ sub nothing_pending
 	# a round trip right before the fault: the client's receive timer starts afresh
 	$node->safe_psql('postgres', "SELECT count(*) FROM zk_participants('$p')");
 
-	my $before = $proxy->set_mode('drop_replies');
 	my $w = ZklockTest::Session->new($node, 'lost');
-	$w->start("SELECT zk_mutex_acquire('$p')");
-	my $mine;
-	ok( wait_until(
-			sub {
-				my @o = grep { $_ ne $cnode } @{ lock_children($peer, $p) };
-				$mine = $o[0] if @o == 1;
-				return defined $mine;
-			},
-			5, "the SQL request's node under $p"),
-		'F. ZooKeeper made the request\'s node; its reply is being dropped');
-	ok(wait_until(sub { $proxy->stats->{dropped_s2c} > $before->{dropped_s2c} }, 5, 'the reply bytes'),
-		'F. the proxy dropped the reply');
+	my ($mine, $dropped) = drop_create_reply($peer, $proxy, $w, "SELECT zk_mutex_acquire('$p')", $p, $cnode);
+	ok(defined $mine, 'F. ZooKeeper made the request\'s node; its reply is being dropped');
+	ok($dropped, 'F. the proxy dropped the reply');
 	is(zk_lock_rows($node, $p)->{ $w->pid }{node}, '', 'F. zk_locks: the request does not know its node');
 
 	# the new worker takes the request over; its connection gets no replies
