@@ -90,11 +90,16 @@ typedef enum ZklockKind
 	ZKK_BARRIER					/* a barrier waiter */
 } ZklockKind;
 
-/* Steps of a lease: take the P/locks mutex, then wait for a lease */
+/*
+ * Steps of a request: a lease takes the P/locks mutex (ZKP_LOCK), then
+ * waits for a lease (ZKP_LEASE); a double barrier leave that saw every
+ * member gone has only the delete of P/ready left (ZKP_READY).
+ */
 typedef enum ZklockPhase
 {
 	ZKP_LOCK = 0,
-	ZKP_LEASE
+	ZKP_LEASE,
+	ZKP_READY
 } ZklockPhase;
 
 /* What a participants answer lists: P's children, or P/leases' */
@@ -132,6 +137,8 @@ typedef struct ZklockSlot
 	bool		revocable;		/* watch our node for __REVOKE__ */
 	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
 	bool		node_deleted;	/* double barrier leave: ours is gone */
+	bool		own_delete_sent;	/* ... a delete of ours was sent (its
+									 * reply may be lost) */
 	int32		max_leases;		/* lease: semaphore size */
 	int32		member_qty;		/* double barrier: members to wait for */
 	char		downgrade_seq[12];	/* read lock of a write holder: its seq */

@@ -668,6 +668,48 @@ zklock_lock_decide(char *const *sorted, int n, const char *own, int max_leases)
 }
 
 /*
+ * Which of the sorted lock children hold the lock: fill holders with their
+ * indexes (in order) and return how many there are (at most n).  This is
+ * what a revocation asks (zk_revoke, as Curator's Revoker would be used on
+ * each holder's node).
+ *
+ * A mutex (rw false) is held by its first node.  For a read/write lock
+ * (sorted with zklock_rw_sort_children), every node carrying the lowest
+ * sequence number holds: the first node, and, when it is a writer that
+ * downgraded, its read node, made with the writer's sequence number (its
+ * twin sorts on either side of it).  When none of those is a writer, the
+ * readers that follow hold too, up to the first writer.
+ */
+int
+zklock_lock_holders(char *const *sorted, int n, bool rw, int *holders)
+{
+	int			count = 0;
+	bool		writer_first = false;
+	const char *first_key;
+	int			i;
+
+	if (n <= 0)
+		return 0;
+	holders[count++] = 0;
+	if (!rw)
+		return count;
+
+	first_key = zklock_rw_sort_key(sorted[0]);
+	writer_first = strstr(sorted[0], ZKLOCK_WRITE_LOCK_NAME) != NULL;
+	for (i = 1; i < n && strcmp(zklock_rw_sort_key(sorted[i]), first_key) == 0; i++)
+	{
+		if (strstr(sorted[i], ZKLOCK_WRITE_LOCK_NAME) != NULL)
+			writer_first = true;
+		holders[count++] = i;
+	}
+	if (writer_first)
+		return count;
+	for (; i < n && strstr(sorted[i], ZKLOCK_WRITE_LOCK_NAME) == NULL; i++)
+		holders[count++] = i;
+	return count;
+}
+
+/*
  * Does the reader owning node own hold the read lock (Curator's
  * InterProcessReadWriteLock readLockPredicate)?  sorted are the children
  * sorted with zklock_rw_sort_children.
@@ -744,14 +786,17 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
  * After DELETE_OURS_WATCH_LOWEST our node is gone and must not be counted
  * missing on the next round (Curator's ourNodeShouldExist = false): the
  * caller then passes own = NULL, and gets DONE once at most one member is
- * left, else WATCH_LOWEST.
+ * left, else WATCH_LOWEST.  With own_delete_sent (a delete of own was
+ * sent, its reply never came) own missing means that delete was applied:
+ * it is treated as own = NULL; own still listed is deleted again.
  *
  * *watch_name (if not NULL) is set to the child to watch with exists, or
  * NULL when there is none; it points into children.
  */
 ZklockLeaveAction
 zklock_double_barrier_leave_decide(char *const *children, int n,
-								   const char *own, const char **watch_name)
+								   const char *own, bool own_delete_sent,
+								   const char **watch_name)
 {
 	const char *lowest = NULL;
 	const char *highest = NULL;
@@ -778,6 +823,8 @@ zklock_double_barrier_leave_decide(char *const *children, int n,
 	if (watch_name)
 		*watch_name = NULL;
 
+	if (own != NULL && !own_found && own_delete_sent)
+		own = NULL;
 	if (members == 0)
 		return ZKLOCK_LEAVE_DONE;
 

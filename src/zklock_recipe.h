@@ -101,6 +101,9 @@ extern void zklock_rw_sort_children(char **names, int n);
 extern ZklockLockDecision zklock_read_decide(char *const *sorted, int n,
 											 const char *own);
 
+/* Revocation: which children of a lock hold it */
+extern int	zklock_lock_holders(char *const *sorted, int n, bool rw, int *holders);
+
 /* Double barrier leave */
 typedef enum ZklockLeaveAction
 {
@@ -116,6 +119,7 @@ typedef enum ZklockLeaveAction
 extern ZklockLeaveAction zklock_double_barrier_leave_decide(char *const *children,
 															int n,
 															const char *own,
+															bool own_delete_sent,
 															const char **watch_name);
 
 /*

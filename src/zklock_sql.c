@@ -149,9 +149,33 @@ publish_counts(LocalLock *ll)
 }
 
 /*
+ * Give up a request the worker has not picked up yet.  It is simply freed,
+ * unless its slot already owns nodes (a double barrier leave is made from
+ * a held membership): deleting those is the worker's job, as for a
+ * request it works on.  Returns true when the slot was handed to the
+ * worker: the caller posts it and wakes the worker.  Caller holds the
+ * lock exclusively.
+ */
+static bool
+give_up_new_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
+		slot->aux_uuid[0] == '\0')
+	{
+		slot->state = ZKS_FREE;
+		return false;
+	}
+	slot->state = ZKS_CANCEL;
+	return true;
+}
+
+/*
  * Give up a request or a lock: a request the worker has not seen is
- * dropped, one it works on is cancelled, a held lock is released when
- * release_if_held (otherwise it is kept and true is returned).
+ * dropped (see give_up_new_request), one it works on is cancelled, a held
+ * lock is released when release_if_held (otherwise it is kept and true is
+ * returned).
  */
 static bool
 withdraw_request(int idx, uint32 serial, bool release_if_held)
@@ -166,6 +190,9 @@ withdraw_request(int idx, uint32 serial, bool release_if_held)
 		switch (slot->state)
 		{
 			case ZKS_NEW:
+				if (give_up_new_request(idx))
+					wake = true;
+				break;
 			case ZKS_DONE:
 			case ZKS_LOST:
 				slot->state = ZKS_FREE;
@@ -531,6 +558,9 @@ backend_exit(int code, Datum arg)
 		switch (slot->state)
 		{
 			case ZKS_NEW:
+				if (give_up_new_request(i))
+					wake = true;
+				break;
 			case ZKS_DONE:
 			case ZKS_LOST:
 				slot->state = ZKS_FREE;
@@ -827,6 +857,7 @@ claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->revocable = ask->revocable;
 		slot->revoke_requested = false;
 		slot->node_deleted = false;
+		slot->own_delete_sent = false;
 		slot->max_leases = ask->max_leases;
 		slot->member_qty = ask->member_qty;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
@@ -949,7 +980,11 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
 			case ZKS_NEW:
 				if (give_up)
 				{
-					slot->state = ZKS_FREE;
+					if (give_up_new_request(idx))
+					{
+						zklock_post(idx);
+						wake = true;
+					}
 					look = LOOK_WITHDRAWN;
 				}
 				break;
@@ -1946,6 +1981,12 @@ path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 	make_lock_key(path_arg(fcinfo, 0), kind, &key, &user_off);
 	backend_setup();
 	init_ask(&ask, op, kind, timeout_ms, false);
+	if (timeout_ms == 0)
+	{
+		/* a zero timeout is a look: the worker answers without waiting */
+		ask.try_only = true;
+		ask.timeout_ms = -1;
+	}
 	return run_request(&ask, &key, user_off, 0, 0, timed_out, NULL);
 }
 
@@ -2033,8 +2074,11 @@ zk_double_barrier_enter(PG_FUNCTION_ARGS)
 						key.path + user_off)));
 	init_ask(&ask, ZKOP_DBARRIER_ENTER, ZKK_DOUBLE_BARRIER, timeout_ms, false);
 	ask.member_qty = member_qty;
+	/* a zero timeout is a look: in only if the quorum is there now */
+	ask.try_only = (timeout_ms == 0);
 	idx = claim_slot(&ask, &key, user_off, &serial);
-	if (wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL, NULL) != WAIT_GRANTED)
+	if (wait_for_request(idx, serial, ask.try_only ? -1 : timeout_ms,
+						 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
 		PG_RETURN_BOOL(false);
 	(void) add_granted_hold(&key, idx, serial, false);
 	PG_RETURN_BOOL(true);
@@ -2076,6 +2120,8 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 		zklock_shared->slots[idx].state == ZKS_HELD)
 	{
 		zklock_shared->slots[idx].op = ZKOP_DBARRIER_LEAVE;
+		/* a zero timeout is a look: our node goes, we do not wait */
+		zklock_shared->slots[idx].try_only = (timeout_ms == 0);
 		zklock_shared->slots[idx].state = ZKS_NEW;
 		zklock_post(idx);
 		posted = true;
@@ -2090,7 +2136,8 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	zklock_wake_worker();
-	outcome = wait_for_request(idx, serial, timeout_ms, key.path + user_off, NULL, NULL);
+	outcome = wait_for_request(idx, serial, timeout_ms == 0 ? -1 : timeout_ms,
+							   key.path + user_off, NULL, NULL);
 	PG_RETURN_BOOL(outcome == WAIT_DONE);
 }
 
@@ -2108,7 +2155,8 @@ static Datum utf8_text_datum(const char *s);
 
 /*
  * zk_revocation_requested() returns setof text: the paths of this
- * session's revocable locks that someone asked to release.
+ * session's revocable locks that someone asked to release, each once (a
+ * write holder that downgraded holds two locks on one path).
  */
 Datum
 zk_revocation_requested(PG_FUNCTION_ARGS)
@@ -2116,6 +2164,7 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HASH_SEQ_STATUS seq;
 	LocalLock  *ll;
+	List	   *listed = NIL;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	backend_setup();
@@ -2132,12 +2181,22 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 		LWLockRelease(zklock_shared->lock);
 		if (asked)
 		{
-			Datum		v = utf8_text_datum(path);
-			bool		n = false;
+			ListCell   *lc;
+			bool		seen = false;
 
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &n);
+			foreach(lc, listed)
+				seen = seen || strcmp((char *) lfirst(lc), path) == 0;
+			if (!seen)
+			{
+				Datum		v = utf8_text_datum(path);
+				bool		n = false;
+
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &n);
+				listed = lappend(listed, pstrdup(path));
+			}
 		}
 	}
+	list_free_deep(listed);
 	return (Datum) 0;
 }
 

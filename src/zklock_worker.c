@@ -1923,6 +1923,8 @@ barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 	{
 		if (rc == ZNONODE)
 			slot_finish(idx, ZKR_OK, 1);
+		else if (rc == ZOK && zklock_shared->slots[idx].try_only)
+			slot_finish(idx, ZKR_OK, 0);	/* a look only: still up */
 		else if (rc == ZOK)
 			reqs[idx].watching = true;
 		else
@@ -2082,6 +2084,8 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 				else
 					req->inflight++;
 			}
+			else if (slot->try_only)
+				give_up_try(idx);	/* a look only: too few members */
 			else if (denter_watch_ready(idx))
 			{
 				/* wait for P/ready (its watch re-armed, in case it fired) */
@@ -2166,7 +2170,33 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 }
 
 /*
- * All members are gone: remove P/ready, report done.  Caller holds the
+ * Completion of the delete of P/ready at the end of a leave: only now is
+ * the leave done (NoNode: another member removed it first).
+ */
+static void
+leave_ready_deleted(int rc, const void *data)
+{
+	int			idx = completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			zklock_shared->slots[idx].node[0] = '\0';
+			slot_finish(idx, ZKR_OK, 1);
+		}
+		else
+			call_failed(idx, rc, "remove the ready node of the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * All members are gone: remove P/ready, and report the leave done once
+ * the server applied that delete.  The delete is also recorded in the
+ * pending-delete table first (a persistent node: it outlives the
+ * session), so a leave given up or failed meanwhile still removes it and
+ * the next round cannot pass with too few members.  Caller holds the
  * lock.
  */
 static void
@@ -2176,14 +2206,46 @@ leave_finish(int idx)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-	/* a persistent node: its delete outlives the session */
-	(void) delete_add(buf, NULL, true, zklock_shared->session_gen);
-	slot->node[0] = '\0';
-	slot_finish(idx, ZKR_OK, 1);
+	if (slot->phase != ZKP_READY)
+	{
+		slot->phase = ZKP_READY;
+		(void) delete_add(buf, NULL, true, zklock_shared->session_gen);
+	}
+	if (!zk_connected ||
+		zoo_adelete(zh, buf, -1, leave_ready_deleted, slot_tag(idx)) != ZOK)
+		park(idx, false);
+	else
+		reqs[idx].inflight++;
 }
 
 /*
- * Completion of the listing of P while leaving: Curator's leave protocol.
+ * Completion of the delete of our member node while leaving: list again
+ * (the members left decide, as in Curator's next round).
+ */
+static void
+leave_member_deleted(int rc, const void *data)
+{
+	int			idx = completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			zklock_shared->slots[idx].node_deleted = true;
+			leave_list(idx);
+		}
+		else
+			call_failed(idx, rc, "leave the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of P while leaving: Curator's leave protocol,
+ * one step at a time.  Our member node is deleted by the request itself
+ * and the members are listed again once that delete is confirmed (Curator
+ * deletes it and watches in one step); a leave that is only a try (zero
+ * timeout) gives up, deleting ours, where it would wait.
  */
 static void
 leave_children_done(int rc, const struct String_vector *strings, const void *data)
@@ -2207,6 +2269,7 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 				memcpy(children, strings->data, sizeof(char *) * n);
 			action = zklock_double_barrier_leave_decide(children, n,
 														slot->node_deleted ? NULL : slot->node,
+														slot->own_delete_sent,
 														&watch);
 			switch (action)
 			{
@@ -2219,18 +2282,22 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 							  slot->path + slot->user_path_off);
 					break;
 				case ZKLOCK_LEAVE_DELETE_OURS_DONE:
-					node_path(slot, slot->node, buf, sizeof(buf));
-					queue_delete(buf, NULL);
-					slot->node_deleted = true;
-					leave_finish(idx);
-					break;
 				case ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST:
 					node_path(slot, slot->node, buf, sizeof(buf));
-					queue_delete(buf, NULL);
-					slot->node_deleted = true;
-					/* FALLTHROUGH */
+					slot->own_delete_sent = true;
+					if (zoo_adelete(zh, buf, -1, leave_member_deleted,
+									slot_tag(idx)) != ZOK)
+						park(idx, false);
+					else
+						reqs[idx].inflight++;
+					break;
 				case ZKLOCK_LEAVE_WATCH_HIGHEST:
 				case ZKLOCK_LEAVE_WATCH_LOWEST:
+					if (slot->try_only)
+					{
+						give_up_try(idx);
+						break;
+					}
 					snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
 					(void) send_exists_watch(idx, buf, leave_watch_done, false);
 					break;
@@ -2305,6 +2372,8 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 			int			n = 0;
 			int			i;
 			int			nholders = 0;
+			int		   *holders;
+			int			nh;
 			bool		rw = false;
 
 			/* only lock nodes take part: mutex or read/write */
@@ -2325,20 +2394,13 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 				zklock_rw_sort_children(children, n);
 			else
 				zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
-			for (i = 0; i < n; i++)
+			holders = palloc(sizeof(int) * Max(n, 1));
+			nh = zklock_lock_holders(children, n, rw, holders);
+			for (i = 0; i < nh; i++)
 			{
-				bool		writer = strstr(children[i], ZKLOCK_WRITE_LOCK_NAME) != NULL;
-				bool		reader = strstr(children[i], ZKLOCK_READ_LOCK_NAME) != NULL;
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-				/* holders: the first node; readers up to the first writer */
-				if (i > 0 && !(rw && reader))
-					break;
-				if (i > 0 && writer)
-					break;
-				if (i == 0 && rw && writer)
-					n = 1;
-				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[i]);
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[holders[i]]);
 				if (zoo_aset(zh, buf, REVOKE_MESSAGE, strlen(REVOKE_MESSAGE), -1,
 							 revoke_set_done, slot_tag(idx)) == ZOK)
 				{
@@ -2346,6 +2408,7 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 					nholders++;
 				}
 			}
+			pfree(holders);
 			pfree(children);
 			if (nholders == 0)
 				slot_finish(idx, ZKR_OK, 0);
@@ -2559,8 +2622,12 @@ start_request(int idx)
 			rc = zoo_aexists(zh, slot->path, 0, barrier_remove_stat_done, slot_tag(idx));
 			break;
 		case ZKOP_BARRIER_WAIT:
-			rc = zoo_awexists(zh, slot->path, step_watcher, (void *) slot_tag(idx),
-							  barrier_wait_done, slot_tag(idx));
+			/* a look only (zero timeout) leaves no watch behind */
+			if (slot->try_only)
+				rc = zoo_aexists(zh, slot->path, 0, barrier_wait_done, slot_tag(idx));
+			else
+				rc = zoo_awexists(zh, slot->path, step_watcher, (void *) slot_tag(idx),
+								  barrier_wait_done, slot_tag(idx));
 			break;
 		case ZKOP_DBARRIER_ENTER:
 			denter_start(idx);
@@ -2674,6 +2741,12 @@ resume(int idx)
 			}
 			else
 				start_request(idx);
+			break;
+		case ZKOP_DBARRIER_LEAVE:
+			if (slot->phase == ZKP_READY)
+				leave_finish(idx);	/* only P/ready's delete was left */
+			else
+				leave_list(idx);
 			break;
 		default:
 			start_request(idx);
@@ -3256,6 +3329,46 @@ open_handle(void)
 }
 
 /*
+ * Cut short a connection attempt that gets no answer.  The client gives
+ * the server two thirds of the session timeout to answer its handshake,
+ * and a server that is starting or stopping may take the connection and
+ * never answer: a suspended session's lease would run out meanwhile,
+ * although the servers were back in time.  An attempt without an answer
+ * after a sixth of the session timeout (at least a second) is shut down,
+ * and the client tries again at once.  fd is the client's socket (-1 when
+ * it has none).
+ */
+static void
+cut_stuck_attempt(int fd, TimestampTz now)
+{
+	static int	attempt_fd = -1;
+	static TimestampTz attempt_start = 0;
+	int			state = zoo_state(zh);
+	int			timeout = zklock_shared->negotiated_timeout > 0 ?
+		zklock_shared->negotiated_timeout : zklock_session_timeout;
+
+	if (fd < 0 ||
+		(state != ZOO_CONNECTING_STATE && state != ZOO_ASSOCIATING_STATE))
+	{
+		attempt_fd = -1;
+		return;
+	}
+	if (fd != attempt_fd)
+	{
+		attempt_fd = fd;
+		attempt_start = now;
+		return;
+	}
+	if (TimestampDifferenceExceeds(attempt_start, now, Max(1000, timeout / 6)))
+	{
+		elog(DEBUG1, "zklock: no answer to a connection attempt within %d ms: trying again",
+			 Max(1000, timeout / 6));
+		(void) shutdown(fd, SHUT_RDWR);
+		attempt_fd = -1;
+	}
+}
+
+/*
  * Build the wait set anew for the client's current socket and interest.
  */
 static void
@@ -3299,8 +3412,13 @@ worker_exit(int code, Datum arg)
 }
 
 /*
- * Apply a changed configuration: a new connect string goes to the live
- * handle; the session timeout applies at the next session.
+ * Apply a changed configuration.  The session timeout applies at the next
+ * session.  A new connect string restarts the worker: the new worker opens
+ * its handle on the new hosts and resumes the session, exactly as after any
+ * worker restart, so the per-request state and the watches it relies on are
+ * made anew together.  (Handing the string to the live handle with
+ * zoo_set_servers is not enough: the 3.8 C client keeps a handle that is
+ * between connections on the old address.)
  */
 static void
 reload_config(void)
@@ -3310,20 +3428,13 @@ reload_config(void)
 	/* the servers' side may have been fixed: try the credentials again now */
 	if (auth_failed_at != 0)
 		auth_retry_at = 0;
-	if (zh != NULL && connected_hosts != NULL &&
-		strcmp(connected_hosts, zklock_hosts) != 0)
+	if (connected_hosts != NULL && strcmp(connected_hosts, zklock_hosts) != 0)
 	{
-		int			rc = zoo_set_servers(zh, zklock_hosts);
-
-		if (rc != ZOK)
-			ereport(LOG,
-					(errmsg("zklock: could not switch to zookeeper hosts \"%s\": %s",
-							zklock_hosts, zerror(rc))));
-		else
-		{
-			pfree(connected_hosts);
-			connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
-		}
+		ereport(LOG,
+				(errmsg("zklock: zklock.hosts changed to \"%s\": the worker restarts to use it",
+						zklock_hosts),
+				 errdetail("The zookeeper session is kept and resumed on the new hosts.")));
+		proc_exit(1);
 	}
 }
 
@@ -3489,6 +3600,8 @@ zklock_worker_main(Datum main_arg)
 			rc = zookeeper_interest(zh, &fd, &interest, &tv);
 			if (rc != ZOK)
 				wes_rebuild = true;
+			else
+				cut_stuck_attempt(fd, GetCurrentTimestamp());
 			if (rc == ZINVALIDSTATE)
 				need_reconnect = true;
 			timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;

@@ -28,6 +28,12 @@
 #   cut           close every current connection (both ends) at once; until
 #                 the next mode, new connections are closed as soon as they
 #                 are accepted.
+#   stall_new     current connections are relayed as in pass; new ones are
+#                 accepted and stalled for good: never relayed, never
+#                 answered, and left open by later modes (a server that
+#                 takes a connection and never answers the handshake, as a
+#                 starting or stopping one may); only the client's giving up
+#                 (or cut) ends them.
 #
 # Why new connections are accepted (held or closed) rather than left in the
 # kernel's listen backlog: a handshake left queued there would be relayed
@@ -47,7 +53,7 @@ use POSIX ();
 use Time::HiRes qw(time);
 use Test::More;
 
-my %MODES = map { $_ => 1 } qw(pass drop_replies blackhole cut);
+my %MODES = map { $_ => 1 } qw(pass drop_replies blackhole cut stall_new);
 
 sub start
 {
@@ -175,7 +181,7 @@ sub _child
 
 	my $mode = 'pass';
 	my %st = (accepted => 0, c2s => 0, s2c => 0, dropped_c2s => 0, dropped_s2c => 0,
-		refused => 0, closed_tainted => 0);
+		refused => 0, closed_tainted => 0, stalled => 0);
 	my @pairs;    # { c => client sock, s => server sock or undef, tainted => 0|1 }
 	my %peer;     # fileno => [pair, 'c'|'s']
 	my $cmdbuf = '';
@@ -253,8 +259,13 @@ sub _child
 					$st{refused}++;
 					next;
 				}
-				my $p = { c => $c, s => undef, tainted => 0 };
-				if ($mode ne 'blackhole')
+				my $p = { c => $c, s => undef, tainted => 0, stalled => 0 };
+				if ($mode eq 'stall_new')
+				{
+					$p->{stalled} = 1;
+					$st{stalled}++;
+				}
+				elsif ($mode ne 'blackhole')
 				{
 					my $s = IO::Socket::INET->new(PeerAddr => $uhost, PeerPort => $uport,
 						Proto => 'tcp', Timeout => 5);
@@ -290,6 +301,11 @@ sub _child
 				}
 				my $to = $side eq 'c' ? $p->{s} : $p->{c};
 				my $dir = $side eq 'c' ? 'c2s' : 's2c';
+				if ($p->{stalled})
+				{
+					$st{"dropped_$dir"} += $n;    # never relayed, never closed
+					next;
+				}
 				my $drop = $mode eq 'blackhole'
 				  || ($mode eq 'drop_replies' && $side eq 's')
 				  || !$to;

@@ -20,6 +20,16 @@ require_functions($node, qw(zk_revoke zk_revocation_requested zk_mutex_acquire z
   zk_write_lock_acquire));
 my $peer = new_peer($zk);
 
+# every zk_locks row of path as { pid, node, mode, state }
+sub all_lock_rows
+{
+	my ($n, $path) = @_;
+	my $out = $n->safe_psql('postgres',
+		"SELECT pid, node, mode, state FROM zk_locks WHERE path = '$path' ORDER BY node");
+	return map { my @f = split /\|/; { pid => $f[0], node => $f[1], mode => $f[2], state => $f[3] } }
+	  grep { $_ ne '' } split /\n/, $out;
+}
+
 my ($s1, $s2, $s3) = map { ZklockTest::Session->new($node, "s$_") } 1 .. 3;
 
 sub requested
@@ -99,6 +109,26 @@ ok(wait_requested($s1, $p4), 's1 sees the request');
 is($s3->value("SELECT zk_revoke('/t026/nobody')"), '0', 'zk_revoke on a path with no holder returns 0');
 is($s1->value('SELECT zk_release_all()'), '1', 's1 releases everything');
 ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'zk_locks is empty');
+
+# 5. A write holder that downgraded holds two nodes (its write node and a
+#    read node with the same sequence number): zk_revoke asks both, and
+#    not the reader queued behind.
+my $p5 = '/t026/downgrade';
+is($s1->value("SELECT zk_write_lock_acquire('$p5', '5s', true)"), 't', 's1 takes a revocable write lock');
+is($s1->value("SELECT zk_read_lock_acquire('$p5', '5s', true)"), 't', '... and downgrades (read lock too)');
+$s2->start("SELECT zk_read_lock_acquire('$p5')");
+ok(wait_waiting($node, $s2->pid, $p5), 'a SQL reader queues behind the writer');
+my @held = sort map { $_->{node} } grep { $_->{pid} == $s1->pid } all_lock_rows($node, $p5);
+is(scalar @held, 2, 's1 holds two nodes');
+is($s3->value("SELECT zk_revoke('$p5')"), '2', 'zk_revoke writes both nodes of the downgraded holder');
+is($peer->get("$p5/$_"), '__REVOKE__', "node $_ was asked") for @held;
+my ($queued) = grep { my $n = $_; !grep { $_ eq $n } @held } @{ $peer->children($p5) // [] };
+isnt($peer->get("$p5/$queued"), '__REVOKE__', "the queued reader's node was not");
+ok(wait_requested($s1, $p5), 's1 sees the request (its path listed once)');
+is($s1->value('SELECT zk_release_all()'), '2', 's1 releases both');
+is($s2->result->{out}, 't', 'the queued reader gets the lock');
+is($s2->value('SELECT zk_release_all()'), '1', 's2 releases');
+ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'zk_locks is empty again');
 
 $_->quit for ($s1, $s2, $s3);
 $peer->quit;

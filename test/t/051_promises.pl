@@ -2,13 +2,17 @@
 # 051_promises: promises of the README that no other test checked.
 #
 # What users rely on:
-#   1. zk_status() says 'connecting' while no server of zklock.hosts answers
-#      (and an acquire fails, as 006 checks; a restart with a correct
-#      zklock.hosts connects).
-#   2. Waiters carry on across a worker restart: a SQL waiter queued behind
+#   1. zk_status() says 'connecting' while no server of zklock.hosts answers,
+#      and a reload (no restart of the server) with a corrected zklock.hosts
+#      connects.
+#   2. A reload of zklock.hosts moves a live session: the worker restarts on
+#      the new hosts and resumes the SAME session, so a held lock stays held
+#      (Curator stays excluded) and a waiter keeps its place and gets the
+#      lock, while the old address is gone.
+#   3. Waiters carry on across a worker restart: a SQL waiter queued behind
 #      a Curator holder keeps its place while the worker is restarted
 #      (SIGTERM) and gets the lock when Curator releases it.
-#   3. A smart shutdown (pg_ctl stop -m smart, which waits for the sessions
+#   4. A smart shutdown (pg_ctl stop -m smart, which waits for the sessions
 #      to end) closes the ZooKeeper session at once: the nodes of the
 #      cluster are gone right after it, not a session timeout later.
 use strict;
@@ -24,9 +28,10 @@ use ZklockProxy;
 my $zk = start_zk();
 my $peer = new_peer($zk);
 my $p1 = ZklockProxy->start($zk);
+my $p2 = ZklockProxy->start($zk);
 
 ############################################################################
-# 1. 'connecting', then a restart with a live zklock.hosts connects
+# 1. 'connecting', then a reload of zklock.hosts connects
 ############################################################################
 my $dead_port = PostgreSQL::Test::Cluster::get_free_port();
 my $node = new_zklock_node('promises', "127.0.0.1:$dead_port",
@@ -34,12 +39,54 @@ my $node = new_zklock_node('promises', "127.0.0.1:$dead_port",
 ok(wait_sql($node, 'SELECT state FROM zk_status()', 'connecting', 20),
 	"zk_status() says 'connecting' while nothing answers at 127.0.0.1:$dead_port");
 $node->append_conf('postgresql.conf', "zklock.hosts = '" . $p1->connect . "'\n");
-$node->restart;
-ok(wait_connected($node, 30), 'after a restart with a live zklock.hosts, zklock connects');
+$node->reload;
+ok(wait_connected($node, 30), 'after a reload with a live zklock.hosts, zklock connects (no server restart)');
 my $session = status_row($node)->{session_id};
 
 ############################################################################
-# 2. A waiter carries on across a worker restart
+# 2. A reload moves the live session to the new address
+############################################################################
+my $h = ZklockTest::Session->new($node, 'h');
+is($h->value(q{SELECT zk_mutex_acquire('/t051/a')}), 't', 'h holds /t051/a');
+$peer->acquire('c1', '/t051/v', -1);
+is($peer->acquire_result('c1'), 'acquired', 'Curator holds /t051/v');
+my $v = ZklockTest::Session->new($node, 'v');
+$v->start(q{SELECT zk_mutex_acquire('/t051/v')});
+ok(wait_waiting($node, $v->pid, '/t051/v'), 'v waits behind Curator');
+my $vnode = zk_lock_rows($node, '/t051/v')->{ $v->pid }{node};
+my $worker_before = worker_pid($node);
+$node->append_conf('postgresql.conf', "zklock.hosts = '" . $p2->connect . "'\n");
+$node->reload;
+ok(wait_sql($node, q{SHOW zklock.hosts}, $p2->connect, 10), 'zklock.hosts is reloaded');
+$p1->set_mode('cut');    # the old address goes away
+ok( wait_until(
+		sub {
+			my $s = status_row($node);
+			$s->{state} eq 'connected' && $p2->stats->{accepted} > 0;
+		},
+		30, 'a connection through the new address'),
+	'the worker connects through the new address');
+isnt(worker_pid($node), $worker_before, '... from a restarted worker');
+like(slurp_file($node->logfile), qr/zklock\.hosts changed to "\Q${\ $p2->connect }\E"/,
+	'the log says why the worker restarted');
+is(status_row($node)->{session_id}, $session, '... in the same session');
+is(zk_lock_rows($node, '/t051/a')->{ $h->pid }{state}, 'held', 'h still holds /t051/a');
+$peer->acquire('c3', '/t051/a', 500);
+is($peer->acquire_result('c3'), 'timeout', 'Curator is still excluded from /t051/a');
+ok(!$v->done, 'v is still waiting');
+is($peer->release('c1'), 'released', 'Curator releases /t051/v');
+my $vr = $v->result(20);
+is($vr->{out}, 't', 'v gets the lock') or diag("err=[$vr->{err}]");
+is(zk_lock_rows($node, '/t051/v')->{ $v->pid }{node}, $vnode, '... with the node it queued with');
+is($h->value(q{SELECT zk_mutex_release('/t051/a')}), 't', 'h releases /t051/a');
+is($v->value(q{SELECT zk_mutex_release('/t051/v')}), 't', 'v releases /t051/v');
+ok(wait_children_count($peer, '/t051/a', 0), 'nothing left under /t051/a');
+ok(wait_children_count($peer, '/t051/v', 0), 'nothing left under /t051/v');
+$h->quit;
+$v->quit;
+
+############################################################################
+# 3. A waiter carries on across a worker restart
 ############################################################################
 $peer->acquire('c2', '/t051/w', -1);
 is($peer->acquire_result('c2'), 'acquired', 'Curator holds /t051/w');
@@ -64,7 +111,7 @@ is($r->{out}, 't', 'w gets the lock') or diag("err=[$r->{err}]");
 is(zk_lock_rows($node, '/t051/w')->{ $w->pid }{node}, $wnode, '... with the node it queued with');
 
 ############################################################################
-# 3. Smart shutdown closes the session at once
+# 4. Smart shutdown closes the session at once
 ############################################################################
 ok(wait_children_count($peer, '/t051/w', 1), 'w holds /t051/w (one node)');
 # pg_ctl stop -m smart waits until the last session ends: end w meanwhile
@@ -81,5 +128,6 @@ $node->_update_pid(0);
 
 $peer->quit;
 $p1->stop;
+$p2->stop;
 stop_zk($zk);
 done_testing();

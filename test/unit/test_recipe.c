@@ -26,6 +26,7 @@
 #define U1 "53345f98-9423-4e0c-a7b5-9f819e3ec2e1"
 #define U2 "0b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
 #define U3 "ffeeddcc-bbaa-4998-8877-665544332211"
+#define U4 "0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"
 
 /*
  * Validate a literal (sizeof, so embedded NULs count) with the default
@@ -940,6 +941,61 @@ test_rw_downgrade_read_node_sorts_at_writers_place(void **state)
 	assert_string_equal(c[d.watch_index], W1);
 }
 
+/* ---------------------------------------------------------------- holders (revocation) */
+
+/* A mutex is held by its first node only. */
+static void
+test_holders_mutex_first_only(void **state)
+{
+	char	   *c[] = {"_c_" U1 "-lock-0000000001", "_c_" U2 "-lock-0000000002"};
+	int			h[2];
+
+	(void) state;
+	assert_int_equal(zklock_lock_holders(c, 2, false, h), 1);
+	assert_int_equal(h[0], 0);
+	assert_int_equal(zklock_lock_holders(c, 0, false, h), 0);
+}
+
+/* Readers hold up to the first writer; a first writer holds alone. */
+static void
+test_holders_readers_then_writer(void **state)
+{
+	char	   *readers[] = {"_c_" U1 "-__READ__0000000001", "_c_" U2 "-__READ__0000000002",
+	"_c_" U3 "-__WRIT__0000000003", "_c_" U4 "-__READ__0000000004"};
+	char	   *writer[] = {"_c_" U1 "-__WRIT__0000000001", "_c_" U2 "-__READ__0000000002"};
+	int			h[4];
+
+	(void) state;
+	assert_int_equal(zklock_lock_holders(readers, 4, true, h), 2);
+	assert_int_equal(h[0], 0);
+	assert_int_equal(h[1], 1);
+	assert_int_equal(zklock_lock_holders(writer, 2, true, h), 1);
+	assert_int_equal(h[0], 0);
+}
+
+/*
+ * A write holder that downgraded holds two nodes with the same sequence
+ * number: both are holders, whichever sorts first, and the readers behind
+ * the writer are not.
+ */
+static void
+test_holders_downgraded_writer(void **state)
+{
+	char	   *wr[] = {"_c_" U1 "-__WRIT__0000000005", "_c_" U1 "-__READ__0000000005",
+	"_c_" U2 "-__READ__0000000006"};
+	char	   *rw[] = {"_c_" U1 "-__READ__0000000005", "_c_" U1 "-__WRIT__0000000005",
+	"_c_" U2 "-__READ__0000000006"};
+	int			h[3];
+
+	(void) state;
+	assert_int_equal(zklock_lock_holders(wr, 3, true, h), 2);
+	assert_int_equal(h[0], 0);
+	assert_int_equal(h[1], 1);
+	assert_int_equal(zklock_lock_holders(rw, 3, true, h), 2);
+	assert_int_equal(h[0], 0);
+	assert_int_equal(h[1], 1);
+}
+
 /* ---------------------------------------------------------------- double barrier */
 
 #define M1 "1a2b3c4d-0000-4000-8000-000000000001"
@@ -953,11 +1009,11 @@ test_leave_done_when_no_members(void **state)
 	const char *w = "junk";
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(only_ready, 1, M1, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(only_ready, 1, M1, false, &w),
 					 ZKLOCK_LEAVE_DONE);
 	assert_null(w);
 	w = "junk";
-	assert_int_equal(zklock_double_barrier_leave_decide(NULL, 0, M1, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(NULL, 0, M1, false, &w),
 					 ZKLOCK_LEAVE_DONE);
 	assert_null(w);
 }
@@ -969,7 +1025,7 @@ test_leave_error_when_own_node_missing(void **state)
 	const char *w = "junk";
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 3, M1, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 3, M1, false, &w),
 					 ZKLOCK_LEAVE_ERROR_MISSING);
 	assert_null(w);
 }
@@ -981,7 +1037,7 @@ test_leave_only_ours_left_delete_and_done(void **state)
 	const char *w = "junk";
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, false, &w),
 					 ZKLOCK_LEAVE_DELETE_OURS_DONE);
 	assert_null(w);
 }
@@ -993,7 +1049,7 @@ test_leave_lowest_watches_highest(void **state)
 	const char *w = NULL;
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M1, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M1, false, &w),
 					 ZKLOCK_LEAVE_WATCH_HIGHEST);
 	assert_non_null(w);
 	assert_string_equal(w, M3);
@@ -1007,11 +1063,11 @@ test_leave_others_delete_ours_and_watch_lowest(void **state)
 	const char *w = NULL;
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M2, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M2, false, &w),
 					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
 	assert_string_equal(w, M1);
 	w = NULL;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M3, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 4, M3, false, &w),
 					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
 	assert_string_equal(w, M1);
 }
@@ -1023,14 +1079,14 @@ test_leave_two_members_lowest_and_highest(void **state)
 	const char *w = NULL;
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M1, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M1, false, &w),
 					 ZKLOCK_LEAVE_WATCH_HIGHEST);
 	assert_string_equal(w, M2);
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, false, &w),
 					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
 	assert_string_equal(w, M1);
 	/* watch_name may be NULL */
-	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, NULL),
+	assert_int_equal(zklock_double_barrier_leave_decide(c, 2, M2, false, NULL),
 					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
 }
 
@@ -1042,15 +1098,48 @@ test_leave_after_ours_deleted_pass_null_own(void **state)
 	const char *w = NULL;
 
 	(void) state;
-	assert_int_equal(zklock_double_barrier_leave_decide(two, 3, NULL, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(two, 3, NULL, false, &w),
 					 ZKLOCK_LEAVE_WATCH_LOWEST);
 	assert_string_equal(w, M1);
 	w = "junk";
-	assert_int_equal(zklock_double_barrier_leave_decide(one, 2, NULL, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(one, 2, NULL, false, &w),
 					 ZKLOCK_LEAVE_DONE);
 	assert_null(w);
-	assert_int_equal(zklock_double_barrier_leave_decide(one, 1, NULL, &w),
+	assert_int_equal(zklock_double_barrier_leave_decide(one, 1, NULL, false, &w),
 					 ZKLOCK_LEAVE_DONE);
+}
+
+/*
+ * A delete of our member node was sent but its reply never came (the
+ * connection dropped, the worker restarted): ours missing is then no
+ * error, it is the delete having been applied.  Found, it is still ours.
+ */
+static void
+test_leave_own_delete_sent(void **state)
+{
+	char	   *others[] = {"ready", M3, M1};
+	char	   *one[] = {M3};
+	char	   *with_ours[] = {M3, M2, M1};
+	const char *w = NULL;
+
+	(void) state;
+	/* gone, two others left: watch the lowest of them */
+	assert_int_equal(zklock_double_barrier_leave_decide(others, 3, M2, true, &w),
+					 ZKLOCK_LEAVE_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+	/* gone, one other left: done, as after a confirmed delete */
+	assert_int_equal(zklock_double_barrier_leave_decide(one, 1, M2, true, &w),
+					 ZKLOCK_LEAVE_DONE);
+	/* gone and nobody else: done */
+	assert_int_equal(zklock_double_barrier_leave_decide(NULL, 0, M2, true, &w),
+					 ZKLOCK_LEAVE_DONE);
+	/* the delete was not applied: ours is still there and still counts */
+	assert_int_equal(zklock_double_barrier_leave_decide(with_ours, 3, M2, true, &w),
+					 ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST);
+	assert_string_equal(w, M1);
+	/* without a delete sent, missing is an error */
+	assert_int_equal(zklock_double_barrier_leave_decide(others, 3, M2, false, &w),
+					 ZKLOCK_LEAVE_ERROR_MISSING);
 }
 
 /* Barrier calls refuse every node a recipe makes, and nothing else. */
@@ -1321,6 +1410,10 @@ main(void)
 		cmocka_unit_test(test_leave_others_delete_ours_and_watch_lowest),
 		cmocka_unit_test(test_leave_two_members_lowest_and_highest),
 		cmocka_unit_test(test_leave_after_ours_deleted_pass_null_own),
+		cmocka_unit_test(test_leave_own_delete_sent),
+		cmocka_unit_test(test_holders_mutex_first_only),
+		cmocka_unit_test(test_holders_readers_then_writer),
+		cmocka_unit_test(test_holders_downgraded_writer),
 		cmocka_unit_test(test_cleanup_known_node_by_name),
 		cmocka_unit_test(test_cleanup_unknown_create_by_prefix),
 		cmocka_unit_test(test_cleanup_nothing_created),
