@@ -2314,6 +2314,51 @@ participant_cmp(const void *a, const void *b)
 	return c != 0 ? c : strcmp(pa->name, pb->name);
 }
 
+/* how many times zk_participants asks for a bigger answer */
+#define PARTICIPANTS_TRIES 8
+
+/*
+ * Which of the sorted participants hold the lock (zklock_lock_holders
+ * decides, over the lock nodes alone): an array of n flags.
+ */
+static bool *
+participant_holders(Participant *parts, int n, int kind, bool rw, bool mutex)
+{
+	bool	   *holds = palloc0(sizeof(bool) * Max(n, 1));
+	char	  **names;
+	int		   *map;
+	int		   *h;
+	int			m = 0;
+	int			nh;
+	int			i;
+
+	if (kind != ZKLOCK_PARTICIPANTS_LOCK || (!rw && !mutex))
+		return holds;
+	names = palloc(sizeof(char *) * Max(n, 1));
+	map = palloc(sizeof(int) * Max(n, 1));
+	h = palloc(sizeof(int) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		lock_node = rw ?
+			(strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME) != NULL ||
+			 strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME) != NULL) :
+			strstr(parts[i].name, ZKLOCK_LOCK_NAME) != NULL;
+
+		if (lock_node)
+		{
+			names[m] = parts[i].name;
+			map[m++] = i;
+		}
+	}
+	nh = zklock_lock_holders(names, m, rw, h);
+	for (i = 0; i < nh; i++)
+		holds[map[h[i]]] = true;
+	pfree(names);
+	pfree(map);
+	pfree(h);
+	return holds;
+}
+
 /*
  * zk_participants(path) returns table(position, node, kind, data, holds):
  * the recipe's nodes at path in queue order, with their data.
@@ -2326,19 +2371,26 @@ zk_participants(PG_FUNCTION_ARGS)
 	int			user_off;
 	uint32		size = 64 * 1024;
 	int			attempt;
+	bool		got = false;
 	Participant *parts = NULL;
+	bool	   *holds;
 	int			n = 0;
 	int			kind = 0;
 	bool		rw = false;
 	bool		mutex = false;
-	const char *first_writer_key = NULL;
 	int			i;
 
 	make_lock_key(path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
 	backend_setup();
 	InitMaterializedSRF(fcinfo, 0);
 
-	for (attempt = 0; attempt < 4; attempt++)
+	/*
+	 * The worker says how much room the answer needs when the segment is
+	 * too small; the nodes may change between two tries, so the next
+	 * segment gets room to spare.  A set that outgrows every try is an
+	 * error, never an empty answer.
+	 */
+	for (attempt = 0; attempt < PARTICIPANTS_TRIES && !got; attempt++)
 	{
 		ZklockAsk	ask;
 		dsm_segment *seg = dsm_create(size, 0);
@@ -2352,7 +2404,12 @@ zk_participants(PG_FUNCTION_ARGS)
 		if (value == -1 && needed > size)
 		{
 			dsm_detach(seg);
-			size = needed + 1024;
+			if (needed > MaxAllocSize / 2)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("the participants of \"%s\" need %u bytes, more than zk_participants can hand over",
+								key.path + user_off, needed)));
+			size = needed + needed / 2;
 			continue;
 		}
 		if (value < 0)
@@ -2380,8 +2437,15 @@ zk_participants(PG_FUNCTION_ARGS)
 			p += MAXALIGN(Max(dlen, 0) + 1);
 		}
 		dsm_detach(seg);
-		break;
+		got = true;
 	}
+	if (!got)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the participants of \"%s\" kept growing faster than they could be read",
+						key.path + user_off),
+				 errdetail("%d tries, the last with room for %u bytes.", PARTICIPANTS_TRIES, size),
+				 errhint("Try again.")));
 
 	for (i = 0; i < n; i++)
 	{
@@ -2396,6 +2460,7 @@ zk_participants(PG_FUNCTION_ARGS)
 		(mutex && !rw) ? ZKLOCK_LOCK_NAME : NULL;
 	if (n > 1)
 		qsort(parts, n, sizeof(Participant), participant_cmp);
+	holds = participant_holders(parts, n, kind, rw, mutex);
 
 	for (i = 0; i < n; i++)
 	{
@@ -2409,26 +2474,20 @@ zk_participants(PG_FUNCTION_ARGS)
 			pk = "lease";
 		else if (strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
 		{
-			/* first in line, or behind nothing but its own downgraded read */
 			pk = "write";
-			values[4] = BoolGetDatum(i == 0 ||
-									 strcmp(zklock_rw_sort_key(parts[0].name),
-											zklock_rw_sort_key(parts[i].name)) == 0);
+			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
-			if (first_writer_key == NULL)
-				first_writer_key = zklock_rw_sort_key(parts[i].name);
 		}
 		else if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME))
 		{
-			/* no writer queued ahead of it (a downgrade shares the key) */
 			pk = "read";
-			values[4] = BoolGetDatum(first_writer_key == NULL);
+			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
 		}
 		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
 		{
 			pk = "lock";
-			values[4] = BoolGetDatum(i == 0);
+			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
 		}
 		else if (strcmp(parts[i].name, ZKLOCK_READY_NODE) == 0)

@@ -75,6 +75,10 @@ typedef struct WorkerReq
 	int64		count;			/* revoke: nodes written */
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
 													 * being checked */
+	char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* double barrier leave:
+													 * member to watch once
+													 * ours is deleted ("":
+													 * none, we are done) */
 	/* participants: the listing and the data, collected in order */
 	char		pdir[ZKLOCK_NODE_PATH_SIZE];
 	int			pkind;
@@ -284,27 +288,55 @@ zk_rc_session_gone(int rc)
 }
 
 /*
+ * What zk_status says while the worker is not connected: suspended while
+ * it has a session to resume, expired from the loss of a session until the
+ * next one is made, connecting before the first.  Caller holds the lock.
+ */
+static ZklockConnState
+not_connected_state(void)
+{
+	if (zklock_shared->have_session)
+		return ZKC_SUSPENDED;
+	if (zklock_shared->expired_count > 0 || zklock_shared->lease_expired_count > 0)
+		return ZKC_EXPIRED;
+	return ZKC_CONNECTING;
+}
+
+/*
+ * Free what a participants request collected so far.
+ */
+static void
+free_participants(WorkerReq *req)
+{
+	int			i;
+
+	if (req->pnames == NULL)
+		return;
+	for (i = 0; i < req->pn; i++)
+	{
+		if (req->pnames[i])
+			pfree(req->pnames[i]);
+		if (req->pdata[i])
+			pfree(req->pdata[i]);
+	}
+	pfree(req->pnames);
+	pfree(req->pdata);
+	pfree(req->plen);
+	req->pnames = NULL;
+	req->pdata = NULL;
+	req->plen = NULL;
+	req->pn = 0;
+}
+
+/*
  * Forget the process-local state of a slot, freeing what it holds.
  */
 static void
 reset_req(int idx)
 {
 	WorkerReq  *req = &reqs[idx];
-	int			i;
 
-	if (req->pnames)
-	{
-		for (i = 0; i < req->pn; i++)
-		{
-			if (req->pnames[i])
-				pfree(req->pnames[i]);
-			if (req->pdata[i])
-				pfree(req->pdata[i]);
-		}
-		pfree(req->pnames);
-		pfree(req->pdata);
-		pfree(req->plen);
-	}
+	free_participants(req);
 	memset(req, 0, sizeof(*req));
 }
 
@@ -2219,8 +2251,10 @@ leave_finish(int idx)
 }
 
 /*
- * Completion of the delete of our member node while leaving: list again
- * (the members left decide, as in Curator's next round).
+ * Completion of the delete of our member node while leaving.  Then, as in
+ * Curator: with nobody else left we are done; otherwise we wait for the
+ * lowest member to go (a try gives up instead: ours is gone, the others
+ * are not).
  */
 static void
 leave_member_deleted(int rc, const void *data)
@@ -2229,10 +2263,23 @@ leave_member_deleted(int rc, const void *data)
 
 	if (idx >= 0)
 	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &reqs[idx];
+
 		if (rc == ZOK || rc == ZNONODE)
 		{
-			zklock_shared->slots[idx].node_deleted = true;
-			leave_list(idx);
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			slot->node_deleted = true;
+			if (req->leave_watch[0] == '\0')
+				leave_finish(idx);
+			else if (slot->try_only)
+				give_up_try(idx);
+			else
+			{
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, req->leave_watch);
+				(void) send_exists_watch(idx, buf, leave_watch_done, false);
+			}
 		}
 		else
 			call_failed(idx, rc, "leave the double barrier");
@@ -2242,10 +2289,10 @@ leave_member_deleted(int rc, const void *data)
 
 /*
  * Completion of the listing of P while leaving: Curator's leave protocol,
- * one step at a time.  Our member node is deleted by the request itself
- * and the members are listed again once that delete is confirmed (Curator
- * deletes it and watches in one step); a leave that is only a try (zero
- * timeout) gives up, deleting ours, where it would wait.
+ * one step at a time.  Our member node is deleted by the request itself,
+ * and the watch on the lowest member is set once that delete is confirmed
+ * (Curator sets the watch, then deletes); a leave that is only a try
+ * (zero timeout) gives up, deleting ours, where it would wait.
  */
 static void
 leave_children_done(int rc, const struct String_vector *strings, const void *data)
@@ -2283,6 +2330,9 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					break;
 				case ZKLOCK_LEAVE_DELETE_OURS_DONE:
 				case ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST:
+					strlcpy(reqs[idx].leave_watch,
+							action == ZKLOCK_LEAVE_DELETE_OURS_DONE ? "" : watch,
+							sizeof(reqs[idx].leave_watch));
 					node_path(slot, slot->node, buf, sizeof(buf));
 					slot->own_delete_sent = true;
 					if (zoo_adelete(zh, buf, -1, leave_member_deleted,
@@ -2478,24 +2528,37 @@ participants_deliver(int idx)
 }
 
 /*
- * Completion of getData of one participant; replies come in the order the
- * calls were sent, so the next unfilled entry is this one.
+ * The context of one participant's getData: the request's tag and which
+ * entry the reply fills (allocated per call, freed by its completion,
+ * which the client calls exactly once, also when the handle closes).
+ */
+typedef struct ParticipantCall
+{
+	const void *tag;
+	int			k;
+} ParticipantCall;
+
+/*
+ * Completion of getData of one participant: fill entry k with its data.
  */
 static void
 participants_data_done(int rc, const char *value, int value_len,
 					   const struct Stat *stat, const void *data)
 {
+	ParticipantCall call = *(const ParticipantCall *) data;
 	int			idx;
 
+	pfree((void *) data);
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = tag_current(data);
+	idx = tag_current(call.tag);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &reqs[idx];
-		int			k = req->pdone++;
+		int			k = call.k;
 
 		req->inflight--;
-		if (k < req->pn)
+		req->pdone++;
+		if (k >= 0 && k < req->pn)
 		{
 			if (rc == ZOK && value != NULL && value_len >= 0)
 			{
@@ -2505,10 +2568,16 @@ participants_data_done(int rc, const char *value, int value_len,
 				req->plen[k] = value_len;
 			}
 			else
-				req->plen[k] = -1;	/* gone meanwhile, or no data */
+				req->plen[k] = -1;	/* gone meanwhile, unreadable, no data */
 		}
 		if (settle_cancel(idx))
 			;
+		else if (zk_rc_retryable(rc) || req->parked)
+		{
+			/* the connection dropped: list again once it is back */
+			if (!req->parked)
+				park(idx, false);
+		}
 		else if (req->inflight == 0)
 			participants_deliver(idx);
 	}
@@ -2551,6 +2620,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 		{
 			int			i;
 
+			free_participants(req);	/* of a listing before a reconnect */
 			req->pn = strings->count;
 			req->pdone = 0;
 			req->pnames = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(req->pn, 1));
@@ -2560,13 +2630,21 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 			{
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
+				ParticipantCall *call;
+
 				req->pnames[i] = MemoryContextStrdup(TopMemoryContext, strings->data[i]);
 				req->plen[i] = -1;
 				snprintf(buf, sizeof(buf), "%s/%s", req->pdir, strings->data[i]);
-				if (zoo_aget(zh, buf, 0, participants_data_done, slot_tag(idx)) == ZOK)
+				call = MemoryContextAlloc(TopMemoryContext, sizeof(ParticipantCall));
+				call->tag = slot_tag(idx);
+				call->k = i;
+				if (zoo_aget(zh, buf, 0, participants_data_done, call) == ZOK)
 					req->inflight++;
 				else
+				{
+					pfree(call);
 					req->pdone++;
+				}
 			}
 			if (req->inflight == 0)
 				participants_deliver(idx);
@@ -2992,7 +3070,7 @@ auth_accepted(void)
 		sh->connected_count++;
 	}
 	else
-		sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+		sh->conn_state = not_connected_state();
 	sh->state_since = GetCurrentTimestamp();
 	rescan = true;
 }
@@ -3252,7 +3330,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zk_connected = false;
 		if (auth_failed_at == 0)
 		{
-			sh->conn_state = sh->have_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+			sh->conn_state = not_connected_state();
 			sh->state_since = GetCurrentTimestamp();
 		}
 	}
@@ -3294,7 +3372,7 @@ open_handle(void)
 	}
 	if (auth_failed_at == 0)
 	{
-		sh->conn_state = resume_session ? ZKC_SUSPENDED : ZKC_CONNECTING;
+		sh->conn_state = not_connected_state();
 		sh->state_since = GetCurrentTimestamp();
 	}
 	else

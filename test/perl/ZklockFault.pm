@@ -25,6 +25,16 @@
 #   hold_for($seconds, $what)     keep an injected fault in place on purpose
 #   log_contents($node)           the server log of a cluster
 #   status_row($node)             zk_status() as a hash
+#   row_from_json($text)          a row_to_json() object as a hash
+#   quietly($code)                run $code without the notes ZklockTest's
+#                                 sessions and peers write for every
+#                                 statement (the caller's own note/diag,
+#                                 bound at import, still print)
+#   pump_for($secs, $pump, $us)   call $pump (the test's clients) every $us
+#                                 microseconds for $secs seconds
+#   pump_until($cond, $timeout, $what, $pump, $every, $us)
+#                                 wait_until with $pump called meanwhile;
+#                                 $cond is evaluated every $every seconds
 #   wait_back($node, $timeout)    poll until the cluster accepts queries again
 #                                 (after a crash-restart)
 package ZklockFault;
@@ -49,7 +59,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
-  drop_create_reply
+  drop_create_reply row_from_json pump_for pump_until quietly
 );
 
 ############################################################################
@@ -383,12 +393,11 @@ sub log_contents
 	return PostgreSQL::Test::Utils::slurp_file($node->logfile);
 }
 
-# status_row($node): zk_status() as { column => value }.
-sub status_row
+# row_from_json($text): a flat row_to_json() object as { column => value }
+# (JSON null is undef).
+sub row_from_json
 {
-	my ($node) = @_;
-	my $out = $node->safe_psql('postgres',
-		q{SELECT row_to_json(s)::text FROM zk_status() s});
+	my ($out) = @_;
 	my %h;
 	while ($out =~ /"(\w+)":("(?:[^"\\]|\\.)*"|[^,}]+)/g)
 	{
@@ -398,6 +407,65 @@ sub status_row
 		$h{$k} = $v;
 	}
 	return \%h;
+}
+
+# status_row($node): zk_status() as { column => value }.
+sub status_row
+{
+	my ($node) = @_;
+	return row_from_json($node->safe_psql('postgres',
+		q{SELECT row_to_json(s)::text FROM zk_status() s}));
+}
+
+# quietly($code): run $code with Test::More::note silenced (the sessions
+# and peers of ZklockTest note every statement and reply line).
+sub quietly
+{
+	my ($code) = @_;
+	no warnings 'redefine';
+	local *Test::More::note = sub { };
+	return $code->();
+}
+
+# pump_for($secs, $pump, $us): let the test's clients run for $secs seconds
+# ($pump is called every $us microseconds; it decides nothing).
+sub pump_for
+{
+	my ($secs, $pump, $us) = @_;
+	my $end = time + $secs;
+	while (time < $end)
+	{
+		$pump->();
+		usleep($us);
+	}
+	return;
+}
+
+# pump_until($cond, $timeout, $what, $pump, $every, $us): wait (bounded)
+# until $cond returns true, calling $pump every $us microseconds meanwhile
+# and $cond every $every seconds; returns $cond's last value.
+sub pump_until
+{
+	my ($cond, $timeout, $what, $pump, $every, $us) = @_;
+	my $deadline = time + $timeout;
+	my $next = 0;
+	my $v;
+	while (1)
+	{
+		$pump->();
+		if (time >= $next)
+		{
+			$v = $cond->();
+			return $v if $v;
+			$next = time + $every;
+		}
+		if (time >= $deadline)
+		{
+			diag("timed out after ${timeout}s waiting for $what");
+			return $v;
+		}
+		usleep($us);
+	}
 }
 
 sub status_has_column

@@ -86,13 +86,7 @@ my $t_begin = time;
 # summaries instead, and the full history goes to 045_history.txt in the
 # log directory.
 ############################################################################
-sub quietly
-{
-	my ($code) = @_;
-	no warnings 'redefine';
-	local *Test::More::note = sub { };
-	return $code->();
-}
+# (quietly, from ZklockFault)
 
 ############################################################################
 # ZooKeeper, proxies, clusters, Curator
@@ -266,45 +260,12 @@ sub pump_clients
 	return;
 }
 
-# drive_for($secs): let the clients run (this is load time, not a wait for
-# an event: it decides nothing).
-sub drive_for
-{
-	my ($secs) = @_;
-	my $end = time + $secs;
-	while (time < $end)
-	{
-		pump_clients();
-		usleep(3_000);
-	}
-	return;
-}
+# drive_for($secs): the clients run (load time; it decides nothing).
+sub drive_for { return pump_for($_[0], \&pump_clients, 3_000); }
 
 # drive_until($cond, $timeout, $what): wait_until with the clients running;
 # $cond is evaluated every 0.2 s.
-sub drive_until
-{
-	my ($cond, $timeout, $what) = @_;
-	my $deadline = time + $timeout;
-	my $next = 0;
-	my $v;
-	while (1)
-	{
-		pump_clients();
-		if (time >= $next)
-		{
-			$v = $cond->();
-			return $v if $v;
-			$next = time + 0.2;
-		}
-		if (time >= $deadline)
-		{
-			diag("timed out after ${timeout}s waiting for $what");
-			return $v;
-		}
-		usleep(3_000);
-	}
-}
+sub drive_until { return pump_until(@_[0 .. 2], \&pump_clients, 0.2, 3_000); }
 
 # try_status($node): zk_status() as a hash, undef while the cluster does
 # not answer (crash-restart).

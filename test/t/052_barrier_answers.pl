@@ -11,9 +11,10 @@
 #   2. A leave returns true only once its deletes are applied: right after
 #      it, neither our member node nor P/ready is in ZooKeeper (so the
 #      next round cannot pass with too few members).
-#   3. A leave that gives up (zero timeout, or cancelled before the worker
-#      even picked it up) still deletes our member node, so the other
-#      members' leaves complete instead of waiting for us forever.
+#   3. A leave that gives up (zero timeout, a timeout while another member
+#      stays in, or a cancel before the worker even picked it up) returns
+#      false and still deletes our member node, so the other members'
+#      leaves complete instead of waiting for us forever.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -104,7 +105,23 @@ is($high->value("SELECT zk_double_barrier_leave('$p4', '10s')"), 't',
 is(kids($p4), '', 'nothing is left');
 
 ############################################################################
-# 3b. a leave cancelled before the worker picked it up
+# 3b. the highest member's timed leave waits for the lowest, who stays
+############################################################################
+my $p6 = '/t052/timed';
+$b->start("SELECT zk_double_barrier_enter('$p6', 2, '20s')");
+is($a->value("SELECT zk_double_barrier_enter('$p6', 2, '20s')"), 't', 'a enters');
+is($b->result(20)->{out}, 't', 'b enters');
+%node_of = (a => member_of($a, $p6), b => member_of($b, $p6));
+($low, $high) = $node_of{a} lt $node_of{b} ? ($a, $b) : ($b, $a);
+($lown, $highn) = ($node_of{ $low->name }, $node_of{ $high->name });
+is($high->value("SELECT zk_double_barrier_leave('$p6', '500ms')"), 'f',
+	'the highest member leaves with a timeout while the lowest stays: false');
+is(kids($p6), "$lown ready", '... its member node is gone, the lowest is still in');
+is($low->value("SELECT zk_double_barrier_leave('$p6', '10s')"), 't', 'the lowest then leaves');
+is(kids($p6), '', 'nothing is left');
+
+############################################################################
+# 3c. a leave cancelled before the worker picked it up
 ############################################################################
 my $p5 = '/t052/cancel';
 $b->start("SELECT zk_double_barrier_enter('$p5', 2, '20s')");
