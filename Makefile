@@ -5,9 +5,25 @@ OBJS = \
 	src/zklock.o \
 	src/zklock_shmem.o \
 	src/zklock_worker.o \
-	src/zklock_sql.o \
+	src/zklock_conn.o \
+	src/zklock_request.o \
+	src/zklock_zkio.o \
+	src/zklock_deletes.o \
+	src/zklock_lockeng.o \
+	src/zklock_rcp_semaphore.o \
+	src/zklock_rcp_barrier.o \
+	src/zklock_rcp_dbarrier.o \
+	src/zklock_rcp_revoke.o \
+	src/zklock_rcp_participants.o \
+	src/zklock_backend.o \
+	src/zklock_wait.o \
+	src/zklock_args.o \
+	src/zklock_views.o \
+	src/zklock_rcp_mutex.o \
+	src/zklock_rcp_rwlock.o \
 	src/zklock_session.o \
-	src/zklock_recipe.o
+	src/zklock_recipe.o \
+	src/zklock_names.o
 
 EXTENSION = zklock
 DATA = zklock--0.1.sql

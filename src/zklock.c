@@ -146,7 +146,7 @@ define_gucs(void)
 							"Size of the shared table of zklock requests.",
 							"Every lock waited for or held by any backend takes one entry.",
 							&zklock_max_requests,
-							1024, 4, 1000000,
+							1024, 4, ZKLOCK_MAX_REQUESTS_LIMIT,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);

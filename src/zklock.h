@@ -26,6 +26,22 @@
 
 #include "zklock_recipe.h"
 
+/* most entries of the shared request table (zklock.max_requests) */
+#define ZKLOCK_MAX_REQUESTS_LIMIT	1000000
+
+/*
+ * A completion's opaque pointer carries an entry index (of the request
+ * table, or of the pending-delete table, which has three entries per
+ * request) in its low ZKLOCK_TAG_INDEX_BITS bits and the entry's 32-bit
+ * serial above them.
+ */
+#define ZKLOCK_TAG_INDEX_BITS	24
+#define ZKLOCK_TAG_INDEX_MASK	((UINT64CONST(1) << ZKLOCK_TAG_INDEX_BITS) - 1)
+StaticAssertDecl(3 * ZKLOCK_MAX_REQUESTS_LIMIT <= ZKLOCK_TAG_INDEX_MASK,
+				 "a pending-delete table index must fit the index bits of a tag");
+StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
+				 "a tag (index and serial) must fit a pointer");
+
 /* longest namespace prefix (zklock.namespace) in bytes */
 #define ZKLOCK_MAX_NAMESPACE_LEN	256
 /* buffer for a full ZooKeeper path: namespace + user path + NUL */

@@ -1,0 +1,697 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_backend.c
+ *	  The backend's side: the local registry of held locks (how often this
+ *	  backend holds each lock, at session and transaction level), the
+ *	  transaction callbacks that release and check them, backend exit, and
+ *	  the identity written into nodes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "pgstat.h"
+#include "postmaster/postmaster.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "zklock_backend_int.h"
+
+HTAB *zklock_local_locks = NULL;
+static List *xact_holds = NIL;
+static List *xact_session_keys = NIL;	/* session locks taken in this xact */
+static bool backend_ready = false;
+static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
+static bool xact_lost = false;
+static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
+char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
+char *zklock_node_data_appname = NULL;	/* application_name in node_data */
+
+static void publish_counts(LocalLock *ll);
+static void release_xact_holds(SubTransactionId only_subid);
+static bool lock_is_lost(LocalLock *ll);
+static bool xact_relies_on(LocalLock *ll);
+static void forget_lost_lock(LocalLock *ll);
+static bool confirm_lock(LocalLock *ll, char *why, size_t whylen);
+static void check_locks_at_commit(void);
+static void xact_callback(XactEvent event, void *arg);
+static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+							 SubTransactionId parentSubid, void *arg);
+static void backend_exit(int code, Datum arg);
+static void report_lost_locks(void);
+
+/*
+ * Copy the shared-table counts of a local lock, so zk_locks can show them.
+ * Caller holds the lock.
+ */
+static void
+publish_counts(LocalLock *ll)
+{
+	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+
+	if (slot->serial == ll->serial && slot->pid == MyProcPid)
+	{
+		slot->session_count = ll->session_count;
+		slot->xact_count = ll->xact_count;
+	}
+}
+
+/*
+ * Drop one hold of a local lock; when none is left, release the lock in
+ * ZooKeeper (the worker deletes the node; we do not wait for it, the
+ * session applies our requests in order).
+ */
+void
+zklock_drop_hold(LocalLock *ll, bool xact)
+{
+	if (xact)
+		ll->xact_count--;
+	else
+		ll->session_count--;
+
+	if (ll->session_count + ll->xact_count > 0)
+	{
+		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+		publish_counts(ll);
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
+	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Release every transaction-level hold, or only those of one aborted
+ * subtransaction.
+ */
+static void
+release_xact_holds(SubTransactionId only_subid)
+{
+	List	   *keep = NIL;
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, xact_holds)
+	{
+		XactHold   *h = (XactHold *) lfirst(lc);
+		LocalLock  *ll;
+
+		if (only_subid != InvalidSubTransactionId && h->subid != only_subid)
+		{
+			keep = lappend(keep, h);
+			continue;
+		}
+		ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
+		if (ll != NULL && ll->xact_count > 0)
+			zklock_drop_hold(ll, true);
+		pfree(h);
+	}
+	list_free(xact_holds);
+	xact_holds = keep;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Is a lock of ours marked lost in shared memory (its session expired)?
+ */
+static bool
+lock_is_lost(LocalLock *ll)
+{
+	volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+
+	/*
+	 * No lock taken: the worker only ever moves a slot of ours from HELD to
+	 * LOST, and a stalled worker holding the lock must not hang a COMMIT.
+	 */
+	return slot->serial != ll->serial || slot->state != ZKS_HELD;
+}
+
+/*
+ * Does this transaction rely on the lock (see xact_lost)?
+ */
+static bool
+xact_relies_on(LocalLock *ll)
+{
+	ListCell   *lc;
+
+	if (ll->xact_count > 0)
+		return true;
+	foreach(lc, xact_session_keys)
+	{
+		if (memcmp(lfirst(lc), &ll->key, sizeof(LocalLockKey)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Drop a lost lock from the registry (and its slot), remembering for the
+ * COMMIT check that the transaction relied on it.
+ */
+static void
+forget_lost_lock(LocalLock *ll)
+{
+	if (IsTransactionState() && xact_relies_on(ll) && !xact_lost)
+	{
+		xact_lost = true;
+		strlcpy(xact_lost_path, ll->key.path, sizeof(xact_lost_path));
+	}
+	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
+	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
+ * node of a held lock still exists in the worker's session.  Waits at
+ * most zklock.connect_timeout.  Returns false, with why filled in, when it
+ * does not or the answer did not come; errors of the wait are turned into
+ * that answer so the caller can fail the commit with its own SQLSTATE.
+ */
+static bool
+confirm_lock(LocalLock *ll, char *why, size_t whylen)
+{
+	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+	ZklockAsk	ask;
+	LocalLockKey key;
+	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
+	int			user_off;
+	bool		timed_out = false;
+	int64		value = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* our own slot: only the worker's move to LOST can change it */
+	LWLockAcquire(zklock_shared->lock, LW_SHARED);
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.path, slot->path, sizeof(key.path));
+	user_off = slot->user_path_off;
+	snprintf(rel, sizeof(rel), "%s%s", slot->op == ZKOP_LEASE ? "leases/" : "",
+			 slot->node);
+	LWLockRelease(zklock_shared->lock);
+
+	memset(&ask, 0, sizeof(ask));
+	ask.op = ZKOP_CONFIRM;
+	ask.kind = ZKK_NONE;
+	ask.timeout_ms = zklock_connect_timeout;
+	ask.max_leases = 1;
+	ask.data = rel;
+	PG_TRY();
+	{
+		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(why, edata->message, whylen);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	if (timed_out)
+		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
+				 zklock_connect_timeout);
+	else if (value != 1)
+		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
+				 rel);
+	return !timed_out && value == 1;
+}
+
+/*
+ * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
+ * lock commits only while the lock is held and the worker's session is
+ * provably alive (its lease).  Runs in the backend on shared memory read
+ * without the lock, so a stalled worker cannot let a commit through.
+ */
+static void
+check_locks_at_commit(void)
+{
+	ListCell   *lc;
+	bool		relies = xact_lost;
+	const char *lost_path = xact_lost ? xact_lost_path : NULL;
+	TimestampTz until;
+
+	foreach(lc, xact_session_keys)
+	{
+		LocalLock  *ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
+
+		relies = true;
+		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
+			lost_path = ((LocalLockKey *) lfirst(lc))->path;
+	}
+	foreach(lc, xact_holds)
+	{
+		XactHold   *h = (XactHold *) lfirst(lc);
+		LocalLock  *ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
+
+		relies = true;
+		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
+			lost_path = h->key.path;
+	}
+	if (!relies)
+		return;
+	if (lost_path != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper lock \"%s\" was lost before commit",
+						lost_path + strlen(zklock_namespace ? zklock_namespace : "")),
+				 errdetail("The ZooKeeper session of this cluster ended while the transaction relied on the lock."),
+				 errhint("Retry the transaction.")));
+	if (!zklock_lease_valid(GetCurrentTimestamp(), &until))
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+				 errdetail(until == 0 ?
+						   "The zklock worker has no live ZooKeeper session." :
+						   "The zklock worker's ZooKeeper session has not been heard from in time: its lease ran out %ld ms ago.",
+						   (long) ((GetCurrentTimestamp() - until) / 1000)),
+				 errhint("Retry the transaction once zk_status() shows the connection again.")));
+
+	/* zklock.commit_confirm: a round trip of proof for every lock */
+	if (zklock_commit_confirm)
+	{
+		List	   *keys = NIL;
+
+		foreach(lc, xact_session_keys)
+			keys = lappend(keys, lfirst(lc));
+		foreach(lc, xact_holds)
+			keys = lappend(keys, &((XactHold *) lfirst(lc))->key);
+		foreach(lc, keys)
+		{
+			LocalLockKey *k = (LocalLockKey *) lfirst(lc);
+			LocalLock  *ll = hash_search(zklock_local_locks, k, HASH_FIND, NULL);
+			char		why[ZKLOCK_ERRMSG_SIZE];
+
+			if (ll == NULL || confirm_lock(ll, why, sizeof(why)))
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+					 errmsg("zookeeper lock \"%s\" could not be confirmed at commit",
+							k->path + strlen(zklock_namespace ? zklock_namespace : "")),
+					 errdetail_internal("%s", why),
+					 errhint("Retry the transaction.")));
+		}
+		list_free(keys);
+
+		/* the answers took time: the lease must still hold after them */
+		if (!zklock_lease_valid(GetCurrentTimestamp(), NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+					 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+					 errdetail("The zklock worker's ZooKeeper session lease ran out while confirming the locks."),
+					 errhint("Retry the transaction once zk_status() shows the connection again.")));
+	}
+}
+
+/*
+ * Transaction callback: refuse PREPARE and commit where they would be
+ * wrong, release transaction-level locks at the end.
+ */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			if (xact_holds != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that holds a zklock transaction-level lock"),
+						 errdetail("ZooKeeper locks belong to the session's connection and cannot outlive it in a prepared transaction.")));
+			check_locks_at_commit();
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+			check_locks_at_commit();
+			break;
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			if (xact_holds != NIL)
+				release_xact_holds(InvalidSubTransactionId);
+			list_free_deep(xact_session_keys);
+			xact_session_keys = NIL;
+			xact_lost = false;
+			break;
+	}
+}
+
+/*
+ * Subtransaction callback: a rolled-back savepoint releases what was taken
+ * inside it; a released savepoint hands its holds to the parent.
+ */
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (xact_holds == NIL)
+		return;
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		release_xact_holds(mySubid);
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, xact_holds)
+		{
+			XactHold   *h = (XactHold *) lfirst(lc);
+
+			if (h->subid == mySubid)
+				h->subid = parentSubid;
+		}
+	}
+}
+
+/*
+ * Backend exit: every request and lock of this backend goes back to the
+ * worker, which deletes the nodes.
+ */
+static void
+backend_exit(int code, Datum arg)
+{
+	int			i;
+	bool		wake = false;
+
+	if (zklock_shared == NULL)
+		return;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < zklock_shared->nslots; i++)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[i];
+		bool		held = false;
+
+		if (slot->pid != MyProcPid || slot->procno != ZKLOCK_MY_PROCNO)
+			continue;
+		if (zklock_give_back_slot(i, true, &held))
+			wake = true;
+	}
+	if (wake)
+		zklock_post_all();
+	LWLockRelease(zklock_shared->lock);
+	if (wake)
+		zklock_wake_worker();
+}
+
+/*
+ * Write this backend's identity, as it goes into its lock nodes: cluster
+ * name, host, port, database, pid, application_name, as JSON.
+ */
+void
+zklock_build_node_data(void)
+{
+	StringInfoData buf;
+	char		host[256];
+	char	   *dbname = OidIsValid(MyDatabaseId) ? get_database_name(MyDatabaseId) : NULL;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"cluster_name\":");
+	escape_json(&buf, cluster_name ? cluster_name : "");
+	appendStringInfoString(&buf, ",\"host\":");
+	escape_json(&buf, host);
+	appendStringInfo(&buf, ",\"port\":%d,\"database\":", PostPortNumber);
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfo(&buf, ",\"pid\":%d,\"application_name\":", MyProcPid);
+	escape_json(&buf, application_name ? application_name : "");
+	appendStringInfoChar(&buf, '}');
+
+	if (zklock_node_data_appname)
+		pfree(zklock_node_data_appname);
+	zklock_node_data_appname = MemoryContextStrdup(TopMemoryContext,
+											application_name ? application_name : "");
+
+	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
+		snprintf(zklock_node_data, sizeof(zklock_node_data), "{\"port\":%d,\"pid\":%d}",
+				 PostPortNumber, MyProcPid);
+	else
+		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
+	pfree(buf.data);
+}
+
+/*
+ * Tell the session, once, which of its locks were lost with the ZooKeeper
+ * session.  They stay in the registry (release says false, COMMIT of an
+ * _xact one fails) until the session deals with them.
+ */
+static void
+report_lost_locks(void)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	StringInfoData names;
+	int			n = 0;
+
+	initStringInfo(&names);
+	hash_seq_init(&seq, zklock_local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+
+		if (ll->lost_reported || !lock_is_lost(ll))
+			continue;
+		ll->lost_reported = true;
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		appendStringInfo(&names, "%s\"%s\"", n > 0 ? ", " : "",
+						 slot->serial == ll->serial ?
+						 slot->path + slot->user_path_off : ll->key.path);
+		LWLockRelease(zklock_shared->lock);
+		n++;
+	}
+	if (n > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg_plural("%d zookeeper lock of this session was lost",
+							   "%d zookeeper locks of this session were lost",
+							   n, n),
+				 errdetail("The ZooKeeper session of this cluster ended; lost: %s.", names.data),
+				 errhint("Work done under these locks was not protected; release them and acquire again.")));
+	pfree(names.data);
+}
+
+/*
+ * First zklock call of this backend: local registry, callbacks.  Every
+ * call: report locks lost since the last one.
+ */
+void
+zklock_backend_setup(void)
+{
+	HASHCTL		ctl;
+
+	if (backend_ready)
+	{
+		/* only look through our locks when the worker lost some */
+		if (zklock_shared->lost_epoch != seen_lost_epoch)
+		{
+			seen_lost_epoch = zklock_shared->lost_epoch;
+			report_lost_locks();
+		}
+		return;
+	}
+	if (zklock_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock shared memory is not initialized"),
+				 errhint("Add zklock to shared_preload_libraries and restart the server.")));
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(LocalLockKey);
+	ctl.entrysize = sizeof(LocalLock);
+	zklock_local_locks = hash_create("zklock local locks", 64, &ctl,
+							  HASH_ELEM | HASH_BLOBS);
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+	before_shmem_exit(backend_exit, (Datum) 0);
+	zklock_build_node_data();
+	seen_lost_epoch = zklock_shared->lost_epoch;
+	backend_ready = true;
+}
+
+/*
+ * Remember a new hold of a lock in the local registry (and, for a
+ * transaction-level hold, in the list of them).
+ */
+LocalLock *
+zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+{
+	LocalLock  *ll;
+	bool		found;
+
+	ll = hash_search(zklock_local_locks, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		ll->slot = idx;
+		ll->serial = serial;
+		ll->session_count = 0;
+		ll->xact_count = 0;
+		ll->lost_reported = false;
+	}
+	if (!xact && zklock_check_session_locks && IsTransactionState())
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		LocalLockKey *k = palloc(sizeof(LocalLockKey));
+
+		*k = *key;
+		xact_session_keys = lappend(xact_session_keys, k);
+		MemoryContextSwitchTo(old);
+	}
+	if (xact)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		XactHold   *h = palloc(sizeof(XactHold));
+
+		h->key = *key;
+		h->subid = GetCurrentSubTransactionId();
+		xact_holds = lappend(xact_holds, h);
+		MemoryContextSwitchTo(old);
+		ll->xact_count++;
+	}
+	else
+		ll->session_count++;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	publish_counts(ll);
+	LWLockRelease(zklock_shared->lock);
+	return ll;
+}
+
+/*
+ * Record a lock just granted in slot idx.  Should that fail (out of
+ * memory), the lock is given back at once rather than left held, unknown
+ * to the registry, until the backend exits.
+ */
+LocalLock *
+zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+{
+	LocalLock  *ll = NULL;
+
+	PG_TRY();
+	{
+		ll = zklock_add_hold(key, idx, serial, xact);
+	}
+	PG_CATCH();
+	{
+		LocalLock  *half = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+
+		if (half != NULL && half->slot == idx && half->serial == serial)
+			hash_search(zklock_local_locks, key, HASH_REMOVE, NULL);
+		(void) zklock_withdraw_request(idx, serial, true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return ll;
+}
+
+/*
+ * Find a lock of ours; a lock lost with the session is dropped with a
+ * WARNING and not returned.
+ */
+LocalLock *
+zklock_find_hold(const LocalLockKey *key, int user_off)
+{
+	LocalLock  *ll = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+
+	if (ll != NULL && lock_is_lost(ll))
+	{
+		if (!ll->lost_reported)
+			ereport(WARNING,
+					(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
+							key->path + user_off)));
+		forget_lost_lock(ll);
+		ll = NULL;
+	}
+	return ll;
+}
+
+/*
+ * Drop one session-level hold.  Not holding it is a WARNING and false, as
+ * for pg_advisory_unlock.
+ */
+bool
+zklock_release_key(const LocalLockKey *key, int user_off)
+{
+	LocalLock  *ll;
+
+	ll = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+	if (ll == NULL || ll->session_count == 0)
+	{
+		ereport(WARNING,
+				(errmsg("zookeeper lock \"%s\" is not held by this session",
+						key->path + user_off),
+				 (ll != NULL && ll->xact_count > 0) ?
+				 errdetail("It is held at transaction level and is released at the end of the transaction.") : 0));
+		return false;
+	}
+	if (lock_is_lost(ll))
+	{
+		ereport(WARNING,
+				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
+						key->path + user_off)));
+		forget_lost_lock(ll);
+		return false;
+	}
+	zklock_drop_hold(ll, false);
+	return true;
+}
+
+/*
+ * Drop every session-level hold of this backend's locks (of one kind and
+ * path, when given), keeping transaction-level holds.  A lock lost with
+ * the session is dropped as well, without counting.  Returns how many
+ * locks were released.
+ */
+int
+zklock_release_session_holds(ZklockKind kind, const char *path)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	List	   *keys = NIL;
+	ListCell   *lc;
+	int			released = 0;
+
+	/* collect first: releasing removes entries from the hash */
+	hash_seq_init(&seq, zklock_local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		if (ll->session_count > 0 &&
+			(kind == ZKK_NONE || ll->key.kind == kind) &&
+			(path == NULL || strcmp(ll->key.path, path) == 0))
+		{
+			LocalLockKey *k = palloc(sizeof(LocalLockKey));
+
+			*k = ll->key;
+			keys = lappend(keys, k);
+		}
+	}
+	foreach(lc, keys)
+	{
+		ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
+		if (ll == NULL)
+			continue;
+		if (lock_is_lost(ll))
+		{
+			forget_lost_lock(ll);
+			continue;
+		}
+		released++;
+		ll->session_count = 1;
+		zklock_drop_hold(ll, false);
+	}
+	list_free_deep(keys);
+	return released;
+}

@@ -1,0 +1,488 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_conn.c
+ *	  The worker's connection: opening the handle, the session watcher, the
+ *	  lease and its heartbeats, and credentials the servers reject.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/socket.h>
+
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+
+static uint32 handle_gen = 0;	/* bumped for every handle opened */
+
+/*
+ * Heartbeats keep the lease (ZklockShared.lease_until) fresh: a cheap
+ * exists("/") every quarter of the negotiated session timeout.  The send
+ * time of each one in flight is kept in a small ring; the completion's
+ * data is its ticket (a counter), so a late or stale reply finds its own
+ * send time or none.
+ */
+#define HEARTBEAT_RING	64
+static TimestampTz hb_sent[HEARTBEAT_RING];
+static uint32 hb_ticket[HEARTBEAT_RING];
+static uint32 hb_next_ticket = 1;
+static TimestampTz hb_last_sent = 0;
+
+static ZklockConnState not_connected_state(void);
+static int lease_length_ms(void);
+static void lease_extend(TimestampTz sent);
+static void auth_accepted(void);
+static void heartbeat_done(int rc, const struct Stat *stat, const void *data);
+static void auth_rejected(zhandle_t *zzh);
+static void auth_done(int rc, const void *data);
+static void session_watcher(zhandle_t *zzh, int type, int state,
+							const char *path, void *ctx);
+
+/*
+ * What zk_status says while the worker is not connected: suspended while
+ * it has a session to resume, expired from the loss of a session until the
+ * next one is made, connecting before the first.  Caller holds the lock.
+ */
+static ZklockConnState
+not_connected_state(void)
+{
+	if (zklock_shared->have_session)
+		return ZKC_SUSPENDED;
+	if (zklock_shared->expired_count > 0 || zklock_shared->lease_expired_count > 0)
+		return ZKC_EXPIRED;
+	return ZKC_CONNECTING;
+}
+
+/*
+ * How long a lease lasts after the send time of an answered request: the
+ * negotiated session timeout minus zklock.lease_margin, the margin being
+ * at most half the timeout.
+ */
+static int
+lease_length_ms(void)
+{
+	int			timeout = zklock_shared->negotiated_timeout;
+
+	return timeout - Min(zklock_lease_margin, timeout / 2);
+}
+
+/*
+ * The server answered a request sent at sent, in the current session:
+ * the session is alive until sent + lease length at least.
+ */
+static void
+lease_extend(TimestampTz sent)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(sent, lease_length_ms());
+
+	if (until > (TimestampTz) pg_atomic_read_u64(&zklock_shared->lease_until))
+		pg_atomic_write_u64(&zklock_shared->lease_until, (uint64) until);
+}
+
+/*
+ * A server accepted zklock.auth after a rejection: the connection counts
+ * as made from now on.  Caller holds the lock.
+ */
+static void
+auth_accepted(void)
+{
+	ZklockShared *sh = zklock_shared;
+	const char *server = zklock_zh ? zoo_get_current_server(zklock_zh) : NULL;
+
+	if (zklock_auth_failed_at == 0)
+		return;
+	zklock_auth_failed_at = 0;
+	zklock_auth_retry_at = 0;
+	ereport(LOG,
+			(errmsg("zklock: zookeeper server %s accepted the credentials of zklock.auth, session 0x%llx",
+					server ? server : "?",
+					(unsigned long long) sh->session_id)));
+	if (zklock_connected)
+	{
+		sh->conn_state = ZKC_CONNECTED;
+		sh->connected_count++;
+	}
+	else
+		sh->conn_state = not_connected_state();
+	sh->state_since = GetCurrentTimestamp();
+	zklock_rescan = true;
+}
+
+/*
+ * Completion of a heartbeat.  Any answer from the server in our session
+ * counts, even an error about the node; connection loss or a closing
+ * handle is no answer.  While the servers reject zklock.auth, an answer
+ * also proves the credentials passed: they went ahead of the heartbeat on
+ * its connection, and a server that rejects them closes it.
+ */
+static void
+heartbeat_done(int rc, const struct Stat *stat, const void *data)
+{
+	uint32		ticket = (uint32) (uintptr_t) data;
+	int			pos = ticket % HEARTBEAT_RING;
+
+	if (hb_ticket[pos] != ticket)
+		return;					/* too old: its send time was overwritten */
+	hb_ticket[pos] = 0;
+	if (rc == ZOK || rc == ZNONODE || rc == ZNOAUTH)
+	{
+		lease_extend(hb_sent[pos]);
+		if (zklock_auth_failed_at != 0)
+		{
+			LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+			auth_accepted();
+			LWLockRelease(zklock_shared->lock);
+		}
+	}
+}
+
+/*
+ * Send a heartbeat when a quarter of the session timeout passed since the
+ * last one (at once after connecting: hb_last_sent is reset then).
+ */
+void
+zklock_heartbeat(TimestampTz now)
+{
+	int			interval = Max(zklock_shared->negotiated_timeout / 4, 20);
+	uint32		ticket;
+	int			pos;
+
+	if (!zklock_connected || zklock_zh == NULL)
+		return;
+	if (hb_last_sent != 0 &&
+		now < TimestampTzPlusMilliseconds(hb_last_sent, interval))
+		return;
+	ticket = hb_next_ticket++;
+	if (ticket == 0)
+		ticket = hb_next_ticket++;	/* 0 marks a free ring entry */
+	pos = ticket % HEARTBEAT_RING;
+	if (zoo_aexists(zklock_zh, "/", 0, heartbeat_done, (const void *) (uintptr_t) ticket) == ZOK)
+	{
+		hb_ticket[pos] = ticket;
+		hb_sent[pos] = now;
+		hb_last_sent = now;
+	}
+}
+
+/*
+ * Milliseconds until the worker must look at the lease again: the next
+ * heartbeat or the end of the lease, whichever comes first (at most
+ * max_ms).
+ */
+long
+zklock_lease_wakeup_ms(TimestampTz now, long max_ms)
+{
+	TimestampTz until;
+	long		ms = max_ms;
+
+	if (zklock_connected)
+	{
+		TimestampTz next = TimestampTzPlusMilliseconds(hb_last_sent,
+													   Max(zklock_shared->negotiated_timeout / 4, 20));
+
+		ms = Min(ms, (long) ((next - now) / 1000) + 1);
+	}
+	(void) zklock_lease_valid(now, &until);
+	if (until != 0)
+		ms = Min(ms, (long) ((until - now) / 1000) + 1);
+	return Max(ms, 1);
+}
+
+/*
+ * The lease ran out without an answer: ZooKeeper may expire the session
+ * (or has expired it) and give our locks to others, so every lock is lost
+ * now, every wait fails, and the session is treated as expired: the
+ * handle is closed (which ends the session at once when the server can
+ * still be reached) and a new session is made.  Runs before anything
+ * else the worker does once it notices, so a worker that was stalled
+ * grants nothing on stale replies.
+ */
+void
+zklock_check_lease(TimestampTz now)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz until;
+
+	if (zklock_lease_valid(now, &until) || until == 0)
+		return;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u64(&sh->lease_until, 0);
+	sh->lease_expired_count++;
+	ereport(LOG,
+			(errmsg("zklock: the zookeeper session's lease ran out %ld ms ago without an answer from the server; treating the session as expired",
+					(long) ((now - until) / 1000)),
+			 errdetail("No request sent in the last %d ms was answered (session timeout %d ms, zklock.lease_margin %d ms).",
+					   lease_length_ms(), sh->negotiated_timeout, zklock_lease_margin)));
+	zklock_connected = false;
+	zklock_sweep_lost_session("lease ran out");
+	if (sh->have_session)
+		sh->expired_count++;
+	sh->have_session = false;
+	zklock_session_forget();
+	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
+	sh->state_since = now;
+	zklock_need_reconnect = true;
+	LWLockRelease(sh->lock);
+}
+
+/*
+ * A server rejected zklock.auth and closed the connection; the handle is
+ * dead.  This is not the end of the session: it lives on the server, its
+ * locks stay held while the lease lasts, and the next handle resumes it.
+ * Said once in the log (until the credentials pass again); every waiting
+ * request fails with 28000, and so does every new one until then; a new
+ * handle is opened every zklock.connect_timeout, or at once after a
+ * configuration reload.  Caller holds the lock.
+ */
+static void
+auth_rejected(zhandle_t *zzh)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz now = GetCurrentTimestamp();
+	const char *server = zoo_get_current_server(zzh);
+	int			i;
+
+	zklock_connected = false;
+	zklock_need_reconnect = true;
+	zklock_auth_retry_at = TimestampTzPlusMilliseconds(now, AUTH_RETRY_MS);
+	if (zklock_auth_failed_at == 0)
+	{
+		zklock_auth_failed_at = now;
+		ereport(LOG,
+				(errmsg("zklock: zookeeper server %s rejected the credentials of zklock.auth",
+						server ? server : "?"),
+				 errdetail("Requests fail with SQLSTATE 28000 until a server accepts them; the worker tries again every %d ms (zklock.connect_timeout, at least 1 s) and at every configuration reload.",
+						   AUTH_RETRY_MS),
+				 errhint("Check zklock.auth (digest \"user:password\") and the authentication providers of the ZooKeeper servers.")));
+	}
+	else
+		ereport(DEBUG1,
+				(errmsg("zklock: zookeeper server %s still rejects the credentials of zklock.auth",
+						server ? server : "?")));
+	if (sh->conn_state != ZKC_AUTH_FAILED)
+	{
+		sh->conn_state = ZKC_AUTH_FAILED;
+		sh->state_since = now;
+	}
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlotState st = sh->slots[i].state;
+
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+			zklock_fail_auth_rejected(i);
+	}
+}
+
+/*
+ * Completion of zoo_add_auth on the handle of generation data.  It comes
+ * with the first answer of a server to the credentials (or with the loss
+ * of the first connection, after which later answers call nothing, so the
+ * heartbeat also tells: see heartbeat_done).
+ */
+static void
+auth_done(int rc, const void *data)
+{
+	if (rc != ZOK || (uint32) (uintptr_t) data != handle_gen || zklock_auth_failed_at == 0)
+		return;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	auth_accepted();
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Global watcher: connection and session state changes.
+ */
+static void
+session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
+{
+	ZklockShared *sh = zklock_shared;
+	bool		save_session = false;
+	clientid_t	saved = {0};
+
+	if (type != ZOO_SESSION_EVENT)
+		return;
+
+	zklock_wes_rebuild = true;
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		const clientid_t *cid = zoo_client_id(zzh);
+		const char *server = zoo_get_current_server(zzh);
+		TimestampTz now = GetCurrentTimestamp();
+
+		/* while the servers reject zklock.auth, retries log quietly */
+		int			elevel = zklock_auth_failed_at != 0 ? DEBUG1 : LOG;
+
+		if (!sh->have_session || sh->session_id != cid->client_id)
+		{
+			if (sh->have_session)
+				zklock_sweep_lost_session("was replaced");
+			/* what was known about an earlier session says nothing now */
+			pg_atomic_write_u64(&sh->lease_until, 0);
+			sh->session_gen++;
+			sh->session_id = cid->client_id;
+			memcpy(sh->session_passwd, cid->passwd, sizeof(sh->session_passwd));
+			sh->have_session = true;
+			/* written (fsync'ed) once the shared lock is released */
+			save_session = true;
+			saved = *cid;
+			ereport(elevel,
+					(errmsg("zklock: connected to zookeeper %s, new session 0x%llx",
+							server ? server : "?",
+							(unsigned long long) cid->client_id)));
+		}
+		else
+			ereport(elevel,
+					(errmsg("zklock: connected to zookeeper %s, session 0x%llx resumed",
+							server ? server : "?",
+							(unsigned long long) cid->client_id)));
+		sh->negotiated_timeout = zoo_recv_timeout(zzh);
+		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
+		hb_last_sent = 0;		/* heartbeat before any request */
+		if (zklock_auth_failed_at == 0)
+		{
+			sh->conn_state = ZKC_CONNECTED;
+			sh->connected_count++;
+			sh->state_since = now;
+		}
+		/* else the first answer tells whether the credentials pass now */
+		zklock_connected = true;
+		zklock_rescan = true;
+		zklock_deletes_scan = true;
+
+		/*
+		 * The first request of the connection: the lease starts with its
+		 * answer, which arrives before the answer of any request sent after
+		 * it, so a grant on a new connection is never ahead of its proof.
+		 */
+		zklock_heartbeat(now);
+	}
+	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+	{
+		if (zklock_connected)
+			ereport(LOG, (errmsg("zklock: connection to zookeeper lost, session may still be alive")));
+		if (zklock_connected)
+			sh->suspended_count++;
+		zklock_connected = false;
+		if (zklock_auth_failed_at == 0)
+		{
+			sh->conn_state = not_connected_state();
+			sh->state_since = GetCurrentTimestamp();
+		}
+	}
+	else if (state == ZOO_EXPIRED_SESSION_STATE)
+	{
+		ereport(LOG, (errmsg("zklock: zookeeper session expired")));
+		zklock_connected = false;
+		pg_atomic_write_u64(&sh->lease_until, 0);
+		zklock_sweep_lost_session("expired");
+		sh->have_session = false;
+		zklock_session_forget();
+		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
+		sh->expired_count++;
+		sh->state_since = GetCurrentTimestamp();
+		zklock_need_reconnect = true;
+	}
+	else if (state == ZOO_AUTH_FAILED_STATE)
+		auth_rejected(zzh);
+	LWLockRelease(sh->lock);
+	if (save_session)
+		zklock_session_save(saved.client_id, saved.passwd);
+}
+
+/*
+ * Open a ZooKeeper handle, resuming the session in shared memory when
+ * there is one (the worker was restarted, the cluster was not).
+ */
+void
+zklock_open_handle(void)
+{
+	ZklockShared *sh = zklock_shared;
+	clientid_t	cid;
+	bool		resume_session;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	resume_session = sh->have_session;
+	if (resume_session)
+	{
+		cid.client_id = sh->session_id;
+		memcpy(cid.passwd, sh->session_passwd, sizeof(cid.passwd));
+	}
+	if (zklock_auth_failed_at == 0)
+	{
+		sh->conn_state = not_connected_state();
+		sh->state_since = GetCurrentTimestamp();
+	}
+	else
+	{
+		/* one try per zklock.connect_timeout while the servers reject us */
+		zklock_auth_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													AUTH_RETRY_MS);
+	}
+	handle_gen++;
+	LWLockRelease(sh->lock);
+
+	zklock_connected = false;
+	zklock_zh = zookeeper_init(zklock_hosts, session_watcher, zklock_session_timeout,
+						resume_session ? &cid : NULL, NULL, 0);
+	if (zklock_zh == NULL)
+		ereport(LOG,
+				(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
+						zklock_hosts)));
+	else if (zklock_auth != NULL && zklock_auth[0] != '\0')
+	{
+		int			rc = zoo_add_auth(zklock_zh, "digest", zklock_auth, strlen(zklock_auth),
+									  auth_done, (const void *) (uintptr_t) handle_gen);
+
+		if (rc != ZOK)
+			ereport(LOG,
+					(errmsg("zklock: could not add zookeeper credentials: %s", zerror(rc))));
+	}
+	if (zklock_connected_hosts)
+		pfree(zklock_connected_hosts);
+	zklock_connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
+	zklock_wes_rebuild = true;
+}
+
+/*
+ * Cut short a connection attempt that gets no answer.  The client gives
+ * the server two thirds of the session timeout to answer its handshake,
+ * and a server that is starting or stopping may take the connection and
+ * never answer: a suspended session's lease would run out meanwhile,
+ * although the servers were back in time.  An attempt without an answer
+ * after a sixth of the session timeout (at least a second) is shut down,
+ * and the client tries again at once.  fd is the client's socket (-1 when
+ * it has none).
+ */
+void
+zklock_cut_stuck_attempt(int fd, TimestampTz now)
+{
+	static int	attempt_fd = -1;
+	static TimestampTz attempt_start = 0;
+	int			state = zoo_state(zklock_zh);
+	int			timeout = zklock_shared->negotiated_timeout > 0 ?
+		zklock_shared->negotiated_timeout : zklock_session_timeout;
+
+	if (fd < 0 ||
+		(state != ZOO_CONNECTING_STATE && state != ZOO_ASSOCIATING_STATE))
+	{
+		attempt_fd = -1;
+		return;
+	}
+	if (fd != attempt_fd)
+	{
+		attempt_fd = fd;
+		attempt_start = now;
+		return;
+	}
+	if (TimestampDifferenceExceeds(attempt_start, now, Max(1000, timeout / 6)))
+	{
+		elog(DEBUG1, "zklock: no answer to a connection attempt within %d ms: trying again",
+			 Max(1000, timeout / 6));
+		(void) shutdown(fd, SHUT_RDWR);
+		attempt_fd = -1;
+	}
+}

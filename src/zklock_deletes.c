@@ -1,0 +1,438 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_deletes.c
+ *	  Guaranteed deletes: the shared pending-delete table, sent and retried
+ *	  for the life of the session, and what a request records in it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+
+static int	delete_hint = 0;	/* where to look for a free entry */
+
+static DeleteLocal *delete_local(int i);
+static int delete_tag_current(const void *tag);
+static void delete_free(int i);
+static void log_deletes_full(const char *consequence);
+static void delete_send(int i, TimestampTz now);
+static void delete_retry(int i, int rc);
+static void delete_done(int rc, const void *data);
+static void delete_prefix_done(int rc, const struct String_vector *strings,
+							   const void *data);
+
+/* ---------------------------------------------------------------------
+ * Guaranteed deletes.  What must be deleted is recorded in the shared
+ * pending-delete table (zklock_deletes, see ZklockDelete) in the same
+ * critical section that frees or finishes the request slot that owned
+ * the node, so a worker that dies at any step leaves it to the next one.
+ * Every error but NoNode is tried again for as long as the session lasts,
+ * like Curator's guaranteed delete.  The completions take the lock;
+ * every other function here expects the caller to hold it.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The process-local state of entry i, reset when the entry was reused.
+ */
+static DeleteLocal *
+delete_local(int i)
+{
+	DeleteLocal *dl = &zklock_dlocal[i];
+
+	if (dl->serial != zklock_deletes[i].serial)
+	{
+		memset(dl, 0, sizeof(*dl));
+		dl->serial = zklock_deletes[i].serial;
+	}
+	return dl;
+}
+
+/*
+ * Decode the tag of a delete's completion: the entry index while the tag
+ * still names the entry, -1 when it is stale.
+ */
+static int
+delete_tag_current(const void *tag)
+{
+	uint64		v = (uint64) (uintptr_t) tag;
+	int			i = (int) (v & ZKLOCK_TAG_INDEX_MASK);
+	uint32		serial = (uint32) (v >> ZKLOCK_TAG_INDEX_BITS);
+
+	if (zklock_dlocal == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
+		zklock_deletes[i].serial != serial)
+		return -1;
+	return i;
+}
+
+/*
+ * Free entry i: the node is gone (or went with its session).
+ */
+static void
+delete_free(int i)
+{
+	ZklockShared *sh = zklock_shared;
+
+	zklock_deletes[i].serial = 0;
+	zklock_dlocal[i].serial = 0;
+	sh->deletes_used--;
+	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
+		sh->deletes_full_logged = false;
+}
+
+/*
+ * Say that the table is full, once until it has emptied to half.
+ */
+static void
+log_deletes_full(const char *consequence)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (sh->deletes_full_logged)
+		return;
+	sh->deletes_full_logged = true;
+	ereport(LOG,
+			(errmsg("zklock: the table of pending zookeeper deletes is full"),
+			 errdetail("%d of its %d entries (three per zklock.max_requests) hold nodes ZooKeeper has not confirmed deleted; %s.",
+					   sh->deletes_used, sh->ndeletes, consequence),
+			 errhint("Earlier \"could not delete\" messages name the nodes ZooKeeper refuses to delete; zk_status().deletes_pending counts the entries.")));
+}
+
+/*
+ * Send entry i (a delete, or the listing of a delete by prefix) unless it
+ * is on its way already or pausing after a refusal.
+ */
+static void
+delete_send(int i, TimestampTz now)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	const void *tag = zklock_make_tag(i, e->serial);
+	int			rc;
+
+	if (dl->inflight || zklock_zh == NULL || !zklock_connected)
+		return;
+	if (dl->retry_at != 0 && now < dl->retry_at)
+	{
+		if (zklock_deletes_next_retry == 0 || dl->retry_at < zklock_deletes_next_retry)
+			zklock_deletes_next_retry = dl->retry_at;
+		return;
+	}
+	if (e->by_prefix)
+		rc = zoo_aget_children(zklock_zh, e->path, 0, delete_prefix_done, tag);
+	else
+		rc = zoo_adelete(zklock_zh, e->path, -1, delete_done, tag);
+	if (rc == ZOK)
+		dl->inflight = true;
+	else
+	{
+		/* the client took nothing (its connection is going): later */
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		zklock_deletes_scan = true;
+	}
+}
+
+/*
+ * Add an entry: the node at path (prefix NULL) or every child of path
+ * named prefix...; a persistent node's entry survives the session, an
+ * ephemeral node's belongs to session gen.  Sent at once when connected,
+ * so it reaches the server ahead of anything asked after it.  Returns
+ * false when the table is full (the node is then named in the log).
+ */
+bool
+zklock_delete_add(const char *path, const char *prefix, bool persistent, uint64 gen)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *e;
+	int			n = sh->ndeletes;
+	int			i;
+	int			j = -1;
+
+	if (sh->deletes_used >= n)
+	{
+		log_deletes_full("nodes that must be deleted meanwhile are not recorded");
+		ereport(LOG,
+				(errmsg("zklock: could not record the delete of zookeeper node \"%s\": the table of pending deletes is full",
+						path),
+				 errdetail(persistent ?
+						   "The node stays until it is deleted by hand." :
+						   "The node stays until the zookeeper session ends.")));
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		j = (delete_hint + i) % n;
+		if (zklock_deletes[j].serial == 0)
+			break;
+	}
+	Assert(j >= 0 && zklock_deletes[j].serial == 0);
+	delete_hint = j + 1;
+	e = &zklock_deletes[j];
+	if (++sh->delete_serial == 0)
+		sh->delete_serial = 1;
+	e->serial = sh->delete_serial;
+	e->by_prefix = (prefix != NULL);
+	e->persistent = persistent;
+	e->session_gen = gen;
+	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
+	strlcpy(e->path, path, sizeof(e->path));
+	sh->deletes_used++;
+	delete_send(j, GetCurrentTimestamp());
+	return true;
+}
+
+/*
+ * Delete an ephemeral node of the current session: by exact path, or
+ * every child of path that starts with prefix (a node whose create reply
+ * was lost).
+ */
+void
+zklock_queue_delete(const char *path, const char *prefix)
+{
+	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen);
+}
+
+/*
+ * The server (or the client) did not confirm entry i: try it again, as
+ * soon as connected after connection trouble, with growing pauses after
+ * a refusal (logged once per entry).
+ */
+static void
+delete_retry(int i, int rc)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	TimestampTz now = GetCurrentTimestamp();
+
+	dl->inflight = false;
+	zklock_deletes_scan = true;
+	if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
+	{
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		return;
+	}
+	dl->attempts++;
+	dl->retry_at = TimestampTzPlusMilliseconds(now,
+											   zklock_retry_delay_ms(dl->attempts,
+																	 DELETE_RETRY_BASE_MS,
+																	 DELETE_RETRY_MAX_MS));
+	if (!dl->logged)
+	{
+		dl->logged = true;
+		if (e->by_prefix)
+			ereport(LOG,
+					(errmsg("zklock: could not list zookeeper node \"%s\" to delete its children named \"%s\": %s",
+							e->path, e->prefix, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+		else
+			ereport(LOG,
+					(errmsg("zklock: could not delete zookeeper node \"%s\": %s",
+							e->path, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+	}
+}
+
+/*
+ * Completion of a guaranteed delete: done on success or NoNode, tried
+ * again on anything else.
+ */
+static void
+delete_done(int rc, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+			delete_free(i);
+		else
+			delete_retry(i, rc);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the child listing of a delete by prefix: the entry
+ * becomes the delete of the first child that carries the prefix (a node
+ * whose create reply was lost), with an entry of its own for any other;
+ * none, or no parent: done.
+ */
+static void
+delete_prefix_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0 && rc == ZOK)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = delete_local(i);
+		char		parent[ZKLOCK_NODE_PATH_SIZE];
+		char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
+		size_t		plen;
+		int			first = -1;
+		int			k;
+
+		strlcpy(parent, e->path, sizeof(parent));
+		strlcpy(prefix, e->prefix, sizeof(prefix));
+		plen = strlen(prefix);
+		for (k = 0; k < strings->count; k++)
+		{
+			char		child[ZKLOCK_NODE_PATH_SIZE];
+
+			if (strncmp(strings->data[k], prefix, plen) != 0)
+				continue;
+			if (first < 0)
+			{
+				first = k;
+				continue;
+			}
+			snprintf(child, sizeof(child), "%s/%s", parent, strings->data[k]);
+			(void) zklock_delete_add(child, NULL, e->persistent, e->session_gen);
+		}
+		if (first < 0)
+			delete_free(i);
+		else
+		{
+			snprintf(e->path, sizeof(e->path), "%s/%s", parent, strings->data[first]);
+			e->by_prefix = false;
+			e->prefix[0] = '\0';
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
+		}
+	}
+	else if (i >= 0 && rc == ZNONODE)
+		delete_free(i);
+	else if (i >= 0)
+		delete_retry(i, rc);
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Send every entry that is due: after a reconnect, at the start of a
+ * worker (which knows nothing of its predecessor's calls), after the pause
+ * of a refused delete.  An entry of an ephemeral node of an earlier
+ * session is dropped: that session's end removed the node.
+ */
+void
+zklock_send_deletes(void)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz now = GetCurrentTimestamp();
+	int			seen = 0;
+	int			i;
+
+	zklock_deletes_scan = false;
+	zklock_deletes_next_retry = 0;
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		if (!e->persistent && e->session_gen != sh->session_gen)
+		{
+			delete_free(i);
+			continue;
+		}
+		seen++;
+		delete_send(i, now);
+	}
+}
+
+/*
+ * Is a pass over the pending deletes due?
+ */
+bool
+zklock_deletes_due(TimestampTz now)
+{
+	return zklock_connected && zklock_shared->deletes_used > 0 &&
+		(zklock_deletes_scan || (zklock_deletes_next_retry != 0 && now >= zklock_deletes_next_retry));
+}
+
+/*
+ * The session ended: the server removed its ephemeral nodes, so their
+ * deletes are done.  The deletes of persistent nodes (P/ready) stay.
+ */
+void
+zklock_drop_session_deletes(void)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && sh->deletes_used > 0; i++)
+	{
+		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
+			delete_free(i);
+	}
+}
+
+/*
+ * Record the deletes of every node the request in slot idx created or may
+ * have created (zklock_cleanup_plan decides, from the slot alone), before
+ * the slot is freed or finished.  Nodes of an earlier session went with
+ * it.  A caller that can wait (a withdrawal, whose slot keeps the intent
+ * meanwhile) gets false when the table lacks room and must come back; a
+ * caller that cannot wait takes what room is left.  Caller holds the
+ * lock.
+ */
+bool
+zklock_record_slot_deletes(int idx, bool can_wait)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *slot = &sh->slots[idx];
+	ZklockCleanupInput in;
+	ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS];
+	int			n;
+	int			k;
+
+	if (!sh->have_session || slot->session_gen != sh->session_gen)
+		return true;
+	in.lease = (slot->op == ZKOP_LEASE);
+	in.protected_names = (slot->op != ZKOP_DBARRIER_ENTER &&
+						  slot->op != ZKOP_DBARRIER_LEAVE);
+	in.node = slot->node;
+	in.uuid = slot->uuid;
+	in.node_deleted = slot->node_deleted;
+	in.aux_node = slot->aux_node;
+	in.aux_uuid = slot->aux_uuid;
+	n = zklock_cleanup_plan(&in, steps);
+	if (can_wait &&
+		!zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
+	{
+		log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
+		return false;
+	}
+	for (k = 0; k < n; k++)
+	{
+		char		parent[ZKLOCK_NODE_PATH_SIZE];
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		switch (steps[k].parent)
+		{
+			case ZKLOCK_CLEANUP_IN_LEASES:
+				snprintf(parent, sizeof(parent), "%s/leases", slot->path);
+				break;
+			case ZKLOCK_CLEANUP_IN_LOCKS:
+				snprintf(parent, sizeof(parent), "%s/locks", slot->path);
+				break;
+			default:
+				strlcpy(parent, slot->path, sizeof(parent));
+				break;
+		}
+		if (steps[k].by_prefix)
+			zklock_queue_delete(parent, steps[k].prefix);
+		else
+		{
+			snprintf(buf, sizeof(buf), "%s/%s", parent, steps[k].name);
+			zklock_queue_delete(buf, NULL);
+		}
+	}
+	return true;
+}

@@ -1,0 +1,480 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_lockeng.c
+ *	  Curator's lock engine (LockInternals): create the protected node, list,
+ *	  decide, watch the predecessor, adopt a node whose create reply was lost.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+
+static void lock_target(int idx, LockTarget *t);
+static void lk_granted(int idx);
+static void lk_create_done(int rc, const char *value, const struct Stat *stat,
+						   const void *data);
+static void lk_start_fresh(int idx);
+static void lk_watch_done(int rc, const char *value, int value_len,
+						  const struct Stat *stat, const void *data);
+static void adopt_stat_done(int rc, const struct Stat *stat, const void *data);
+static void lk_decide(int idx, char **children, int n);
+static void lk_children_done(int rc, const struct String_vector *strings,
+							 const void *data);
+
+/* ---------------------------------------------------------------------
+ * The lock engine: Curator's LockInternals for the mutex, both sides of
+ * the read/write lock and the P/locks mutex of a lease.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Where the lock engine works for a slot.
+ */
+static void
+lock_target(int idx, LockTarget *t)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->op == ZKOP_LEASE)
+	{
+		snprintf(t->base, sizeof(t->base), "%s/locks", slot->path);
+		t->node = slot->aux_node;
+		t->uuid = slot->aux_uuid;
+		t->lock_name = ZKLOCK_LOCK_NAME;
+		t->create_sent = &zklock_reqs[idx].aux_create_sent;
+	}
+	else
+	{
+		strlcpy(t->base, slot->path, sizeof(t->base));
+		t->node = slot->node;
+		t->uuid = slot->uuid;
+		t->lock_name = slot->op == ZKOP_READ ? ZKLOCK_READ_LOCK_NAME :
+			slot->op == ZKOP_WRITE ? ZKLOCK_WRITE_LOCK_NAME : ZKLOCK_LOCK_NAME;
+		t->create_sent = &zklock_reqs[idx].create_sent;
+	}
+}
+
+/*
+ * The lock engine got the lock: a lease goes on to its second step,
+ * everything else is granted.
+ */
+static void
+lk_granted(int idx)
+{
+	if (zklock_shared->slots[idx].op == ZKOP_LEASE)
+		zklock_lease_create(idx);
+	else
+		zklock_grant(idx);
+}
+
+/*
+ * Completion of the create of a lock node.
+ */
+static void
+lk_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx < 0)
+	{
+		/* the request is gone: a node created for it must not linger */
+		if (rc == ZOK && value != NULL)
+			zklock_queue_delete(value, NULL);
+	}
+	else
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+		LockTarget	t;
+
+		lock_target(idx, &t);
+		req->inflight--;
+		if (rc == ZNODEEXISTS && slot->downgrade_seq[0] != '\0')
+		{
+			/* our own earlier create whose reply was lost */
+			*t.create_sent = false;
+			if (!zklock_settle_cancel(idx))
+				zklock_grant(idx);
+		}
+		else if (rc == ZOK)
+		{
+			const char *base = strrchr(value, '/');
+
+			strlcpy(t.node, base ? base + 1 : value, ZKLOCK_NODE_NAME_SIZE);
+			*t.create_sent = false;
+			req->nonode_retries = 0;
+			if (slot->op != ZKOP_LEASE)
+				slot->czxid = stat ? stat->czxid : 0;
+			if (slot->revocable && slot->op != ZKOP_LEASE &&
+				slot->state == ZKS_ACTIVE)
+				zklock_revoke_watch(idx);
+			if (!zklock_settle_cancel(idx) && slot->downgrade_seq[0] != '\0')
+				zklock_grant(idx);
+			/* otherwise the pipelined listing decides */
+		}
+		else
+		{
+			*t.create_sent = (rc != ZNONODE && zklock_rc_retryable(rc));
+			if (zklock_rc_refused(rc) && slot->downgrade_seq[0] == '\0')
+			{
+				/*
+				 * No node carries this id (a create with it whose outcome
+				 * was unknown was looked for before this one was sent): a
+				 * retry takes a fresh one, and a failure has nothing to
+				 * look for.
+				 */
+				t.uuid[0] = '\0';
+			}
+			if (slot->downgrade_seq[0] == '\0')
+				req->skip_lists++;	/* its listing fails the same way */
+			if (zklock_settle_cancel(idx))
+				;
+			else if (rc == ZNONODE && slot->downgrade_seq[0] == '\0')
+			{
+				if (zklock_retry_with_parents(idx))
+					zklock_lk_create(idx);
+			}
+			else
+				zklock_call_failed(idx, rc, "create a lock node for");
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Send the create of our lock node (preceded by container creates of the
+ * parents when the last attempt found one missing) and, right behind it,
+ * the listing of the lock's children: the session applies them in order,
+ * so the listing already contains our node and the acquire costs one
+ * round trip.  Caller holds the lock.
+ */
+void
+zklock_lk_create(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	LockTarget	t;
+	char		name[ZKLOCK_NODE_PATH_SIZE];
+	const char *data = slot->revocable ? "" : slot->data;
+	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
+	int			rc;
+
+	if (!zklock_connected)
+	{
+		zklock_park(idx, false);
+		return;
+	}
+	lock_target(idx, &t);
+	if (t.uuid[0] == '\0' && !zklock_new_uuid(t.uuid))
+	{
+		zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
+		return;
+	}
+	if (req->need_parents)
+	{
+		zklock_create_containers(t.base, true);
+		req->need_parents = false;
+	}
+
+	snprintf(name, sizeof(name), "%s/", t.base);
+	zklock_protected_name(t.uuid, t.lock_name, name + strlen(name),
+						  sizeof(name) - strlen(name));
+	if (slot->downgrade_seq[0] != '\0')
+	{
+		/* a write holder's read lock sorts at the writer's place */
+		strlcat(name, slot->downgrade_seq, sizeof(name));
+		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
+		mode = ZOO_EPHEMERAL;
+	}
+	rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_node_acl(), mode,
+					  lk_create_done, zklock_slot_tag(idx));
+	if (rc != ZOK)
+	{
+		zklock_park(idx, false);
+		return;
+	}
+	slot->session_gen = zklock_shared->session_gen;
+	req->inflight++;
+	*t.create_sent = true;
+	if (slot->downgrade_seq[0] == '\0')
+		zklock_lk_list(idx);
+}
+
+/*
+ * Start a fresh attempt of the lock engine: forget the old node.
+ */
+static void
+lk_start_fresh(int idx)
+{
+	LockTarget	t;
+
+	lock_target(idx, &t);
+	t.node[0] = '\0';
+	t.uuid[0] = '\0';
+	zklock_lk_create(idx);
+}
+
+/*
+ * Completion of getData+watch on the predecessor.
+ */
+static void
+lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
+			  const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK)
+			zklock_reqs[idx].watching = true;
+		else if (rc == ZNONODE)
+			zklock_lk_list(idx);		/* predecessor already gone */
+		else
+			zklock_call_failed(idx, rc, "watch the zookeeper lock");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the stat of a node found by its protection prefix after a
+ * lost create reply.  It is adopted only when the current session owns it
+ * (an ephemeral node of an earlier session is deleted, never adopted, as
+ * CURATOR-498 requires); adopting it also gives us its czxid, the fencing
+ * token.  Then the request carries on with a fresh listing.
+ */
+static void
+adopt_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+		const clientid_t *cid = zklock_zh ? zoo_client_id(zklock_zh) : NULL;
+		bool		lease_phase = (slot->op == ZKOP_LEASE && slot->phase == ZKP_LEASE);
+		LockTarget	t;
+
+		lock_target(idx, &t);
+		if (rc == ZOK && stat != NULL && cid != NULL &&
+				 stat->ephemeralOwner == cid->client_id)
+		{
+			if (lease_phase)
+			{
+				strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
+				req->create_sent = false;
+				slot->czxid = stat->czxid;
+				zklock_lease_list(idx);
+			}
+			else
+			{
+				strlcpy(t.node, req->adopt_name, ZKLOCK_NODE_NAME_SIZE);
+				*t.create_sent = false;
+				if (slot->op != ZKOP_LEASE)
+					slot->czxid = stat->czxid;
+				if (slot->revocable && slot->op != ZKOP_LEASE)
+					zklock_revoke_watch(idx);
+				zklock_lk_list(idx);
+			}
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			/* not ours after all (or gone): delete it if it is there, start over */
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			if (rc == ZOK)
+			{
+				if (lease_phase)
+					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->adopt_name);
+				else
+					snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
+				zklock_queue_delete(buf, NULL);
+			}
+			if (lease_phase)
+			{
+				slot->node[0] = '\0';
+				slot->uuid[0] = '\0';
+				zklock_lease_create(idx);
+			}
+			else
+				lk_start_fresh(idx);
+		}
+		else
+			zklock_call_failed(idx, rc, "check the recovered node of");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Stat a node found by its protection prefix before adopting it.  Caller
+ * holds the lock.
+ */
+void
+zklock_adopt_check(int idx, const char *base, const char *name)
+{
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	strlcpy(zklock_reqs[idx].adopt_name, name, sizeof(zklock_reqs[idx].adopt_name));
+	snprintf(buf, sizeof(buf), "%s/%s", base, name);
+	if (zoo_aexists(zklock_zh, buf, 0, adopt_stat_done, zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, true);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
+/*
+ * Decide from the lock's children: hold, wait behind the predecessor (or
+ * the lowest writer, for a reader), or recreate a lost node.  Caller holds
+ * the lock.
+ */
+static void
+lk_decide(int idx, char **children, int n)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	LockTarget	t;
+	ZklockLockDecision d;
+
+	lock_target(idx, &t);
+	if (t.node[0] == '\0')
+	{
+		/* resumed after a lost create reply: find our node by its prefix */
+		char		prefix[ZKLOCK_NODE_NAME_SIZE];
+		int			found;
+
+		zklock_protected_prefix(t.uuid, prefix);
+		found = zklock_find_protected(children, n, prefix);
+		if (found < 0)
+		{
+			zklock_lk_create(idx);
+			return;
+		}
+		/* check whose it is and learn its czxid before adopting it */
+		zklock_adopt_check(idx, t.base, children[found]);
+		return;
+	}
+
+	if (slot->op == ZKOP_READ || slot->op == ZKOP_WRITE)
+		zklock_rw_sort_children(children, n);
+	else
+		zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
+	if (slot->op == ZKOP_READ)
+		d = zklock_read_decide(children, n, t.node);
+	else
+		d = zklock_lock_decide(children, n, t.node, 1);
+
+	if (d.lost)
+	{
+		if (++req->lost_retries > MAX_LOST_RETRIES)
+			zklock_slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					  "zookeeper lock node under \"%s\" keeps disappearing",
+					  slot->path + slot->user_path_off);
+		else
+			lk_start_fresh(idx);
+	}
+	else if (d.holds)
+		lk_granted(idx);
+	else if (slot->try_only)
+		zklock_give_up_try(idx);
+	else
+	{
+		char		wpath[ZKLOCK_NODE_PATH_SIZE];
+		int			rc;
+
+		snprintf(wpath, sizeof(wpath), "%s/%s", t.base, children[d.watch_index]);
+		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
+					   lk_watch_done, zklock_slot_tag(idx));
+		if (rc != ZOK)
+			zklock_park(idx, false);
+		else
+			req->inflight++;
+	}
+}
+
+/*
+ * Completion of the child listing of a lock.
+ */
+static void
+lk_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		req->inflight--;
+		if (req->skip_lists > 0)
+		{
+			/* listing pipelined behind a create that failed */
+			req->skip_lists--;
+			(void) zklock_settle_cancel(idx);
+		}
+		else if (zklock_settle_cancel(idx))
+			;
+		else if (rc == ZOK)
+		{
+			char	  **children;
+			int			n = strings->count;
+
+			/* sort a copy of the pointers; the client frees the strings */
+			children = palloc(sizeof(char *) * Max(n, 1));
+			memcpy(children, strings->data, sizeof(char *) * n);
+			lk_decide(idx, children, n);
+			pfree(children);
+		}
+		else if (rc == ZNONODE)
+		{
+			/* the parent is gone, and our node with it */
+			req->need_parents = true;
+			lk_start_fresh(idx);
+		}
+		else
+			zklock_call_failed(idx, rc, "list the zookeeper lock");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Ask for the children of the lock.  Caller holds the lock.
+ */
+void
+zklock_lk_list(int idx)
+{
+	LockTarget	t;
+
+	lock_target(idx, &t);
+	zklock_send_listing(idx, t.base, lk_children_done, false, false);
+}
+
+/*
+ * Completion of a commit confirmation (zklock.commit_confirm): the held
+ * node must exist and be an ephemeral node of the session we have now.
+ * The answer itself also proves the session alive: it extends nothing
+ * here, the backend checks the lease after it.
+ */
+void
+zklock_confirm_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		const clientid_t *cid = zklock_zh ? zoo_client_id(zklock_zh) : NULL;
+
+		if (rc == ZOK)
+			zklock_slot_finish(idx, ZKR_OK,
+						(cid != NULL && stat->ephemeralOwner == cid->client_id) ? 1 : 0);
+		else if (rc == ZNONODE)
+			zklock_slot_finish(idx, ZKR_OK, 0);
+		else
+			zklock_call_failed(idx, rc, "confirm the lock");
+	}
+	LWLockRelease(zklock_shared->lock);
+}

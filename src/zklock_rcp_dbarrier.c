@@ -1,0 +1,530 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_rcp_dbarrier.c
+ *	  The double barrier (DistributedDoubleBarrier): zk_double_barrier_enter
+ *	  and zk_double_barrier_leave, and the worker's enter and leave steps
+ *	  (members P/<uuid>, P/ready).  See doc/wire.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+#include "zklock_backend_int.h"
+
+static void denter_ready_done(int rc, const struct Stat *stat,
+							  const void *data);
+static void denter_create_done(int rc, const char *value, const void *data);
+static void denter_ready_created(int rc, const char *value, const void *data);
+static void denter_children_done(int rc, const struct String_vector *strings,
+								 const void *data);
+static void denter_list(int idx);
+static void leave_watch_done(int rc, const struct Stat *stat,
+							 const void *data);
+static void leave_ready_deleted(int rc, const void *data);
+static void leave_member_deleted(int rc, const void *data);
+static void leave_children_done(int rc, const struct String_vector *strings,
+								const void *data);
+
+/* ---------------------------------------------------------------------
+ * Double barrier (DistributedDoubleBarrier): members P/<uuid>, P/ready.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of exists+watch on P/ready while entering.
+ */
+static void
+denter_ready_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &zklock_reqs[idx];
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		if (rc == ZOK)
+		{
+			req->ready_seen = true;
+			if (req->inflight == 0 && !req->create_sent)
+				zklock_grant(idx);		/* member node made, barrier ready */
+		}
+		else if (rc == ZNONODE)
+		{
+			req->ready_seen = false;
+			/* while waiting for P/ready its absence changes nothing */
+			if (!req->watching && req->inflight == 0 && !req->create_sent &&
+				slot->node[0] != '\0')
+				denter_list(idx);
+		}
+		else
+			zklock_call_failed(idx, rc, "watch the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Look at P/ready, with a watch that fires when it is created.  Caller
+ * holds the lock.
+ */
+bool
+zklock_denter_watch_ready(int idx)
+{
+	char		ready[ZKLOCK_NODE_PATH_SIZE];
+
+	snprintf(ready, sizeof(ready), "%s/%s", zklock_shared->slots[idx].path,
+			 ZKLOCK_READY_NODE);
+	return zklock_send_exists_watch(idx, ready, denter_ready_done, true);
+}
+
+/*
+ * Completion of the create of our member node.
+ */
+static void
+denter_create_done(int rc, const char *value, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		req->inflight--;
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			req->create_sent = false;
+		else if (zklock_rc_refused(rc))
+		{
+			/* no member node was made: a retry takes a fresh id */
+			ZklockSlot *slot = &zklock_shared->slots[idx];
+
+			req->create_sent = false;
+			slot->node[0] = '\0';
+			slot->uuid[0] = '\0';
+		}
+		if (zklock_settle_cancel(idx))
+			;
+		else if (rc == ZOK || rc == ZNODEEXISTS)
+		{
+			if (req->inflight == 0)
+			{
+				if (req->ready_seen)
+					zklock_grant(idx);
+				else
+					denter_list(idx);
+			}
+		}
+		else if (rc == ZNONODE)
+		{
+			if (zklock_retry_with_parents(idx))
+				zklock_start_request(idx);
+		}
+		else
+			zklock_call_failed(idx, rc, "enter the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the create of P/ready: the barrier is open.
+ */
+static void
+denter_ready_created(int rc, const char *value, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK || rc == ZNODEEXISTS)
+			zklock_grant(idx);
+		else
+			zklock_call_failed(idx, rc, "open the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of P while entering: open the barrier when
+ * enough members are in, otherwise wait for P/ready.
+ */
+static void
+denter_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		if (rc == ZOK)
+		{
+			if (strings->count >= slot->member_qty)
+			{
+				char		ready[ZKLOCK_NODE_PATH_SIZE];
+				int			zrc;
+
+				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+				zrc = zoo_acreate(zklock_zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
+								  denter_ready_created, zklock_slot_tag(idx));
+				if (zrc != ZOK)
+					zklock_park(idx, true);
+				else
+					req->inflight++;
+			}
+			else if (slot->try_only)
+				zklock_give_up_try(idx);	/* a look only: too few members */
+			else if (zklock_denter_watch_ready(idx))
+			{
+				/* wait for P/ready (its watch re-armed, in case it fired) */
+				req->watching = true;
+			}
+		}
+		else
+			zklock_call_failed(idx, rc, "list the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * List P to count the members.  Caller holds the lock.
+ */
+static void
+denter_list(int idx)
+{
+	zklock_send_listing(idx, zklock_shared->slots[idx].path, denter_children_done,
+				 false, true);
+}
+
+/*
+ * Start entering: exists+watch on P/ready, then create our member node,
+ * pipelined.  Caller holds the lock.
+ */
+void
+zklock_denter_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	int			rc;
+
+	if (slot->uuid[0] == '\0')
+	{
+		if (!zklock_new_uuid(slot->uuid))
+		{
+			zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
+			return;
+		}
+		strlcpy(slot->node, slot->uuid, sizeof(slot->node));
+	}
+	if (req->need_parents)
+	{
+		zklock_create_containers(slot->path, true);
+		req->need_parents = false;
+	}
+	if (!zklock_denter_watch_ready(idx))
+		return;
+	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	rc = zoo_acreate(zklock_zh, buf, slot->data, strlen(slot->data), zklock_node_acl(),
+					 ZOO_EPHEMERAL, denter_create_done, zklock_slot_tag(idx));
+	if (rc != ZOK)
+	{
+		zklock_park(idx, true);
+		return;
+	}
+	slot->session_gen = zklock_shared->session_gen;
+	req->create_sent = true;
+	req->inflight++;
+}
+
+/*
+ * Completion of exists+watch on the member we wait for while leaving.
+ */
+static void
+leave_watch_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK)
+			zklock_reqs[idx].watching = true;
+		else if (rc == ZNONODE)
+			zklock_leave_list(idx);
+		else
+			zklock_call_failed(idx, rc, "leave the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the delete of P/ready at the end of a leave: only now is
+ * the leave done (NoNode: another member removed it first).
+ */
+static void
+leave_ready_deleted(int rc, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			zklock_shared->slots[idx].node[0] = '\0';
+			zklock_slot_finish(idx, ZKR_OK, 1);
+		}
+		else
+			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * All members are gone: remove P/ready, and report the leave done once
+ * the server applied that delete.  The delete is also recorded in the
+ * pending-delete table first (a persistent node: it outlives the
+ * session), so a leave given up or failed meanwhile still removes it and
+ * the next round cannot pass with too few members.  Caller holds the
+ * lock.
+ */
+void
+zklock_leave_finish(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+	if (slot->phase != ZKP_READY)
+	{
+		slot->phase = ZKP_READY;
+		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen);
+	}
+	if (!zklock_connected ||
+		zoo_adelete(zklock_zh, buf, -1, leave_ready_deleted, zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
+/*
+ * Completion of the delete of our member node while leaving.  Then, as in
+ * Curator: with nobody else left we are done; otherwise we wait for the
+ * lowest member to go (a try gives up instead: ours is gone, the others
+ * are not).
+ */
+static void
+leave_member_deleted(int rc, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			slot->node_deleted = true;
+			if (req->leave_watch[0] == '\0')
+				zklock_leave_finish(idx);
+			else if (slot->try_only)
+				zklock_give_up_try(idx);
+			else
+			{
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, req->leave_watch);
+				(void) zklock_send_exists_watch(idx, buf, leave_watch_done, false);
+			}
+		}
+		else
+			zklock_call_failed(idx, rc, "leave the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of P while leaving: Curator's leave protocol,
+ * one step at a time.  Our member node is deleted by the request itself,
+ * and the watch on the lowest member is set once that delete is confirmed
+ * (Curator sets the watch, then deletes); a leave that is only a try
+ * (zero timeout) gives up, deleting ours, where it would wait.
+ */
+static void
+leave_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			char	  **children;
+			int			n = rc == ZOK ? strings->count : 0;
+			const char *watch = NULL;
+			ZklockLeaveAction action;
+			char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+			children = palloc(sizeof(char *) * Max(n, 1));
+			if (n > 0)
+				memcpy(children, strings->data, sizeof(char *) * n);
+			action = zklock_double_barrier_leave_decide(children, n,
+														slot->node_deleted ? NULL : slot->node,
+														slot->own_delete_sent,
+														&watch);
+			switch (action)
+			{
+				case ZKLOCK_LEAVE_DONE:
+					zklock_leave_finish(idx);
+					break;
+				case ZKLOCK_LEAVE_ERROR_MISSING:
+					zklock_slot_fail(idx, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+							  "double barrier member node of \"%s\" is missing",
+							  slot->path + slot->user_path_off);
+					break;
+				case ZKLOCK_LEAVE_DELETE_OURS_DONE:
+				case ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST:
+					strlcpy(zklock_reqs[idx].leave_watch,
+							action == ZKLOCK_LEAVE_DELETE_OURS_DONE ? "" : watch,
+							sizeof(zklock_reqs[idx].leave_watch));
+					zklock_node_path(slot, slot->node, buf, sizeof(buf));
+					slot->own_delete_sent = true;
+					if (zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
+									zklock_slot_tag(idx)) != ZOK)
+						zklock_park(idx, false);
+					else
+						zklock_reqs[idx].inflight++;
+					break;
+				case ZKLOCK_LEAVE_WATCH_HIGHEST:
+				case ZKLOCK_LEAVE_WATCH_LOWEST:
+					if (slot->try_only)
+					{
+						zklock_give_up_try(idx);
+						break;
+					}
+					snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
+					(void) zklock_send_exists_watch(idx, buf, leave_watch_done, false);
+					break;
+			}
+			pfree(children);
+		}
+		else
+			zklock_call_failed(idx, rc, "list the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * List P while leaving.  Caller holds the lock.
+ */
+void
+zklock_leave_list(int idx)
+{
+	zklock_send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
+				 false, false);
+}
+
+/* ---------------------------------------------------------------------
+ * SQL functions (backends)
+ * ---------------------------------------------------------------------
+ */
+
+PG_FUNCTION_INFO_V1(zk_double_barrier_enter);
+
+/*
+ * zk_double_barrier_enter(path, member_qty, timeout) returns boolean
+ */
+Datum
+zk_double_barrier_enter(PG_FUNCTION_ARGS)
+{
+	text	   *path = zklock_path_arg(fcinfo, 0);
+	int32		member_qty = zklock_count_arg(fcinfo, 1, "member_qty");
+	int64		timeout_ms = zklock_timeout_arg(fcinfo, 2);
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+	int			idx;
+	uint32		serial;
+
+	zklock_make_lock_key(path, ZKK_DOUBLE_BARRIER, &key, &user_off);
+	zklock_backend_setup();
+	if (zklock_find_hold(&key, user_off) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("this session has already entered double barrier \"%s\"",
+						key.path + user_off)));
+	zklock_init_ask(&ask, ZKOP_DBARRIER_ENTER, ZKK_DOUBLE_BARRIER, timeout_ms, false);
+	ask.member_qty = member_qty;
+	/* a zero timeout is a look: in only if the quorum is there now */
+	ask.try_only = (timeout_ms == 0);
+	idx = zklock_claim_slot(&ask, &key, user_off, &serial);
+	if (zklock_wait_for_request(idx, serial, ask.try_only ? -1 : timeout_ms,
+						 key.path + user_off, NULL, NULL) != WAIT_GRANTED)
+		PG_RETURN_BOOL(false);
+	(void) zklock_add_granted_hold(&key, idx, serial, false);
+	PG_RETURN_BOOL(true);
+}
+
+PG_FUNCTION_INFO_V1(zk_double_barrier_leave);
+
+/*
+ * zk_double_barrier_leave(path, timeout) returns boolean: Curator's leave
+ * protocol on our membership; false when the timeout passed before every
+ * member left (our membership is withdrawn either way).
+ */
+Datum
+zk_double_barrier_leave(PG_FUNCTION_ARGS)
+{
+	text	   *path = zklock_path_arg(fcinfo, 0);
+	int64		timeout_ms = zklock_timeout_arg(fcinfo, 1);
+	LocalLockKey key;
+	int			user_off;
+	LocalLock  *ll;
+	int			idx;
+	uint32		serial;
+	bool		posted = false;
+	WaitOutcome outcome;
+
+	zklock_make_lock_key(path, ZKK_DOUBLE_BARRIER, &key, &user_off);
+	zklock_backend_setup();
+	ll = hash_search(zklock_local_locks, &key, HASH_FIND, NULL);
+	if (ll == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this session has not entered double barrier \"%s\"",
+						key.path + user_off)));
+	idx = ll->slot;
+	serial = ll->serial;
+	hash_search(zklock_local_locks, &key, HASH_REMOVE, NULL);
+
+	/* turn the membership into a leave request */
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	if (zklock_shared->slots[idx].serial == serial &&
+		zklock_shared->slots[idx].state == ZKS_HELD)
+	{
+		zklock_shared->slots[idx].op = ZKOP_DBARRIER_LEAVE;
+		/* a zero timeout is a look: our node goes, we do not wait */
+		zklock_shared->slots[idx].try_only = (timeout_ms == 0);
+		zklock_shared->slots[idx].state = ZKS_NEW;
+		zklock_post(idx);
+		posted = true;
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (!posted)
+	{
+		ereport(WARNING,
+				(errmsg("double barrier membership \"%s\" was lost when the zookeeper session ended",
+						key.path + user_off)));
+		(void) zklock_withdraw_request(idx, serial, true);
+		PG_RETURN_BOOL(false);
+	}
+	zklock_wake_worker();
+	outcome = zklock_wait_for_request(idx, serial, timeout_ms == 0 ? -1 : timeout_ms,
+							   key.path + user_off, NULL, NULL);
+	PG_RETURN_BOOL(outcome == WAIT_DONE);
+}

@@ -1,0 +1,271 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_rcp_revoke.c
+ *	  Revocation (Revocable, Revoker): the worker's watch on a revocable
+ *	  holder's node, zk_revoke writing __REVOKE__ into every holder's node,
+ *	  and zk_revocation_requested.  See doc/wire.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+#include "zklock_backend_int.h"
+#include "funcapi.h"
+
+static const char REVOKE_MESSAGE[] = "__REVOKE__";
+
+static void revoke_data_done(int rc, const char *value, int value_len,
+							 const struct Stat *stat, const void *data);
+static void revoke_watcher(zhandle_t *zzh, int type, int state,
+						   const char *path, void *ctx);
+static void revoke_set_done(int rc, const struct Stat *stat, const void *data);
+
+/* ---------------------------------------------------------------------
+ * Revocation: a revocable node is watched with getData; its data
+ * becoming "__REVOKE__" asks the holder to let go.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of getData on our own revocable node.
+ */
+static void
+revoke_data_done(int rc, const char *value, int value_len,
+				 const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx >= 0 && rc != ZOK)
+	{
+		/*
+		 * No watch was registered.  The node gone means the lock is gone;
+		 * otherwise arm again on the next full pass once connected.
+		 */
+		zklock_reqs[idx].revoke_armed = false;
+		if (rc != ZNONODE && zklock_rc_retryable(rc))
+			zklock_rescan = true;
+		else if (rc != ZNONODE)
+			ereport(LOG,
+					(errmsg("zklock: cannot watch lock node of \"%s\" for revocation: %s",
+							zklock_shared->slots[idx].path, zerror(rc))));
+	}
+	if (idx >= 0 && rc == ZOK && value != NULL &&
+		value_len == (int) strlen(REVOKE_MESSAGE) &&
+		memcmp(value, REVOKE_MESSAGE, value_len) == 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+
+		if (!slot->revoke_requested)
+		{
+			slot->revoke_requested = true;
+			zklock_wake_backend(slot);
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Watcher on our own revocable node: its data changed, read it again.
+ */
+static void
+revoke_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
+{
+	int			idx;
+
+	if (type != ZOO_CHANGED_EVENT)
+		return;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(ctx);
+	if (idx >= 0)
+	{
+		ZklockSlotState st = zklock_shared->slots[idx].state;
+
+		if (st == ZKS_ACTIVE || st == ZKS_HELD)
+			zklock_revoke_watch(idx);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Arm the revocation watch on our node.  Caller holds the lock.
+ */
+void
+zklock_revoke_watch(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	zklock_reqs[idx].revoke_armed =
+		zoo_awget(zklock_zh, buf, revoke_watcher, (void *) zklock_slot_tag(idx),
+				  revoke_data_done, zklock_slot_tag(idx)) == ZOK;
+}
+
+/* ---------------------------------------------------------------------
+ * Revoke: write __REVOKE__ into every holder's node.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Completion of one setData of a revocation.
+ */
+static void
+revoke_set_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx >= 0)
+	{
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		req->inflight--;
+		if (rc == ZOK)
+			req->count++;
+		if (zklock_settle_cancel(idx))
+			;
+		else if (req->inflight == 0)
+			zklock_slot_finish(idx, ZKR_OK, req->count);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of the lock to revoke: find the holders of
+ * the mutex or read/write lock and write into their nodes.
+ */
+void
+zklock_revoke_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+
+		if (rc == ZNONODE)
+			zklock_slot_finish(idx, ZKR_OK, 0);
+		else if (rc == ZOK)
+		{
+			char	  **children;
+			int			n = 0;
+			int			i;
+			int			nholders = 0;
+			int		   *holders;
+			int			nh;
+			bool		rw = false;
+
+			/* only lock nodes take part: mutex or read/write */
+			children = palloc(sizeof(char *) * Max(strings->count, 1));
+			for (i = 0; i < strings->count; i++)
+			{
+				const char *c = strings->data[i];
+
+				if (strstr(c, ZKLOCK_READ_LOCK_NAME) || strstr(c, ZKLOCK_WRITE_LOCK_NAME))
+				{
+					rw = true;
+					children[n++] = strings->data[i];
+				}
+				else if (strstr(c, ZKLOCK_LOCK_NAME))
+					children[n++] = strings->data[i];
+			}
+			if (rw)
+				zklock_rw_sort_children(children, n);
+			else
+				zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
+			holders = palloc(sizeof(int) * Max(n, 1));
+			nh = zklock_lock_holders(children, n, rw, holders);
+			for (i = 0; i < nh; i++)
+			{
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[holders[i]]);
+				if (zoo_aset(zklock_zh, buf, REVOKE_MESSAGE, strlen(REVOKE_MESSAGE), -1,
+							 revoke_set_done, zklock_slot_tag(idx)) == ZOK)
+				{
+					req->inflight++;
+					nholders++;
+				}
+			}
+			pfree(holders);
+			pfree(children);
+			if (nholders == 0)
+				zklock_slot_finish(idx, ZKR_OK, 0);
+		}
+		else
+			zklock_call_failed(idx, rc, "list the lock to revoke");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * SQL functions (backends)
+ * ---------------------------------------------------------------------
+ */
+
+PG_FUNCTION_INFO_V1(zk_revoke);
+
+/*
+ * zk_revoke(path) returns integer: ask every holder of the lock at path
+ * to release it, as Curator's Revoker.attemptRevoke does.
+ */
+Datum
+zk_revoke(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32((int32) zklock_path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, NULL));
+}
+
+PG_FUNCTION_INFO_V1(zk_revocation_requested);
+
+/*
+ * zk_revocation_requested() returns setof text: the paths of this
+ * session's revocable locks that someone asked to release, each once (a
+ * write holder that downgraded holds two locks on one path).
+ */
+Datum
+zk_revocation_requested(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	List	   *listed = NIL;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	zklock_backend_setup();
+	hash_seq_init(&seq, zklock_local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+		bool		asked;
+		char		path[ZKLOCK_FULL_PATH_SIZE];
+
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		asked = slot->serial == ll->serial && slot->revoke_requested;
+		strlcpy(path, slot->path + slot->user_path_off, sizeof(path));
+		LWLockRelease(zklock_shared->lock);
+		if (asked)
+		{
+			ListCell   *lc;
+			bool		seen = false;
+
+			foreach(lc, listed)
+				seen = seen || strcmp((char *) lfirst(lc), path) == 0;
+			if (!seen)
+			{
+				Datum		v = zklock_utf8_text_datum(path);
+				bool		n = false;
+
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &n);
+				listed = lappend(listed, pstrdup(path));
+			}
+		}
+	}
+	list_free_deep(listed);
+	return (Datum) 0;
+}

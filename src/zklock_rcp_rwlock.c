@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_rcp_rwlock.c
+ *	  The read/write lock (InterProcessReadWriteLock): its SQL functions.
+ *	  The worker's steps are the lock engine's (zklock_lockeng.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_backend_int.h"
+
+static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
+					   bool xact);
+
+/*
+ * Shared body of the read/write lock acquires.
+ */
+static bool
+rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind, bool xact)
+{
+	ZklockAsk	ask;
+	text	   *path = zklock_path_arg(fcinfo, 0);
+
+	zklock_init_ask(&ask, op, kind, zklock_timeout_arg(fcinfo, 1), xact);
+	ask.revocable = zklock_bool_arg(fcinfo, 2);
+	return zklock_acquire_lock(&ask, path);
+}
+
+PG_FUNCTION_INFO_V1(zk_read_lock_acquire);
+
+/*
+ * zk_read_lock_acquire(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_read_lock_acquire(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, false));
+}
+
+PG_FUNCTION_INFO_V1(zk_read_lock_acquire_xact);
+
+/*
+ * zk_read_lock_acquire_xact(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_read_lock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, true));
+}
+
+PG_FUNCTION_INFO_V1(zk_read_lock_release);
+
+/*
+ * zk_read_lock_release(path) returns boolean
+ */
+Datum
+zk_read_lock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(zklock_release_lock(ZKK_READ, zklock_path_arg(fcinfo, 0)));
+}
+
+PG_FUNCTION_INFO_V1(zk_write_lock_acquire);
+
+/*
+ * zk_write_lock_acquire(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_write_lock_acquire(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, false));
+}
+
+PG_FUNCTION_INFO_V1(zk_write_lock_acquire_xact);
+
+/*
+ * zk_write_lock_acquire_xact(path, timeout, revocable) returns boolean
+ */
+Datum
+zk_write_lock_acquire_xact(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, true));
+}
+
+PG_FUNCTION_INFO_V1(zk_write_lock_release);
+
+/*
+ * zk_write_lock_release(path) returns boolean
+ */
+Datum
+zk_write_lock_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(zklock_release_lock(ZKK_WRITE, zklock_path_arg(fcinfo, 0)));
+}

@@ -1,0 +1,591 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_request.c
+ *	  A request's life in the worker: picking it up, dispatching its steps,
+ *	  parking and resuming it around connection loss, finishing, failing and
+ *	  withdrawing it, and the sweep when the session is lost.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+
+static void reset_req(int idx);
+static void clear_slot_nodes(ZklockSlot *slot);
+static void withdraw(int idx);
+static void resume(int idx);
+static void pickup(int i);
+
+/*
+ * Forget the process-local state of a slot, freeing what it holds.
+ */
+static void
+reset_req(int idx)
+{
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	zklock_free_participants(req);
+	memset(req, 0, sizeof(*req));
+}
+
+/*
+ * Forget the nodes of a slot whose deletes are recorded (or that went
+ * with their session).  Caller holds the lock.
+ */
+static void
+clear_slot_nodes(ZklockSlot *slot)
+{
+	slot->node[0] = '\0';
+	slot->uuid[0] = '\0';
+	slot->aux_node[0] = '\0';
+	slot->aux_uuid[0] = '\0';
+}
+
+/*
+ * End a request with an error for its backend.  Every node it created or
+ * may have created is deleted first, in any phase of any recipe (Curator
+ * deletes its node on any exception of its lock loop).  Caller holds the
+ * lock.
+ */
+void
+zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	va_list		ap;
+
+	(void) zklock_record_slot_deletes(idx, false);
+	clear_slot_nodes(slot);
+	va_start(ap, fmt);
+	vsnprintf(slot->errmsg, sizeof(slot->errmsg), fmt, ap);
+	va_end(ap);
+	slot->sqlerrcode = sqlerrcode;
+	slot->result = ZKR_ERROR;
+	slot->state = ZKS_DONE;
+	reset_req(idx);
+	zklock_wake_backend(slot);
+}
+
+/*
+ * End a request that does not leave a lock behind, with a result value.
+ * Caller holds the lock.
+ */
+void
+zklock_slot_finish(int idx, ZklockResult result, int64 value)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	slot->result = result;
+	slot->result_value = value;
+	slot->state = ZKS_DONE;
+	reset_req(idx);
+	zklock_wake_backend(slot);
+}
+
+/*
+ * Withdraw a cancelled or released request: record the deletes of its
+ * nodes (by name, or by prefix when a create's reply never came) and free
+ * the slot.  Calls still in flight find the slot's serial changed.  When
+ * the pending-delete table has no room the slot stays as it is (the
+ * intent lives in it) and the next full pass comes back to it.  Caller
+ * holds the lock.
+ */
+static void
+withdraw(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (!zklock_record_slot_deletes(idx, true))
+	{
+		zklock_rescan = true;
+		return;
+	}
+	reset_req(idx);
+	slot->state = ZKS_FREE;
+	clear_slot_nodes(slot);
+}
+
+/*
+ * Hand the lock (lease, membership) to the backend.  Caller holds the
+ * lock.
+ */
+void
+zklock_grant(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	zklock_reqs[idx].watching = false;
+	slot->state = ZKS_HELD;
+	slot->since = GetCurrentTimestamp();
+	zklock_wake_backend(slot);
+}
+
+/*
+ * Stop working on a request until the connection is back.  With recover,
+ * the resumed request first looks for the node it may have created.
+ */
+void
+zklock_park(int idx, bool recover)
+{
+	zklock_reqs[idx].parked = true;
+	zklock_reqs[idx].watching = false;
+	zklock_rescan = true;
+	if (recover)
+		zklock_reqs[idx].recover = true;
+}
+
+/*
+ * After any completion: if the backend gave up meanwhile, withdraw now
+ * (as run_requests would: replies still in flight find the slot's serial
+ * changed).  Returns true when the request is no longer active (the
+ * caller must stop).
+ */
+bool
+zklock_settle_cancel(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->state == ZKS_ACTIVE)
+		return false;
+	if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
+		withdraw(idx);
+	return true;
+}
+
+/*
+ * Common start of a request's completion: take the lock, find the request
+ * the reply belongs to, count the reply in, and stop if the backend gave
+ * up meanwhile.  Returns the slot index when the request carries on, -1
+ * otherwise; the caller releases the lock either way.
+ */
+int
+zklock_completion_begin(const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx < 0)
+		return -1;
+	zklock_reqs[idx].inflight--;
+	if (zklock_settle_cancel(idx))
+		return -1;
+	return idx;
+}
+
+/*
+ * A create found a parent missing: have the parents created (as
+ * containers) before the next try, or fail the request once a parent has
+ * vanished MAX_NONODE_RETRIES times.  Returns true when the caller should
+ * send its create again.
+ */
+bool
+zklock_retry_with_parents(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	if (++req->nonode_retries > MAX_NONODE_RETRIES)
+	{
+		zklock_slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+				  "could not create the parents of zookeeper path \"%s\"",
+				  slot->path + slot->user_path_off);
+		return false;
+	}
+	req->need_parents = true;
+	return true;
+}
+
+/*
+ * Common handling of a failed call of a request: park on connection
+ * trouble, leave session ends to the session watcher, fail otherwise.
+ */
+void
+zklock_call_failed(int idx, int rc, const char *what)
+{
+	if (zklock_rc_retryable(rc))
+		zklock_park(idx, true);
+	else if (!zklock_rc_session_gone(rc))
+		zklock_slot_fail(idx, zklock_rc_sqlstate(rc), "could not %s \"%s\": %s", what,
+				  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off,
+				  zerror(rc));
+}
+
+/*
+ * A try found the lock taken: delete what we made, report not granted.
+ */
+void
+zklock_give_up_try(int idx)
+{
+	(void) zklock_record_slot_deletes(idx, false);
+	clear_slot_nodes(&zklock_shared->slots[idx]);
+	zklock_slot_finish(idx, ZKR_NOT_GRANTED, 0);
+}
+
+/* ---------------------------------------------------------------------
+ * Request dispatch
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Begin (or begin again, after a lost connection) the work of a request.
+ * Caller holds the lock.
+ */
+void
+zklock_start_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	int			rc = ZOK;
+
+	if (!zklock_connected)
+	{
+		zklock_park(idx, false);
+		return;
+	}
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			zklock_lk_create(idx);
+			return;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+				zklock_lease_create(idx);
+			else
+				zklock_lk_create(idx);
+			return;
+		case ZKOP_BARRIER_SET:
+			if (req->need_parents)
+			{
+				zklock_create_containers(slot->path, false);
+				req->need_parents = false;
+			}
+			rc = zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
+							 zklock_node_acl(), 0, zklock_barrier_set_done, zklock_slot_tag(idx));
+			break;
+		case ZKOP_BARRIER_REMOVE:
+			rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_remove_stat_done, zklock_slot_tag(idx));
+			break;
+		case ZKOP_BARRIER_WAIT:
+			/* a look only (zero timeout) leaves no watch behind */
+			if (slot->try_only)
+				rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_wait_done, zklock_slot_tag(idx));
+			else
+				rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
+								  zklock_barrier_wait_done, zklock_slot_tag(idx));
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			zklock_denter_start(idx);
+			return;
+		case ZKOP_DBARRIER_LEAVE:
+			zklock_leave_list(idx);
+			return;
+		case ZKOP_REVOKE:
+			rc = zoo_aget_children(zklock_zh, slot->path, 0, zklock_revoke_children_done, zklock_slot_tag(idx));
+			break;
+		case ZKOP_CONFIRM:
+			{
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
+				rc = zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done, zklock_slot_tag(idx));
+			}
+			break;
+		case ZKOP_PARTICIPANTS:
+			req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
+			strlcpy(req->pdir, slot->path, sizeof(req->pdir));
+			rc = zoo_aget_children(zklock_zh, slot->path, 0, zklock_participants_children_done,
+								   zklock_slot_tag(idx));
+			break;
+	}
+	if (rc != ZOK)
+		zklock_park(idx, false);
+	else
+		req->inflight++;
+}
+
+/*
+ * A watch fired for a request: take its next look.  Caller holds the lock.
+ */
+void
+zklock_continue_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			zklock_lk_list(idx);
+			break;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+				zklock_lease_list(idx);
+			else
+				zklock_lk_list(idx);
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			(void) zklock_denter_watch_ready(idx);
+			break;
+		case ZKOP_DBARRIER_LEAVE:
+			zklock_leave_list(idx);
+			break;
+		default:
+			zklock_start_request(idx);
+			break;
+	}
+}
+
+/*
+ * Carry on with a parked request now that the connection is back.
+ * Caller holds the lock.
+ */
+static void
+resume(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	bool		recover = req->recover;
+
+	req->parked = false;
+	req->recover = false;
+	req->skip_lists = 0;
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+			if (slot->downgrade_seq[0] != '\0')
+				zklock_lk_create(idx); /* same name: NodeExists cannot happen, a
+								 * lost create is found by name */
+			else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+				zklock_lk_list(idx);
+			else
+				zklock_lk_create(idx);
+			break;
+		case ZKOP_LEASE:
+			if (slot->phase == ZKP_LEASE)
+			{
+				if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+					zklock_lease_list(idx);
+				else
+					zklock_lease_create(idx);
+			}
+			else if (slot->aux_node[0] != '\0' || (recover && slot->aux_uuid[0] != '\0'))
+				zklock_lk_list(idx);
+			else
+				zklock_lk_create(idx);
+			break;
+		case ZKOP_DBARRIER_ENTER:
+			if (slot->node[0] != '\0')
+			{
+				/* re-create (NodeExists is fine) and look at P/ready again */
+				req->ready_seen = false;
+				zklock_denter_start(idx);
+			}
+			else
+				zklock_start_request(idx);
+			break;
+		case ZKOP_DBARRIER_LEAVE:
+			if (slot->phase == ZKP_READY)
+				zklock_leave_finish(idx);	/* only P/ready's delete was left */
+			else
+				zklock_leave_list(idx);
+			break;
+		default:
+			zklock_start_request(idx);
+			break;
+	}
+}
+
+/*
+ * Fail request idx because the servers reject zklock.auth (it deletes
+ * what it made, as any failed request).  Caller holds the lock.
+ */
+void
+zklock_fail_auth_rejected(int idx)
+{
+	zklock_reqs[idx].serial = zklock_shared->slots[idx].serial;
+	zklock_slot_fail(idx, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
+			  "zookeeper rejected the credentials of zklock.auth");
+}
+
+/*
+ * Take a new request on: fresh local state, then start its recipe.
+ * Caller holds the lock.
+ */
+static void
+pickup(int i)
+{
+	ZklockSlot *slot = &zklock_shared->slots[i];
+	WorkerReq  *req = &zklock_reqs[i];
+
+	reset_req(i);
+	req->serial = slot->serial;
+	slot->state = ZKS_ACTIVE;
+	if (slot->op != ZKOP_DBARRIER_LEAVE)
+	{
+		clear_slot_nodes(slot);
+		slot->phase = ZKP_LOCK;
+	}
+	if (zklock_auth_failed_at != 0)
+		zklock_fail_auth_rejected(i);
+	else
+		zklock_start_request(i);
+}
+
+/*
+ * Work through what backends posted, in posting order (so a release
+ * reaches ZooKeeper before the same backend's next acquire).  After a
+ * reconnect, a parked request or a full ring: look at every slot,
+ * withdrawals first, then new requests, then requests waiting for the
+ * connection.
+ *
+ * Withdrawn slots are freed at once, even with calls in flight: their
+ * replies find the slot's serial changed; a create that succeeds after
+ * all deletes its node, and the delete queued here (by name, or by
+ * protection prefix) is applied after the create anyway.
+ */
+void
+zklock_run_requests(void)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (!sh->post_overflow && !zklock_rescan)
+	{
+		while (sh->post_head != sh->post_tail)
+		{
+			ZklockSlot *slot;
+
+			i = zklock_post_ring[sh->post_head];
+			sh->post_head = (sh->post_head + 1) % sh->post_size;
+			if (i < 0 || i >= sh->nslots)
+				continue;
+			slot = &sh->slots[i];
+			if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
+				withdraw(i);
+			else if (slot->state == ZKS_NEW)
+				pickup(i);
+		}
+		if (zklock_deletes_due(GetCurrentTimestamp()))
+			zklock_send_deletes();
+		LWLockRelease(sh->lock);
+		return;
+	}
+
+	sh->post_overflow = false;
+	sh->post_head = sh->post_tail;
+	zklock_rescan = false;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+
+		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
+			withdraw(i);
+	}
+	if (zklock_deletes_due(GetCurrentTimestamp()))
+		zklock_send_deletes();
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		WorkerReq  *req = &zklock_reqs[i];
+
+		if (slot->state == ZKS_NEW)
+			pickup(i);
+		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
+		{
+			/*
+			 * Left by an earlier worker of this cluster: take it over.  A
+			 * create of it may have been sent (the lease's P/locks node
+			 * has an id of its own): look for the node by its prefix
+			 * first, or a second node would queue behind the first.
+			 */
+			reset_req(i);
+			req->serial = slot->serial;
+			zklock_park(i, slot->uuid[0] != '\0' || slot->aux_uuid[0] != '\0');
+			if (zklock_connected)
+				resume(i);
+		}
+		else if (slot->state == ZKS_ACTIVE && req->parked && zklock_connected)
+			resume(i);
+		else if (slot->state == ZKS_HELD && slot->revocable && zklock_connected &&
+				 !(req->serial == slot->serial && req->revoke_armed))
+		{
+			/*
+			 * A revocable lock without its watch: the getData failed, or
+			 * an earlier worker held it.  Watch (and read) it again.
+			 */
+			if (req->serial != slot->serial)
+			{
+				reset_req(i);
+				req->serial = slot->serial;
+			}
+			zklock_revoke_watch(i);
+		}
+	}
+	LWLockRelease(sh->lock);
+}
+
+/*
+ * The session is gone (expired, or a different one was handed out): every
+ * lock it held is lost, every wait fails, nothing of it is left to
+ * delete (the server removed its ephemeral nodes; a pending delete of a
+ * persistent node stays).  Caller holds the lock.
+ */
+void
+zklock_sweep_lost_session(const char *why)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+	int			lost = 0;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+
+		switch (slot->state)
+		{
+			case ZKS_HELD:
+				slot->state = ZKS_LOST;
+				lost++;
+				break;
+			case ZKS_ACTIVE:
+				if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
+					slot->aux_uuid[0] != '\0' || slot->op == ZKOP_DBARRIER_LEAVE)
+				{
+					zklock_reqs[i].serial = slot->serial;
+					zklock_slot_fail(i, ERRCODE_CONNECTION_FAILURE,
+							  "zookeeper session %s while waiting for lock \"%s\"",
+							  why, slot->path + slot->user_path_off);
+				}
+				else
+					zklock_park(i, false);
+				break;
+			case ZKS_CANCEL:
+			case ZKS_RELEASE:
+				reset_req(i);
+				slot->state = ZKS_FREE;
+				break;
+			default:
+				break;
+		}
+		if (slot->state != ZKS_ACTIVE)
+			reset_req(i);
+	}
+	zklock_drop_session_deletes();
+	if (lost > 0)
+	{
+		sh->lost_epoch++;
+		sh->locks_lost_count += lost;
+		ereport(LOG,
+				(errmsg("zklock: %d lock(s) lost because the zookeeper session %s",
+						lost, why)));
+	}
+}

@@ -1,0 +1,358 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_views.c
+ *	  Introspection: zk_status, zk_locks, zk_lock_token, zk_release_all.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+
+#include "zklock.h"
+#include "zklock_backend_int.h"
+
+static char *hex_text(const char *p, int len);
+static void kind_names(ZklockKind kind, const char **recipe,
+					   const char **mode);
+
+/*
+ * Bytes as \x followed by hex, the way bytea prints them.
+ */
+static char *
+hex_text(const char *p, int len)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "\\x");
+	for (i = 0; i < len; i++)
+		appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
+	return buf.data;
+}
+
+/*
+ * A UTF-8 string from ZooKeeper (a path, a node name, node data) in the
+ * database encoding, always as a palloc'd copy.  In a UTF8 or SQL_ASCII
+ * database the bytes are kept as they are (SQL_ASCII does no conversion
+ * on the way in either).  In any other encoding the string is converted;
+ * when it holds a character the encoding cannot represent (a path of
+ * another database, say, seen through zk_locks), the whole string is shown
+ * as \x-hex rather than failing the query.  Invalid UTF-8 (another
+ * client's binary data) is shown as \x-hex too.
+ */
+char *
+zklock_text_from_utf8(const char *p, int len)
+{
+	int			enc = GetDatabaseEncoding();
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile result = NULL;
+
+	if (!pg_verify_mbstr(PG_UTF8, p, len, true))
+		return hex_text(p, len);
+	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		return pnstrdup(p, len);
+
+	/* a conversion error has nothing to clean up but memory */
+	PG_TRY();
+	{
+		char	   *conv = pg_any_to_server(p, len, PG_UTF8);
+
+		result = conv == p ? pnstrdup(p, len) : conv;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		result = hex_text(p, len);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * text_from_utf8 as a text Datum, for a NUL-terminated string.
+ */
+Datum
+zklock_utf8_text_datum(const char *s)
+{
+	return CStringGetTextDatum(zklock_text_from_utf8(s, strlen(s)));
+}
+
+PG_FUNCTION_INFO_V1(zk_lock_token);
+
+/*
+ * zk_lock_token(path) returns bigint: the creation zxid of this session's
+ * node of a lock it holds at path, a fencing token that grows with every
+ * new holder.
+ */
+Datum
+zk_lock_token(PG_FUNCTION_ARGS)
+{
+	static const ZklockKind kinds[] = {ZKK_MUTEX, ZKK_WRITE, ZKK_READ, ZKK_SEMAPHORE_MUTEX};
+	LocalLockKey key;
+	int			user_off;
+	int			i;
+
+	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_MUTEX, &key, &user_off);
+	zklock_backend_setup();
+	for (i = 0; i < lengthof(kinds); i++)
+	{
+		LocalLock  *ll;
+
+		key.kind = kinds[i];
+		ll = zklock_find_hold(&key, user_off);
+		if (ll != NULL)
+		{
+			int64		token;
+
+			LWLockAcquire(zklock_shared->lock, LW_SHARED);
+			token = zklock_shared->slots[ll->slot].czxid;
+			LWLockRelease(zklock_shared->lock);
+			if (token != 0)
+				PG_RETURN_INT64(token);
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("this session holds no lock on \"%s\"", key.path + user_off),
+			 errhint("A fencing token exists only for a held mutex, read/write or semaphore mutex lock.")));
+	PG_RETURN_NULL();
+}
+
+PG_FUNCTION_INFO_V1(zk_release_all);
+
+/*
+ * zk_release_all() returns integer: release every session-level hold of
+ * this backend, of every recipe; transaction-level holds stay until the
+ * transaction ends.
+ */
+Datum
+zk_release_all(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_INT32(zklock_release_session_holds(ZKK_NONE, NULL));
+}
+
+PG_FUNCTION_INFO_V1(zk_status);
+
+/*
+ * zk_status(): one row about the worker's ZooKeeper session.
+ */
+Datum
+zk_status(PG_FUNCTION_ARGS)
+{
+	ZklockShared *sh = zklock_shared;
+	TupleDesc	tupdesc;
+	Datum		values[17];
+	bool		nulls[17];
+	int64		counts[6];
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz lease_until;
+	bool		lease_ok = zklock_lease_valid(now, &lease_until);
+	char		sid[32];
+	char		server[128];
+	ZklockConnState cs;
+	bool		have_session;
+	int			timeout;
+	int			queued = 0;
+	int			held = 0;
+	int			used = 0;
+	int			worker_pid;
+	TimestampTz since;
+	int			i;
+
+	if (sh == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock shared memory is not initialized")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(sh->lock, LW_SHARED);
+	cs = sh->conn_state;
+	have_session = sh->have_session;
+	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) sh->session_id);
+	strlcpy(server, sh->server, sizeof(server));
+	timeout = sh->negotiated_timeout;
+	worker_pid = sh->worker_pid;
+	since = sh->state_since;
+	counts[0] = sh->connected_count;
+	counts[1] = sh->suspended_count;
+	counts[2] = sh->expired_count;
+	counts[3] = sh->locks_lost_count;
+	counts[4] = sh->lease_expired_count;
+	counts[5] = sh->deletes_used;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlotState st = sh->slots[i].state;
+
+		if (st != ZKS_FREE)
+			used++;
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+			queued++;
+		else if (st == ZKS_HELD)
+			held++;
+	}
+	LWLockRelease(sh->lock);
+
+	memset(nulls, 0, sizeof(nulls));
+	values[0] = CStringGetTextDatum(zklock_conn_state_name(cs));
+	values[1] = CStringGetTextDatum(sid);
+	nulls[1] = !have_session;
+	values[2] = CStringGetTextDatum(server);
+	nulls[2] = (cs != ZKC_CONNECTED || server[0] == '\0');
+	values[3] = Int32GetDatum(timeout);
+	nulls[3] = !have_session;
+	values[4] = Int32GetDatum(queued);
+	values[5] = Int32GetDatum(held);
+	values[6] = Int32GetDatum(worker_pid);
+	nulls[6] = (worker_pid == 0);
+	values[7] = TimestampTzGetDatum(since);
+	nulls[7] = (since == 0);
+	values[8] = Int32GetDatum(used);
+	values[9] = Int64GetDatum(counts[0]);
+	values[10] = Int64GetDatum(counts[1]);
+	values[11] = Int64GetDatum(counts[2]);
+	values[12] = TimestampTzGetDatum(lease_until);
+	nulls[12] = (lease_until == 0);
+	{
+		Interval   *left = palloc0(sizeof(Interval));
+
+		left->time = lease_ok ? lease_until - now : 0;
+		values[13] = IntervalPGetDatum(left);
+		nulls[13] = (lease_until == 0);
+	}
+	values[14] = Int64GetDatum(counts[3]);
+	values[15] = Int64GetDatum(counts[4]);
+	values[16] = Int64GetDatum(counts[5]);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * Names of a lock kind as zk_locks shows them: recipe and mode.
+ */
+static void
+kind_names(ZklockKind kind, const char **recipe, const char **mode)
+{
+	switch (kind)
+	{
+		case ZKK_MUTEX:
+			*recipe = "mutex";
+			*mode = "exclusive";
+			return;
+		case ZKK_READ:
+			*recipe = "read";
+			*mode = "shared";
+			return;
+		case ZKK_WRITE:
+			*recipe = "write";
+			*mode = "exclusive";
+			return;
+		case ZKK_SEMAPHORE_MUTEX:
+			*recipe = "semaphore_mutex";
+			*mode = "exclusive";
+			return;
+		case ZKK_SEMAPHORE:
+			*recipe = "semaphore";
+			*mode = "lease";
+			return;
+		case ZKK_DOUBLE_BARRIER:
+			*recipe = "double_barrier";
+			*mode = "member";
+			return;
+		case ZKK_BARRIER:
+			*recipe = "barrier";
+			*mode = "wait";
+			return;
+		case ZKK_NONE:
+			break;
+	}
+	*recipe = "request";
+	*mode = "";
+}
+
+PG_FUNCTION_INFO_V1(zk_locks);
+
+/*
+ * zk_locks(): every lock held or waited for in this cluster.
+ */
+Datum
+zk_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *copy;
+	int			n = 0;
+	int			i;
+	bool		lease_ok;
+
+	if (sh == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock shared memory is not initialized")));
+	InitMaterializedSRF(fcinfo, 0);
+	lease_ok = zklock_lease_valid(GetCurrentTimestamp(), NULL);
+
+	/* copy under the lock, build tuples after */
+	/* a table of more than ~650k slots is more than 1 GB */
+	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
+	LWLockAcquire(sh->lock, LW_SHARED);
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *s = &sh->slots[i];
+
+		/* holders and waiters; withdrawn entries and requests are neither */
+		if ((s->state == ZKS_NEW || s->state == ZKS_ACTIVE ||
+			 s->state == ZKS_HELD || s->state == ZKS_LOST) &&
+			s->kind != ZKK_NONE)
+			memcpy(&copy[n++], s, sizeof(ZklockSlot));
+	}
+	LWLockRelease(sh->lock);
+
+	for (i = 0; i < n; i++)
+	{
+		ZklockSlot *s = &copy[i];
+		Datum		values[11];
+		bool		nulls[11];
+		const char *scope;
+		const char *recipe;
+		const char *mode;
+		const char *state;
+
+		memset(nulls, 0, sizeof(nulls));
+		if (s->session_count > 0 && s->xact_count > 0)
+			scope = "session+xact";
+		else if (s->xact_count > 0)
+			scope = "xact";
+		else
+			scope = "session";
+		kind_names(s->kind, &recipe, &mode);
+		state = zklock_slot_state_name(s->state);
+		/* held, but not provably any more (a stalled worker cannot say so) */
+		if (s->state == ZKS_HELD && !lease_ok)
+			state = zklock_slot_state_name(ZKS_LOST);
+		if (s->kind == ZKK_DOUBLE_BARRIER && s->op == ZKOP_DBARRIER_LEAVE)
+			state = "leaving";
+
+		values[0] = Int32GetDatum(s->pid);
+		values[1] = CStringGetTextDatum(recipe);
+		values[2] = zklock_utf8_text_datum(s->path + s->user_path_off);
+		values[3] = zklock_utf8_text_datum(s->node);
+		nulls[3] = (s->node[0] == '\0');
+		values[4] = CStringGetTextDatum(mode);
+		values[5] = CStringGetTextDatum(scope);
+		values[6] = Int32GetDatum(s->session_count + s->xact_count);
+		values[7] = CStringGetTextDatum(state);
+		values[8] = TimestampTzGetDatum(s->since);
+		values[9] = Int64GetDatum(s->czxid);
+		nulls[9] = (s->state != ZKS_HELD || s->czxid == 0);
+		values[10] = BoolGetDatum(s->revoke_requested);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

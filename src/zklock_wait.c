@@ -1,0 +1,630 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_wait.c
+ *	  The request API every SQL function calls: claim a slot of the shared
+ *	  table, wait on the latch for the worker's answer (bounded by the
+ *	  call's timeout, lock_timeout and zklock.connect_timeout), give up.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "pgstat.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+
+#include "zklock.h"
+#include "zklock_backend_int.h"
+
+/* What one look at our slot found */
+typedef enum SlotLook
+{
+	LOOK_PENDING,				/* the worker is still on it */
+	LOOK_HELD,					/* granted */
+	LOOK_DONE,					/* finished; answer taken, slot freed */
+	LOOK_LOST,					/* granted, then lost; slot freed */
+	LOOK_WITHDRAWN				/* we gave up on it in this look */
+} SlotLook;
+
+/* The answer of a finished request */
+typedef struct SlotAnswer
+{
+	ZklockResult result;
+	int			sqlerrcode;
+	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	int64		value;
+	uint32		needed;
+} SlotAnswer;
+
+/* Why a wait gives up on a request still pending */
+typedef enum GiveUp
+{
+	GIVE_UP_NONE = 0,
+	GIVE_UP_UNREACHABLE,		/* no provable session for connect_timeout */
+	GIVE_UP_TIMEOUT,			/* the call's own timeout */
+	GIVE_UP_LOCK_TIMEOUT		/* lock_timeout */
+} GiveUp;
+
+static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
+							 SlotAnswer *ans, ZklockConnState *cs);
+static TimestampTz deadline_after(TimestampTz start, int64 timeout_ms);
+
+/*
+ * Give up a request the worker has not picked up yet.  It is simply freed,
+ * unless its slot already owns nodes (a double barrier leave is made from
+ * a held membership): deleting those is the worker's job, as for a
+ * request it works on.  Returns true when the slot was handed to the
+ * worker: the caller posts it and wakes the worker.  Caller holds the
+ * lock exclusively.
+ */
+bool
+zklock_give_up_new_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
+		slot->aux_uuid[0] == '\0')
+	{
+		slot->state = ZKS_FREE;
+		return false;
+	}
+	slot->state = ZKS_CANCEL;
+	return true;
+}
+
+/*
+ * Give up a request or a lock: a request the worker has not seen is
+ * dropped (see give_up_new_request), one it works on is cancelled, a held
+ * lock is released when release_if_held (otherwise it is kept and true is
+ * returned).
+ */
+bool
+zklock_withdraw_request(int idx, uint32 serial, bool release_if_held)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	bool		held = false;
+	bool		wake = false;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	if (slot->serial == serial && slot->pid == MyProcPid)
+		wake = zklock_give_back_slot(idx, release_if_held, &held);
+	if (wake)
+		zklock_post(idx);
+	LWLockRelease(zklock_shared->lock);
+	if (wake)
+		zklock_wake_worker();
+	return held;
+}
+
+/*
+ * The backend gives slot idx back, whatever state it is in: a request the
+ * worker has not seen is dropped (zklock_give_up_new_request), one it
+ * works on is cancelled, an answer or a lost lock is freed, and a held
+ * lock is released when release_if_held (otherwise it is kept and *held
+ * set).  Returns true when the worker must act on the slot: the caller
+ * posts it and wakes the worker.  Caller holds the lock exclusively.
+ */
+bool
+zklock_give_back_slot(int idx, bool release_if_held, bool *held)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	switch (slot->state)
+	{
+		case ZKS_NEW:
+			return zklock_give_up_new_request(idx);
+		case ZKS_DONE:
+		case ZKS_LOST:
+			slot->state = ZKS_FREE;
+			return false;
+		case ZKS_ACTIVE:
+			slot->state = ZKS_CANCEL;
+			return true;
+		case ZKS_HELD:
+			if (!release_if_held)
+			{
+				*held = true;
+				return false;
+			}
+			slot->state = ZKS_RELEASE;
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Claim a free slot of the shared table for a new request, or fail with
+ * an error naming zklock.max_requests when none is free.
+ */
+int
+zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+		   uint32 *serial)
+{
+	ZklockShared *sh = zklock_shared;
+	static int	hint = 0;
+	int			idx = -1;
+	int			i;
+
+	zklock_backend_setup();		/* whoever calls, the registry exists */
+	/* the identity written into nodes follows SET application_name */
+	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0)
+		zklock_build_node_data();
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	for (i = 0; i < sh->nslots; i++)
+	{
+		int			j = (hint + i) % sh->nslots;
+
+		if (sh->slots[j].state == ZKS_FREE)
+		{
+			idx = j;
+			break;
+		}
+	}
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &sh->slots[idx];
+
+		slot->op = ask->op;
+		slot->kind = ask->kind;
+		slot->phase = ZKP_LOCK;
+		slot->try_only = ask->try_only;
+		slot->revocable = ask->revocable;
+		slot->revoke_requested = false;
+		slot->node_deleted = false;
+		slot->own_delete_sent = false;
+		slot->max_leases = ask->max_leases;
+		slot->member_qty = ask->member_qty;
+		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
+				sizeof(slot->downgrade_seq));
+		slot->result_value = 0;
+		slot->result_dsm = ask->result_dsm;
+		slot->result_size = ask->result_size;
+		slot->procno = ZKLOCK_MY_PROCNO;
+		slot->pid = MyProcPid;
+		slot->serial++;
+		if (slot->serial == 0)
+			slot->serial = 1;
+		slot->result = ZKR_NONE;
+		slot->sqlerrcode = 0;
+		slot->errmsg[0] = '\0';
+		slot->uuid[0] = '\0';
+		slot->node[0] = '\0';
+		slot->aux_uuid[0] = '\0';
+		slot->aux_node[0] = '\0';
+		slot->czxid = 0;
+		slot->session_gen = 0;
+		slot->since = GetCurrentTimestamp();
+		slot->session_count = (ask->kind != ZKK_NONE && !ask->xact) ? 1 : 0;
+		slot->xact_count = ask->xact ? 1 : 0;
+		slot->user_path_off = user_off;
+		strlcpy(slot->path, key->path, sizeof(slot->path));
+		strlcpy(slot->data, ask->data ? ask->data : zklock_node_data, sizeof(slot->data));
+		slot->state = ZKS_NEW;
+		zklock_post(idx);
+		*serial = slot->serial;
+		hint = idx + 1;
+	}
+	LWLockRelease(sh->lock);
+
+	if (idx < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("zklock request table is full"),
+				 errdetail("All %d entries (zklock.max_requests) are taken by locks held or waited for.",
+						   sh->nslots),
+				 errhint("Release locks, or raise zklock.max_requests and restart the server.")));
+	zklock_wake_worker();
+	return idx;
+}
+
+/*
+ * Look at our slot, under the lock, and take what the worker finished: the
+ * answer of a done request, a grant, or a grant lost with the session.
+ * With give_up, a request still pending is withdrawn in the same look, so
+ * an answer that arrives as the caller gives up is taken, never thrown
+ * away.  *cs gets the connection state seen.
+ */
+static SlotLook
+look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
+			 ZklockConnState *cs)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	SlotLook	look = LOOK_PENDING;
+	bool		wake = false;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	*cs = zklock_shared->conn_state;
+	if (slot->serial == serial && slot->pid == MyProcPid)
+	{
+		switch (slot->state)
+		{
+			case ZKS_HELD:
+				look = LOOK_HELD;
+				break;
+			case ZKS_DONE:
+				ans->result = slot->result;
+				ans->sqlerrcode = slot->sqlerrcode;
+				strlcpy(ans->errmsg, slot->errmsg, sizeof(ans->errmsg));
+				ans->value = slot->result_value;
+				ans->needed = slot->result_size;
+				slot->state = ZKS_FREE;
+				look = LOOK_DONE;
+				break;
+			case ZKS_LOST:
+				slot->state = ZKS_FREE;
+				look = LOOK_LOST;
+				break;
+			case ZKS_NEW:
+				if (give_up)
+				{
+					if (zklock_give_up_new_request(idx))
+					{
+						zklock_post(idx);
+						wake = true;
+					}
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			case ZKS_ACTIVE:
+				if (give_up)
+				{
+					slot->state = ZKS_CANCEL;
+					zklock_post(idx);
+					wake = true;
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (wake)
+		zklock_wake_worker();
+	return look;
+}
+
+/*
+ * The time timeout_ms after start, or 0 (never) when it is out of the
+ * range of a timestamp: a timeout of thousands of years is no timeout.
+ */
+static TimestampTz
+deadline_after(TimestampTz start, int64 timeout_ms)
+{
+	if (timeout_ms < 0 || timeout_ms > (PG_INT64_MAX - start) / 1000)
+		return 0;
+	return TimestampTzPlusMilliseconds(start, timeout_ms);
+}
+
+/*
+ * Wait on our latch until the worker answers the request in slot idx, the
+ * timeout (ms, -1 = none) or lock_timeout passes, the worker has had no
+ * provable session (connected, with a valid lease) for
+ * zklock.connect_timeout, or an interrupt arrives.  Whatever ends the wait
+ * early withdraws the request, so no node is left behind; an answer that
+ * is there when the wait ends is taken whatever ended it.  For WAIT_DONE,
+ * *value gets the worker's result.
+ */
+WaitOutcome
+zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path,
+				 int64 *value, uint32 *needed)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = deadline_after(start, timeout_ms);
+	TimestampTz lock_deadline = LockTimeout > 0 ? TimestampTzPlusMilliseconds(start, LockTimeout) : 0;
+	TimestampTz down_since = 0;
+	WaitOutcome outcome = WAIT_NOT_GRANTED;
+	SlotAnswer	ans;
+	uint32		wait_event;
+
+	/* the op was set by this backend when it filled the slot */
+	switch (slot->op)
+	{
+		case ZKOP_MUTEX:
+		case ZKOP_READ:
+		case ZKOP_WRITE:
+		case ZKOP_LEASE:
+			wait_event = zklock_wait_event(ZKLOCK_WAIT_ACQUIRE);
+			break;
+		default:
+			wait_event = zklock_wait_event(ZKLOCK_WAIT_REQUEST);
+			break;
+	}
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			ZklockConnState cs;
+			SlotLook	look;
+			GiveUp		give_up = GIVE_UP_NONE;
+			TimestampTz now;
+			long		wait_ms = 1000;
+
+			look = look_at_slot(idx, serial, false, &ans, &cs);
+			if (look == LOOK_PENDING)
+			{
+				now = GetCurrentTimestamp();
+
+				/*
+				 * Down: not connected, or connected without proof (the
+				 * lease ran out: a stalled worker cannot say so itself).
+				 */
+				if (cs != ZKC_CONNECTED || !zklock_lease_valid(now, NULL))
+				{
+					if (down_since == 0)
+						down_since = now;
+				}
+				else
+					down_since = 0;
+
+				if (down_since != 0 &&
+					(now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) ||
+					 (deadline != 0 && now >= deadline)))
+					give_up = GIVE_UP_UNREACHABLE;
+				else if (deadline != 0 && now >= deadline)
+					give_up = GIVE_UP_TIMEOUT;
+				else if (lock_deadline != 0 && now >= lock_deadline)
+					give_up = GIVE_UP_LOCK_TIMEOUT;
+				if (give_up != GIVE_UP_NONE)
+					look = look_at_slot(idx, serial, true, &ans, &cs);
+			}
+
+			if (look == LOOK_HELD)
+			{
+				outcome = WAIT_GRANTED;
+				break;
+			}
+			if (look == LOOK_DONE)
+			{
+				if (ans.result == ZKR_ERROR)
+					ereport(ERROR,
+							(errcode(ans.sqlerrcode),
+							 errmsg("%s", ans.errmsg)));
+				if (value)
+					*value = ans.value;
+				if (needed)
+					*needed = ans.needed;
+				outcome = ans.result == ZKR_OK ? WAIT_DONE : WAIT_NOT_GRANTED;
+				break;
+			}
+			if (look == LOOK_LOST)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("zookeeper lock \"%s\" was lost as it was granted", user_path),
+						 errdetail("The zklock worker's zookeeper session ended (expired, or its lease ran out) before this backend saw the grant."),
+						 errhint("Retry when zk_status() shows the connection again.")));
+			if (look == LOOK_WITHDRAWN)
+			{
+				now = GetCurrentTimestamp();
+				if (give_up == GIVE_UP_UNREACHABLE)
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("zookeeper is not reachable"),
+							 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
+									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
+									   zklock_conn_state_name(cs), zklock_hosts,
+									   (long) ((now - down_since) / 1000)),
+							 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
+				if (give_up == GIVE_UP_LOCK_TIMEOUT)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("canceling statement due to lock timeout"),
+							 errdetail("Waiting for zookeeper path \"%s\".", user_path)));
+				outcome = WAIT_NOT_GRANTED;
+				break;
+			}
+
+			now = GetCurrentTimestamp();
+			if (deadline != 0)
+				wait_ms = Min(wait_ms, (long) ((deadline - now + 999) / 1000));
+			if (lock_deadline != 0)
+				wait_ms = Min(wait_ms, (long) ((lock_deadline - now + 999) / 1000));
+			if (down_since != 0)
+				wait_ms = Min(wait_ms,
+							  (long) ((TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) - now + 999) / 1000));
+			else
+			{
+				TimestampTz until;
+
+				/* wake up when the lease would run out, to notice it */
+				if (zklock_lease_valid(now, &until))
+					wait_ms = Min(wait_ms, (long) ((until - now + 999) / 1000));
+			}
+			if (wait_ms < 1)
+				wait_ms = 1;
+
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, wait_event);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		/* cancel, statement_timeout, lock_timeout, errors: leave nothing */
+		(void) zklock_withdraw_request(idx, serial, true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	/*
+	 * A lock is handed to the caller only while the session is provably
+	 * alive: a grant that arrives as the lease runs out is given back.
+	 */
+	if (outcome == WAIT_GRANTED && !zklock_lease_valid(GetCurrentTimestamp(), NULL))
+	{
+		(void) zklock_withdraw_request(idx, serial, true);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("zookeeper lock \"%s\" was granted but cannot be proven held", user_path),
+				 errdetail("The zklock worker's ZooKeeper session has not been heard from in time; the lock was given back."),
+				 errhint("Retry when zk_status() shows the connection again.")));
+	}
+	return outcome;
+}
+
+/*
+ * Run a request that takes no lock (barrier, revoke, participants) and
+ * return the worker's result value; *timed_out says whether the timeout
+ * passed first.
+ */
+int64
+zklock_run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
+			uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed)
+{
+	int			idx;
+	uint32		serial;
+	int64		value = 0;
+	WaitOutcome outcome;
+
+	/* the answer's segment is in the slot before the worker can see it */
+	ask->result_dsm = dsm;
+	ask->result_size = dsm_size;
+	idx = zklock_claim_slot(ask, key, user_off, &serial);
+	outcome = zklock_wait_for_request(idx, serial, ask->timeout_ms, key->path + user_off,
+							   &value, needed);
+	if (timed_out)
+		*timed_out = (outcome != WAIT_DONE);
+	return value;
+}
+
+/*
+ * Ask the worker for a lock (mutex, read/write lock, lease) and wait for
+ * it.  A zero timeout is a try: the worker looks once and gives up rather
+ * than waiting.  On success *idx and *serial name the slot that now holds
+ * it.
+ */
+bool
+zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *idx,
+			 uint32 *serial)
+{
+	if (ask->timeout_ms == 0)
+		ask->try_only = true;
+	*idx = zklock_claim_slot(ask, key, user_off, serial);
+	return zklock_wait_for_request(*idx, *serial, ask->try_only ? -1 : ask->timeout_ms,
+							key->path + user_off, NULL, NULL) == WAIT_GRANTED;
+}
+
+/*
+ * Take a lock for this backend: count one more hold if we have it
+ * already (reentrant kinds), otherwise ask the worker and wait.
+ */
+bool
+zklock_acquire_lock(ZklockAsk *ask, text *path)
+{
+	LocalLockKey key;
+	LocalLock  *ll;
+	int			user_off;
+	int			idx;
+	uint32		serial;
+	char		seq[12];
+
+	zklock_make_lock_key(path, ask->kind, &key, &user_off);
+	zklock_backend_setup();
+
+	ll = zklock_find_hold(&key, user_off);
+	if (ll != NULL && ask->kind == ZKK_SEMAPHORE_MUTEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("semaphore mutex \"%s\" is already held by this session",
+						key.path + user_off),
+				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
+
+	if (ll == NULL)
+	{
+		LocalLockKey other = key;
+		LocalLock  *ol;
+
+		if (ask->kind == ZKK_READ)
+		{
+			/* a write holder takes the read lock at once, at its place */
+			other.kind = ZKK_WRITE;
+			ol = zklock_find_hold(&other, user_off);
+			if (ol != NULL)
+			{
+				const char *wnode = zklock_shared->slots[ol->slot].node;
+				size_t		len = strlen(wnode);
+
+				strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));
+				ask->downgrade_seq = seq;
+			}
+		}
+		else if (ask->kind == ZKK_WRITE)
+		{
+			other.kind = ZKK_READ;
+			ol = zklock_find_hold(&other, user_off);
+			if (ol != NULL && ask->timeout_ms < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_IN_USE),
+						 errmsg("cannot upgrade a read lock to a write lock on \"%s\"",
+								key.path + user_off),
+						 errdetail("This session holds the read lock; its write request would wait behind its own read lock forever."),
+						 errhint("Release the read lock first, or pass a timeout.")));
+		}
+
+		if (!zklock_request_lock(ask, &key, user_off, &idx, &serial))
+			return false;
+		ll = zklock_add_granted_hold(&key, idx, serial, ask->xact);
+		return true;
+	}
+
+	(void) zklock_add_hold(&key, ll->slot, ll->serial, ask->xact);
+	return true;
+}
+
+/*
+ * Release one session-level hold of the lock of a kind at a path.
+ */
+bool
+zklock_release_lock(ZklockKind kind, text *path)
+{
+	LocalLockKey key;
+	int			user_off;
+
+	zklock_make_lock_key(path, kind, &key, &user_off);
+	zklock_backend_setup();
+	return zklock_release_key(&key, user_off);
+}
+
+/*
+ * Fill in an acquire request.
+ */
+void
+zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind, int64 timeout_ms, bool xact)
+{
+	memset(ask, 0, sizeof(*ask));
+	ask->op = op;
+	ask->kind = kind;
+	ask->timeout_ms = timeout_ms;
+	ask->xact = xact;
+	ask->max_leases = 1;
+}
+
+/*
+ * Run a request about the path in argument 0 that takes no lock (barrier,
+ * revoke) and return the worker's result; *timed_out (if given) says
+ * whether the timeout passed first.
+ */
+int64
+zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
+			 int64 timeout_ms, bool *timed_out)
+{
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+
+	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), kind, &key, &user_off);
+	zklock_backend_setup();
+	zklock_init_ask(&ask, op, kind, timeout_ms, false);
+	if (timeout_ms == 0)
+	{
+		/* a zero timeout is a look: the worker answers without waiting */
+		ask.try_only = true;
+		ask.timeout_ms = -1;
+	}
+	return zklock_run_request(&ask, &key, user_off, 0, 0, timed_out, NULL);
+}

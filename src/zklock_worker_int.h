@@ -1,0 +1,209 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_worker_int.h
+ *	  What the files of the zklock worker share: the process-local state of
+ *	  a request (WorkerReq), the handle and the flags of the event loop, and
+ *	  the functions one file of the worker calls in another.  Only the
+ *	  worker process includes it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_WORKER_INT_H
+#define ZKLOCK_WORKER_INT_H
+
+#include <zookeeper/zookeeper.h>
+
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+
+#include "zklock.h"
+
+/* how often a request may find its parent missing before we give up */
+#define MAX_NONODE_RETRIES	5
+/* how often our own node may vanish under us before we give up */
+#define MAX_LOST_RETRIES	10
+
+/* Process-local state of one request slot */
+typedef struct WorkerReq
+{
+	uint32		serial;			/* slot serial this belongs to, 0 = none */
+	int			inflight;		/* async calls whose completion is due */
+	bool		parked;			/* waits for the connection to come back */
+	bool		recover;		/* on resume, look for our node by prefix */
+	bool		create_sent;	/* a create of our node may have reached the
+								 * server */
+	bool		aux_create_sent;	/* same for a lease's P/locks node */
+	bool		need_parents;	/* create the parents before the node */
+	bool		watching;		/* a watch is armed; its event moves us on */
+	bool		revoke_armed;	/* a revocable lock: the getData watch on our
+								 * node is registered (or on its way) */
+	int			skip_lists;		/* pipelined listings to ignore */
+	bool		ready_seen;		/* double barrier: P/ready existed */
+	int			nonode_retries;
+	int			lost_retries;
+	int64		count;			/* revoke: nodes written */
+	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
+													 * being checked */
+	char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* double barrier leave:
+													 * member to watch once
+													 * ours is deleted ("":
+													 * none, we are done) */
+	/* participants: the listing and the data, collected in order */
+	char		pdir[ZKLOCK_NODE_PATH_SIZE];
+	int			pkind;
+	int			pn;
+	int			pdone;
+	char	  **pnames;
+	char	  **pdata;
+	int		   *plen;
+} WorkerReq;
+
+/*
+ * Process-local state of an entry of the shared pending-delete table
+ * (zklock_deletes): whether a call for it is on its way and when it may be
+ * tried again.  It belongs to the entry's serial; a restarted worker
+ * starts with none and so sends every entry again.
+ */
+typedef struct DeleteLocal
+{
+	uint32		serial;			/* entry serial this belongs to */
+	bool		inflight;		/* a delete or listing is on its way */
+	bool		logged;			/* a refusal by the server was logged */
+	int			attempts;		/* refusals by the server so far */
+	TimestampTz retry_at;		/* not before this time; 0: at once */
+} DeleteLocal;
+
+/* pauses between tries of a pending delete (ms) */
+#define DELETE_RETRY_MIN_MS		100
+#define DELETE_RETRY_BASE_MS	200
+#define DELETE_RETRY_MAX_MS		10000
+
+/* Where the lock engine works for a slot: the mutex-like part of a recipe */
+typedef struct LockTarget
+{
+	char		base[ZKLOCK_NODE_PATH_SIZE];	/* parent of the lock nodes */
+	char	   *node;			/* our node's name */
+	char	   *uuid;			/* our protection id */
+	const char *lock_name;		/* "lock-", "__READ__", "__WRIT__" */
+	bool	   *create_sent;
+} LockTarget;
+
+/*
+ * State of the worker process (defined in zklock_worker.c): the client
+ * handle, whether it is connected, flags the event loop acts on in its
+ * next pass, and the process-local state beside each request slot and
+ * each entry of the pending-delete table.
+ */
+extern zhandle_t *zklock_zh;
+extern bool zklock_connected;
+extern bool zklock_need_reconnect;	/* close the handle, open a new one */
+extern bool zklock_rescan;		/* look at every slot on the next pass */
+extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
+extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
+extern bool zklock_deletes_scan;	/* send every due entry on the next pass */
+extern TimestampTz zklock_deletes_next_retry;	/* earliest end of a back-off */
+
+/*
+ * The servers rejected zklock.auth: when that began (0: they did not), and
+ * when the next handle may be opened.  Until a server accepts the
+ * credentials again, zk_status() says auth_failed and requests fail.
+ */
+extern TimestampTz zklock_auth_failed_at;
+extern TimestampTz zklock_auth_retry_at;
+
+/* ms between two tries while the servers reject zklock.auth */
+#define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
+extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
+extern bool zklock_wes_rebuild; /* the client's socket changed */
+
+
+/* zklock_zkio.c */
+extern void zklock_create_containers(const char *path, bool include_self);
+extern const void *zklock_make_tag(int idx, uint32 serial);
+extern bool zklock_new_uuid(char *out);
+extern struct ACL_vector *zklock_node_acl(void);
+extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
+							 size_t len);
+extern bool zklock_send_exists_watch(int idx, const char *path,
+									 stat_completion_t done, bool recover);
+extern void zklock_send_listing(int idx, const char *path,
+								strings_completion_t done, bool watch,
+								bool recover);
+extern const void *zklock_slot_tag(int idx);
+extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
+								const char *path, void *ctx);
+extern int zklock_tag_current(const void *tag);
+extern bool zklock_rc_refused(int rc);
+extern bool zklock_rc_retryable(int rc);
+extern bool zklock_rc_session_gone(int rc);
+extern int zklock_rc_sqlstate(int rc);
+
+/* zklock_deletes.c */
+extern bool zklock_delete_add(const char *path, const char *prefix,
+							  bool persistent, uint64 gen);
+extern bool zklock_deletes_due(TimestampTz now);
+extern void zklock_drop_session_deletes(void);
+extern void zklock_queue_delete(const char *path, const char *prefix);
+extern bool zklock_record_slot_deletes(int idx, bool can_wait);
+extern void zklock_send_deletes(void);
+
+/* zklock_request.c */
+extern void zklock_call_failed(int idx, int rc, const char *what);
+extern int zklock_completion_begin(const void *data);
+extern void zklock_continue_request(int idx);
+extern void zklock_fail_auth_rejected(int idx);
+extern void zklock_give_up_try(int idx);
+extern void zklock_grant(int idx);
+extern void zklock_park(int idx, bool recover);
+extern bool zklock_retry_with_parents(int idx);
+extern void zklock_run_requests(void);
+extern bool zklock_settle_cancel(int idx);
+extern void zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...);
+extern void zklock_slot_finish(int idx, ZklockResult result, int64 value);
+extern void zklock_start_request(int idx);
+extern void zklock_sweep_lost_session(const char *why);
+
+/* zklock_lockeng.c */
+extern void zklock_adopt_check(int idx, const char *base, const char *name);
+extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
+									 const void *data);
+extern void zklock_lk_create(int idx);
+extern void zklock_lk_list(int idx);
+
+/* zklock_rcp_semaphore.c */
+extern void zklock_lease_create(int idx);
+extern void zklock_lease_list(int idx);
+
+/* zklock_rcp_barrier.c */
+extern void zklock_barrier_remove_stat_done(int rc, const struct Stat *stat,
+											const void *data);
+extern void zklock_barrier_set_done(int rc, const char *value,
+									const void *data);
+extern void zklock_barrier_wait_done(int rc, const struct Stat *stat,
+									 const void *data);
+
+/* zklock_rcp_dbarrier.c */
+extern void zklock_denter_start(int idx);
+extern bool zklock_denter_watch_ready(int idx);
+extern void zklock_leave_finish(int idx);
+extern void zklock_leave_list(int idx);
+
+/* zklock_rcp_revoke.c */
+extern void zklock_revoke_children_done(int rc,
+										const struct String_vector *strings,
+										const void *data);
+extern void zklock_revoke_watch(int idx);
+
+/* zklock_rcp_participants.c */
+extern void zklock_free_participants(WorkerReq *req);
+extern void zklock_participants_children_done(int rc,
+											  const struct String_vector *strings, const void *data);
+
+/* zklock_conn.c */
+extern void zklock_check_lease(TimestampTz now);
+extern void zklock_cut_stuck_attempt(int fd, TimestampTz now);
+extern void zklock_heartbeat(TimestampTz now);
+extern long zklock_lease_wakeup_ms(TimestampTz now, long max_ms);
+extern void zklock_open_handle(void);
+
+#endif							/* ZKLOCK_WORKER_INT_H */
