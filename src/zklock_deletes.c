@@ -394,9 +394,8 @@ zklock_record_slot_deletes(int idx, bool can_wait)
 
 	if (!sh->have_session || slot->session_gen != sh->session_gen)
 		return true;
-	in.lease = (slot->op == ZKOP_LEASE);
-	in.protected_names = (slot->op != ZKOP_DBARRIER_ENTER &&
-						  slot->op != ZKOP_DBARRIER_LEAVE);
+	in.lease = (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES) != 0;
+	in.protected_names = !(zklock_worker_ops(slot->op)->flags & ZKW_PLAIN_NAMES);
 	in.node = slot->node;
 	in.uuid = slot->uuid;
 	in.node_deleted = slot->node_deleted;

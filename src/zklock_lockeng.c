@@ -30,43 +30,64 @@ static void lk_children_done(int rc, const struct String_vector *strings,
  */
 
 /*
- * Where the lock engine works for a slot.
+ * Where the lock engine works for a slot: the recipe says (its lock_target
+ * hook).
  */
 static void
 lock_target(int idx, LockTarget *t)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-
-	if (slot->op == ZKOP_LEASE)
-	{
-		snprintf(t->base, sizeof(t->base), "%s/locks", slot->path);
-		t->node = slot->aux_node;
-		t->uuid = slot->aux_uuid;
-		t->lock_name = ZKLOCK_LOCK_NAME;
-		t->create_sent = &zklock_reqs[idx].aux_create_sent;
-	}
-	else
-	{
-		strlcpy(t->base, slot->path, sizeof(t->base));
-		t->node = slot->node;
-		t->uuid = slot->uuid;
-		t->lock_name = slot->op == ZKOP_READ ? ZKLOCK_READ_LOCK_NAME :
-			slot->op == ZKOP_WRITE ? ZKLOCK_WRITE_LOCK_NAME : ZKLOCK_LOCK_NAME;
-		t->create_sent = &zklock_reqs[idx].create_sent;
-	}
+	memset(t, 0, sizeof(*t));
+	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_target(idx, t);
 }
 
 /*
- * The lock engine got the lock: a lease goes on to its second step,
- * everything else is granted.
+ * A lock_target for recipes whose lock is the request itself: lock nodes
+ * named lock_name directly under P, in the slot's main node.
+ */
+void
+zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
+					 bool read)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	strlcpy(t->base, slot->path, sizeof(t->base));
+	t->node = slot->node;
+	t->uuid = slot->uuid;
+	t->lock_name = lock_name;
+	t->create_sent = &zklock_reqs[idx].create_sent;
+	t->rw = rw;
+	t->read = read;
+	t->final = true;
+}
+
+/*
+ * The lock engine got the lock: the recipe says what follows (a grant, or
+ * its next step).
  */
 static void
 lk_granted(int idx)
 {
-	if (zklock_shared->slots[idx].op == ZKOP_LEASE)
-		zklock_lease_create(idx);
+	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_granted(idx);
+}
+
+/*
+ * The connection is back: a lock engine request looks for its node (by
+ * name, or by prefix when a create's reply was lost) or creates it.  A
+ * downgrade node has a fixed name: its create is simply sent again
+ * (NodeExists then means our earlier create was applied).
+ */
+void
+zklock_lk_resume(int idx, bool recover)
+{
+	LockTarget	t;
+
+	lock_target(idx, &t);
+	if (zklock_shared->slots[idx].downgrade_seq[0] != '\0')
+		zklock_lk_create(idx);
+	else if (t.node[0] != '\0' || (recover && t.uuid[0] != '\0'))
+		zklock_lk_list(idx);
 	else
-		zklock_grant(idx);
+		zklock_lk_create(idx);
 }
 
 /*
@@ -107,10 +128,9 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 			strlcpy(t.node, base ? base + 1 : value, ZKLOCK_NODE_NAME_SIZE);
 			*t.create_sent = false;
 			req->nonode_retries = 0;
-			if (slot->op != ZKOP_LEASE)
+			if (t.final)
 				slot->czxid = stat ? stat->czxid : 0;
-			if (slot->revocable && slot->op != ZKOP_LEASE &&
-				slot->state == ZKS_ACTIVE)
+			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
 				zklock_revoke_watch(idx);
 			if (!zklock_settle_cancel(idx) && slot->downgrade_seq[0] != '\0')
 				zklock_grant(idx);
@@ -256,55 +276,38 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
 		const clientid_t *cid = zklock_zh ? zoo_client_id(zklock_zh) : NULL;
-		bool		lease_phase = (slot->op == ZKOP_LEASE && slot->phase == ZKP_LEASE);
+		const ZklockWorkerOps *ops = zklock_worker_ops(slot->op);
+		bool		ours = (rc == ZOK && stat != NULL && cid != NULL &&
+							stat->ephemeralOwner == cid->client_id);
 		LockTarget	t;
 
 		lock_target(idx, &t);
-		if (rc == ZOK && stat != NULL && cid != NULL &&
-				 stat->ephemeralOwner == cid->client_id)
+		if (rc != ZOK && rc != ZNONODE)
+			zklock_call_failed(idx, rc, "check the recovered node of");
+		else if (ops->adopted && ops->adopted(idx, ours ? stat : NULL, rc == ZOK))
+			;					/* a step of the recipe's own took it on */
+		else if (ours)
 		{
-			if (lease_phase)
-			{
-				strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
-				req->create_sent = false;
+			strlcpy(t.node, req->adopt_name, ZKLOCK_NODE_NAME_SIZE);
+			*t.create_sent = false;
+			if (t.final)
 				slot->czxid = stat->czxid;
-				zklock_lease_list(idx);
-			}
-			else
-			{
-				strlcpy(t.node, req->adopt_name, ZKLOCK_NODE_NAME_SIZE);
-				*t.create_sent = false;
-				if (slot->op != ZKOP_LEASE)
-					slot->czxid = stat->czxid;
-				if (slot->revocable && slot->op != ZKOP_LEASE)
-					zklock_revoke_watch(idx);
-				zklock_lk_list(idx);
-			}
-		}
-		else if (rc == ZOK || rc == ZNONODE)
-		{
-			/* not ours after all (or gone): delete it if it is there, start over */
-			char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-			if (rc == ZOK)
-			{
-				if (lease_phase)
-					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->adopt_name);
-				else
-					snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
-				zklock_queue_delete(buf, NULL);
-			}
-			if (lease_phase)
-			{
-				slot->node[0] = '\0';
-				slot->uuid[0] = '\0';
-				zklock_lease_create(idx);
-			}
-			else
-				lk_start_fresh(idx);
+			if (slot->revocable && t.final)
+				zklock_revoke_watch(idx);
+			zklock_lk_list(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "check the recovered node of");
+		{
+			/* not ours after all (or gone): delete it if it is there, start over */
+			if (rc == ZOK)
+			{
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
+				zklock_queue_delete(buf, NULL);
+			}
+			lk_start_fresh(idx);
+		}
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -358,11 +361,11 @@ lk_decide(int idx, char **children, int n)
 		return;
 	}
 
-	if (slot->op == ZKOP_READ || slot->op == ZKOP_WRITE)
+	if (t.rw)
 		zklock_rw_sort_children(children, n);
 	else
 		zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
-	if (slot->op == ZKOP_READ)
+	if (t.read)
 		d = zklock_read_decide(children, n, t.node);
 	else
 		d = zklock_lock_decide(children, n, t.node, 1);
@@ -477,4 +480,22 @@ zklock_confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 			zklock_call_failed(idx, rc, "confirm the lock");
 	}
 	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Start a commit confirmation (zklock.commit_confirm): an exists of the
+ * held node, whose path below P the slot's data names.
+ */
+void
+zklock_confirm_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
+	if (zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done,
+					zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
 }

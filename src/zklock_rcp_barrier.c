@@ -130,6 +130,66 @@ zklock_barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 	LWLockRelease(zklock_shared->lock);
 }
 
+/*
+ * Start setting the barrier: create P (its parents as containers once a
+ * create found them missing).
+ */
+void
+zklock_barrier_set_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	if (req->need_parents)
+	{
+		zklock_create_containers(slot->path, false);
+		req->need_parents = false;
+	}
+	if (zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
+					zklock_node_acl(), 0, zklock_barrier_set_done,
+					zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		req->inflight++;
+}
+
+/*
+ * Start removing the barrier: look at P first (only a persistent node
+ * without children is a barrier, and only the version looked at goes).
+ */
+void
+zklock_barrier_remove_start(int idx)
+{
+	if (zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
+					zklock_barrier_remove_stat_done, zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
+/*
+ * Start (or go on) waiting on the barrier: exists with a watch on P; a
+ * look only (zero timeout) leaves no watch behind.
+ */
+void
+zklock_barrier_wait_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	int			rc;
+
+	if (slot->try_only)
+		rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_wait_done,
+						 zklock_slot_tag(idx));
+	else
+		rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher,
+						  (void *) zklock_slot_tag(idx), zklock_barrier_wait_done,
+						  zklock_slot_tag(idx));
+	if (rc != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
 /* ---------------------------------------------------------------------
  * SQL functions (backends)
  * ---------------------------------------------------------------------

@@ -429,6 +429,40 @@ zklock_leave_list(int idx)
 				 false, false);
 }
 
+/*
+ * A watch of an enter fired (P/ready, or a member): look at P/ready again.
+ */
+void
+zklock_denter_next(int idx)
+{
+	(void) zklock_denter_watch_ready(idx);
+}
+
+/*
+ * The connection is back during an enter: create our member node again
+ * (NodeExists is fine) and look at P/ready again.
+ */
+void
+zklock_denter_resume(int idx, bool recover)
+{
+	if (zklock_shared->slots[idx].node[0] != '\0')
+		zklock_reqs[idx].ready_seen = false;
+	zklock_denter_start(idx);
+}
+
+/*
+ * The connection is back during a leave: list again, unless only the
+ * delete of P/ready was left.
+ */
+void
+zklock_leave_resume(int idx, bool recover)
+{
+	if (zklock_shared->slots[idx].phase == ZKP_READY)
+		zklock_leave_finish(idx);
+	else
+		zklock_leave_list(idx);
+}
+
 /* ---------------------------------------------------------------------
  * SQL functions (backends)
  * ---------------------------------------------------------------------

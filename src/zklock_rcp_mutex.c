@@ -13,6 +13,7 @@
 
 #include "zklock.h"
 #include "zklock_backend_int.h"
+#include "zklock_worker_int.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);
@@ -235,4 +236,18 @@ zk_multi_lock_release(PG_FUNCTION_ARGS)
 			all = false;
 	}
 	PG_RETURN_BOOL(all);
+}
+
+/* ---------------------------------------------------------------------
+ * Worker: the mutex is the lock engine's own recipe
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The lock engine's part of a mutex: all of it, lock- nodes under P.
+ */
+void
+zklock_mutex_lock_target(int idx, LockTarget *t)
+{
+	zklock_lk_target_own(idx, t, ZKLOCK_LOCK_NAME, false, false);
 }

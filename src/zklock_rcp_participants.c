@@ -229,6 +229,26 @@ zklock_participants_children_done(int rc, const struct String_vector *strings, c
 	LWLockRelease(zklock_shared->lock);
 }
 
+/*
+ * Start collecting participants: list P (a semaphore's P/leases is listed
+ * next, when P has it).
+ */
+void
+zklock_participants_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
+	strlcpy(req->pdir, slot->path, sizeof(req->pdir));
+	if (zoo_aget_children(zklock_zh, slot->path, 0,
+						  zklock_participants_children_done,
+						  zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		req->inflight++;
+}
+
 /* ---------------------------------------------------------------------
  * SQL functions (backends)
  * ---------------------------------------------------------------------

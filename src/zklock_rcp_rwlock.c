@@ -10,6 +10,7 @@
 
 #include "zklock.h"
 #include "zklock_backend_int.h"
+#include "zklock_worker_int.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);
@@ -92,4 +93,29 @@ Datum
 zk_write_lock_release(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(zklock_release_lock(ZKK_WRITE, zklock_path_arg(fcinfo, 0)));
+}
+
+/* ---------------------------------------------------------------------
+ * Worker: both sides are the lock engine's, with their own node names
+ * and, for readers, the read predicate
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The lock engine's part of a read lock: __READ__ nodes under P, decided
+ * by the read predicate.
+ */
+void
+zklock_read_lock_target(int idx, LockTarget *t)
+{
+	zklock_lk_target_own(idx, t, ZKLOCK_READ_LOCK_NAME, true, true);
+}
+
+/*
+ * The lock engine's part of a write lock: __WRIT__ nodes under P.
+ */
+void
+zklock_write_lock_target(int idx, LockTarget *t)
+{
+	zklock_lk_target_own(idx, t, ZKLOCK_WRITE_LOCK_NAME, true, false);
 }

@@ -228,6 +228,102 @@ zklock_lease_list(int idx)
 	zklock_send_listing(idx, buf, lease_children_done, true, false);
 }
 
+/*
+ * The lock engine's part of a lease: the P/locks mutex, in the slot's aux
+ * node; a step of the request, not what it asks for.
+ */
+void
+zklock_lease_lock_target(int idx, LockTarget *t)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	snprintf(t->base, sizeof(t->base), "%s/locks", slot->path);
+	t->node = slot->aux_node;
+	t->uuid = slot->aux_uuid;
+	t->lock_name = ZKLOCK_LOCK_NAME;
+	t->create_sent = &zklock_reqs[idx].aux_create_sent;
+	t->rw = false;
+	t->read = false;
+	t->final = false;
+}
+
+/*
+ * First step of a lease, and its step after a watch fired: the P/locks
+ * mutex (the lock engine), then the lease itself.
+ */
+void
+zklock_lease_start(int idx)
+{
+	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
+		zklock_lease_create(idx);
+	else
+		zklock_lk_create(idx);
+}
+
+/*
+ * A watch of a lease request fired: list again what it waits on.
+ */
+void
+zklock_lease_next(int idx)
+{
+	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
+		zklock_lease_list(idx);
+	else
+		zklock_lk_list(idx);
+}
+
+/*
+ * The connection is back: look for the node of the current step (by name,
+ * or by prefix when its create's reply was lost) or create it.
+ */
+void
+zklock_lease_resume(int idx, bool recover)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->phase != ZKP_LEASE)
+		zklock_lk_resume(idx, recover);
+	else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+		zklock_lease_list(idx);
+	else
+		zklock_lease_create(idx);
+}
+
+/*
+ * A lease node found by its prefix after a lost create reply was checked
+ * (ours: its Stat, else NULL; exists: it is there).  In the lease step the
+ * lease is taken on or made anew here; in the P/locks step the lock
+ * engine decides (false).
+ */
+bool
+zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	if (slot->phase != ZKP_LEASE)
+		return false;
+	if (ours)
+	{
+		strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
+		req->create_sent = false;
+		slot->czxid = ours->czxid;
+		zklock_lease_list(idx);
+		return true;
+	}
+	if (exists)
+	{
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->adopt_name);
+		zklock_queue_delete(buf, NULL);
+	}
+	slot->node[0] = '\0';
+	slot->uuid[0] = '\0';
+	zklock_lease_create(idx);
+	return true;
+}
+
 /* ---------------------------------------------------------------------
  * SQL functions (backends)
  * ---------------------------------------------------------------------

@@ -235,76 +235,12 @@ zklock_give_up_try(int idx)
 void
 zklock_start_request(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-	WorkerReq  *req = &zklock_reqs[idx];
-	int			rc = ZOK;
-
 	if (!zklock_connected)
 	{
 		zklock_park(idx, false);
 		return;
 	}
-	switch (slot->op)
-	{
-		case ZKOP_MUTEX:
-		case ZKOP_READ:
-		case ZKOP_WRITE:
-			zklock_lk_create(idx);
-			return;
-		case ZKOP_LEASE:
-			if (slot->phase == ZKP_LEASE)
-				zklock_lease_create(idx);
-			else
-				zklock_lk_create(idx);
-			return;
-		case ZKOP_BARRIER_SET:
-			if (req->need_parents)
-			{
-				zklock_create_containers(slot->path, false);
-				req->need_parents = false;
-			}
-			rc = zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
-							 zklock_node_acl(), 0, zklock_barrier_set_done, zklock_slot_tag(idx));
-			break;
-		case ZKOP_BARRIER_REMOVE:
-			rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_remove_stat_done, zklock_slot_tag(idx));
-			break;
-		case ZKOP_BARRIER_WAIT:
-			/* a look only (zero timeout) leaves no watch behind */
-			if (slot->try_only)
-				rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_wait_done, zklock_slot_tag(idx));
-			else
-				rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-								  zklock_barrier_wait_done, zklock_slot_tag(idx));
-			break;
-		case ZKOP_DBARRIER_ENTER:
-			zklock_denter_start(idx);
-			return;
-		case ZKOP_DBARRIER_LEAVE:
-			zklock_leave_list(idx);
-			return;
-		case ZKOP_REVOKE:
-			rc = zoo_aget_children(zklock_zh, slot->path, 0, zklock_revoke_children_done, zklock_slot_tag(idx));
-			break;
-		case ZKOP_CONFIRM:
-			{
-				char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-				snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
-				rc = zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done, zklock_slot_tag(idx));
-			}
-			break;
-		case ZKOP_PARTICIPANTS:
-			req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
-			strlcpy(req->pdir, slot->path, sizeof(req->pdir));
-			rc = zoo_aget_children(zklock_zh, slot->path, 0, zklock_participants_children_done,
-								   zklock_slot_tag(idx));
-			break;
-	}
-	if (rc != ZOK)
-		zklock_park(idx, false);
-	else
-		req->inflight++;
+	zklock_worker_ops(zklock_shared->slots[idx].op)->start(idx);
 }
 
 /*
@@ -313,31 +249,12 @@ zklock_start_request(int idx)
 void
 zklock_continue_request(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
+	const ZklockWorkerOps *ops = zklock_worker_ops(zklock_shared->slots[idx].op);
 
-	switch (slot->op)
-	{
-		case ZKOP_MUTEX:
-		case ZKOP_READ:
-		case ZKOP_WRITE:
-			zklock_lk_list(idx);
-			break;
-		case ZKOP_LEASE:
-			if (slot->phase == ZKP_LEASE)
-				zklock_lease_list(idx);
-			else
-				zklock_lk_list(idx);
-			break;
-		case ZKOP_DBARRIER_ENTER:
-			(void) zklock_denter_watch_ready(idx);
-			break;
-		case ZKOP_DBARRIER_LEAVE:
-			zklock_leave_list(idx);
-			break;
-		default:
-			zklock_start_request(idx);
-			break;
-	}
+	if (ops->next)
+		ops->next(idx);
+	else
+		zklock_start_request(idx);
 }
 
 /*
@@ -347,59 +264,17 @@ zklock_continue_request(int idx)
 static void
 resume(int idx)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
+	const ZklockWorkerOps *ops = zklock_worker_ops(zklock_shared->slots[idx].op);
 	WorkerReq  *req = &zklock_reqs[idx];
 	bool		recover = req->recover;
 
 	req->parked = false;
 	req->recover = false;
 	req->skip_lists = 0;
-	switch (slot->op)
-	{
-		case ZKOP_MUTEX:
-		case ZKOP_READ:
-		case ZKOP_WRITE:
-			if (slot->downgrade_seq[0] != '\0')
-				zklock_lk_create(idx); /* same name: NodeExists cannot happen, a
-								 * lost create is found by name */
-			else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
-				zklock_lk_list(idx);
-			else
-				zklock_lk_create(idx);
-			break;
-		case ZKOP_LEASE:
-			if (slot->phase == ZKP_LEASE)
-			{
-				if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
-					zklock_lease_list(idx);
-				else
-					zklock_lease_create(idx);
-			}
-			else if (slot->aux_node[0] != '\0' || (recover && slot->aux_uuid[0] != '\0'))
-				zklock_lk_list(idx);
-			else
-				zklock_lk_create(idx);
-			break;
-		case ZKOP_DBARRIER_ENTER:
-			if (slot->node[0] != '\0')
-			{
-				/* re-create (NodeExists is fine) and look at P/ready again */
-				req->ready_seen = false;
-				zklock_denter_start(idx);
-			}
-			else
-				zklock_start_request(idx);
-			break;
-		case ZKOP_DBARRIER_LEAVE:
-			if (slot->phase == ZKP_READY)
-				zklock_leave_finish(idx);	/* only P/ready's delete was left */
-			else
-				zklock_leave_list(idx);
-			break;
-		default:
-			zklock_start_request(idx);
-			break;
-	}
+	if (ops->resume)
+		ops->resume(idx, recover);
+	else
+		zklock_start_request(idx);
 }
 
 /*
@@ -427,7 +302,7 @@ pickup(int i)
 	reset_req(i);
 	req->serial = slot->serial;
 	slot->state = ZKS_ACTIVE;
-	if (slot->op != ZKOP_DBARRIER_LEAVE)
+	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 	{
 		clear_slot_nodes(slot);
 		slot->phase = ZKP_LOCK;
@@ -558,7 +433,8 @@ zklock_sweep_lost_session(const char *why)
 				break;
 			case ZKS_ACTIVE:
 				if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
-					slot->aux_uuid[0] != '\0' || slot->op == ZKOP_DBARRIER_LEAVE)
+					slot->aux_uuid[0] != '\0' ||
+					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 				{
 					zklock_reqs[i].serial = slot->serial;
 					zklock_slot_fail(i, ERRCODE_CONNECTION_FAILURE,

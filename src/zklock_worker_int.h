@@ -78,7 +78,10 @@ typedef struct DeleteLocal
 #define DELETE_RETRY_BASE_MS	200
 #define DELETE_RETRY_MAX_MS		10000
 
-/* Where the lock engine works for a slot: the mutex-like part of a recipe */
+/*
+ * Where the lock engine works for a slot: the mutex-like part of a recipe,
+ * as the recipe's lock_target hook describes it.
+ */
 typedef struct LockTarget
 {
 	char		base[ZKLOCK_NODE_PATH_SIZE];	/* parent of the lock nodes */
@@ -86,7 +89,70 @@ typedef struct LockTarget
 	char	   *uuid;			/* our protection id */
 	const char *lock_name;		/* "lock-", "__READ__", "__WRIT__" */
 	bool	   *create_sent;
+	bool		rw;				/* read/write lock nodes: sorted by sequence */
+	bool		read;			/* decide with the read predicate */
+	bool		final;			/* the lock is what the request asks for (its
+								 * node gives the fencing token and may be
+								 * revocable), not a step of it */
 } LockTarget;
+
+/*
+ * What the worker does for one kind of request (ZklockOp).  The table of
+ * them (zklock_recipes.c) is the only place that says which recipe runs
+ * which steps: the generic files call these hooks and test no op.
+ */
+typedef struct ZklockWorkerOps
+{
+	void		(*start) (int idx);	/* first step; caller holds the lock */
+	void		(*next) (int idx);	/* a watch fired: look again */
+	void		(*resume) (int idx, bool recover);	/* the connection is
+													 * back: redo the step */
+	/* users of the lock engine */
+	void		(*lock_target) (int idx, LockTarget *t);
+	void		(*lock_granted) (int idx);	/* the engine got the lock */
+	/*
+	 * a node found by its prefix was checked (ours: its Stat, else NULL;
+	 * exists: it is there): true when a step of the recipe's own took it
+	 * on, false to leave it to the lock engine
+	 */
+	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
+	uint32		flags;			/* ZKW_* */
+} ZklockWorkerOps;
+
+/*
+ * The request works on nodes an earlier request of its slot made (a double
+ * barrier leave works on its membership): pickup keeps them, and the loss
+ * of the session fails the request.
+ */
+#define ZKW_KEEPS_NODES		0x01
+/* its main node lives under P/leases */
+#define ZKW_NODE_IN_LEASES	0x02
+/* its nodes carry no protection prefix (double barrier members) */
+#define ZKW_PLAIN_NAMES		0x04
+
+extern const ZklockWorkerOps *zklock_worker_ops(ZklockOp op);
+
+/* the steps of the recipes (the table's entries) */
+extern void zklock_lk_resume(int idx, bool recover);
+extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
+								 bool rw, bool read);
+extern void zklock_confirm_start(int idx);
+extern void zklock_mutex_lock_target(int idx, LockTarget *t);
+extern void zklock_read_lock_target(int idx, LockTarget *t);
+extern void zklock_write_lock_target(int idx, LockTarget *t);
+extern void zklock_lease_lock_target(int idx, LockTarget *t);
+extern void zklock_lease_start(int idx);
+extern void zklock_lease_next(int idx);
+extern void zklock_lease_resume(int idx, bool recover);
+extern bool zklock_lease_adopted(int idx, const struct Stat *ours, bool exists);
+extern void zklock_barrier_set_start(int idx);
+extern void zklock_barrier_remove_start(int idx);
+extern void zklock_barrier_wait_start(int idx);
+extern void zklock_denter_next(int idx);
+extern void zklock_denter_resume(int idx, bool recover);
+extern void zklock_leave_resume(int idx, bool recover);
+extern void zklock_revoke_start(int idx);
+extern void zklock_participants_start(int idx);
 
 /*
  * State of the worker process (defined in zklock_worker.c): the client

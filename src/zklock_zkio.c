@@ -137,7 +137,7 @@ zklock_rc_session_gone(int rc)
 void
 zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 {
-	if (slot->op == ZKOP_LEASE)
+	if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
 		snprintf(buf, len, "%s/leases/%s", slot->path, name);
 	else
 		snprintf(buf, len, "%s/%s", slot->path, name);

@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_recipes.c
+ *	  The table of recipe operations: which worker steps run each kind of
+ *	  request (ZklockOp).  Adding a recipe adds its entries here; the
+ *	  generic files of the worker call the hooks and test no op.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+
+static const ZklockWorkerOps worker_ops[] = {
+	[ZKOP_MUTEX] = {
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = zklock_mutex_lock_target,
+		.lock_granted = zklock_grant,
+	},
+	[ZKOP_READ] = {
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = zklock_read_lock_target,
+		.lock_granted = zklock_grant,
+	},
+	[ZKOP_WRITE] = {
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = zklock_write_lock_target,
+		.lock_granted = zklock_grant,
+	},
+	[ZKOP_LEASE] = {
+		.start = zklock_lease_start, .next = zklock_lease_next,
+		.resume = zklock_lease_resume, .lock_target = zklock_lease_lock_target,
+		.lock_granted = zklock_lease_create, .adopted = zklock_lease_adopted,
+		.flags = ZKW_NODE_IN_LEASES,
+	},
+	[ZKOP_BARRIER_SET] = {
+		.start = zklock_barrier_set_start,
+	},
+	[ZKOP_BARRIER_REMOVE] = {
+		.start = zklock_barrier_remove_start,
+	},
+	[ZKOP_BARRIER_WAIT] = {
+		.start = zklock_barrier_wait_start,
+	},
+	[ZKOP_DBARRIER_ENTER] = {
+		.start = zklock_denter_start, .next = zklock_denter_next,
+		.resume = zklock_denter_resume, .flags = ZKW_PLAIN_NAMES,
+	},
+	[ZKOP_DBARRIER_LEAVE] = {
+		.start = zklock_leave_list, .next = zklock_leave_list,
+		.resume = zklock_leave_resume,
+		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES,
+	},
+	[ZKOP_REVOKE] = {
+		.start = zklock_revoke_start,
+	},
+	[ZKOP_PARTICIPANTS] = {
+		.start = zklock_participants_start,
+	},
+	[ZKOP_CONFIRM] = {
+		.start = zklock_confirm_start,
+	},
+};
+
+StaticAssertDecl(lengthof(worker_ops) == ZKOP_CONFIRM + 1,
+				 "every ZklockOp has an entry in worker_ops");
+
+/*
+ * The operations of a kind of request.  Every entry has a start step; one
+ * without next or resume starts again instead.
+ */
+const ZklockWorkerOps *
+zklock_worker_ops(ZklockOp op)
+{
+	if ((int) op <= 0 || (int) op >= lengthof(worker_ops) ||
+		worker_ops[op].start == NULL)
+		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
+	return &worker_ops[op];
+}
