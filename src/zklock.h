@@ -143,6 +143,22 @@ typedef enum ZklockConnState
 								 * every zklock.connect_timeout */
 } ZklockConnState;
 
+/*
+ * What the backend side says of a kind of hold (zklock_recipes.c): its
+ * names in zk_locks, whether waiting for it is an acquire (the wait event
+ * ZkLockAcquire rather than ZkLockRequest), and where its node lives
+ * below P.
+ */
+typedef struct ZklockKindInfo
+{
+	const char *recipe;			/* zk_locks.recipe */
+	const char *mode;			/* zk_locks.mode */
+	bool		acquire;		/* waiting for it is an acquire */
+	const char *node_dir;		/* "leases/" or NULL: directly under P */
+} ZklockKindInfo;
+
+extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);
+
 typedef struct ZklockSlot
 {
 	ZklockSlotState state;

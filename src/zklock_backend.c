@@ -192,7 +192,8 @@ confirm_lock(LocalLock *ll, char *why, size_t whylen)
 	memset(&key, 0, sizeof(key));
 	strlcpy(key.path, slot->path, sizeof(key.path));
 	user_off = slot->user_path_off;
-	snprintf(rel, sizeof(rel), "%s%s", slot->op == ZKOP_LEASE ? "leases/" : "",
+	snprintf(rel, sizeof(rel), "%s%s",
+			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
 			 slot->node);
 	LWLockRelease(zklock_shared->lock);
 

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * zklock_recipes.c
- *	  The table of recipe operations: which worker steps run each kind of
- *	  request (ZklockOp).  Adding a recipe adds its entries here; the
- *	  generic files of the worker call the hooks and test no op.
+ *	  The tables of the recipes: which worker steps run each kind of
+ *	  request (ZklockOp), and what the backend side says of each kind of
+ *	  hold (ZklockKind).  Adding a recipe adds its entries here; the
+ *	  generic files call the hooks and test no op or kind.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,6 +12,22 @@
 
 #include "zklock.h"
 #include "zklock_worker_int.h"
+
+static const ZklockKindInfo kind_info[] = {
+	[ZKK_NONE] = {.recipe = "request", .mode = ""},
+	[ZKK_MUTEX] = {.recipe = "mutex", .mode = "exclusive", .acquire = true},
+	[ZKK_READ] = {.recipe = "read", .mode = "shared", .acquire = true},
+	[ZKK_WRITE] = {.recipe = "write", .mode = "exclusive", .acquire = true},
+	[ZKK_SEMAPHORE_MUTEX] = {.recipe = "semaphore_mutex", .mode = "exclusive",
+	.acquire = true, .node_dir = "leases/"},
+	[ZKK_SEMAPHORE] = {.recipe = "semaphore", .mode = "lease", .acquire = true,
+	.node_dir = "leases/"},
+	[ZKK_DOUBLE_BARRIER] = {.recipe = "double_barrier", .mode = "member"},
+	[ZKK_BARRIER] = {.recipe = "barrier", .mode = "wait"},
+};
+
+StaticAssertDecl(lengthof(kind_info) == ZKK_BARRIER + 1,
+				 "every ZklockKind has an entry in kind_info");
 
 static const ZklockWorkerOps worker_ops[] = {
 	[ZKOP_MUTEX] = {
@@ -77,4 +94,15 @@ zklock_worker_ops(ZklockOp op)
 		worker_ops[op].start == NULL)
 		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
 	return &worker_ops[op];
+}
+
+/*
+ * What the backend side says of a kind of hold.
+ */
+const ZklockKindInfo *
+zklock_kind_info(ZklockKind kind)
+{
+	if ((int) kind < 0 || (int) kind >= lengthof(kind_info))
+		kind = ZKK_NONE;
+	return &kind_info[kind];
 }

@@ -15,8 +15,6 @@
 #include "zklock_backend_int.h"
 
 static char *hex_text(const char *p, int len);
-static void kind_names(ZklockKind kind, const char **recipe,
-					   const char **mode);
 
 /*
  * Bytes as \x followed by hex, the way bytea prints them.
@@ -233,49 +231,6 @@ zk_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-/*
- * Names of a lock kind as zk_locks shows them: recipe and mode.
- */
-static void
-kind_names(ZklockKind kind, const char **recipe, const char **mode)
-{
-	switch (kind)
-	{
-		case ZKK_MUTEX:
-			*recipe = "mutex";
-			*mode = "exclusive";
-			return;
-		case ZKK_READ:
-			*recipe = "read";
-			*mode = "shared";
-			return;
-		case ZKK_WRITE:
-			*recipe = "write";
-			*mode = "exclusive";
-			return;
-		case ZKK_SEMAPHORE_MUTEX:
-			*recipe = "semaphore_mutex";
-			*mode = "exclusive";
-			return;
-		case ZKK_SEMAPHORE:
-			*recipe = "semaphore";
-			*mode = "lease";
-			return;
-		case ZKK_DOUBLE_BARRIER:
-			*recipe = "double_barrier";
-			*mode = "member";
-			return;
-		case ZKK_BARRIER:
-			*recipe = "barrier";
-			*mode = "wait";
-			return;
-		case ZKK_NONE:
-			break;
-	}
-	*recipe = "request";
-	*mode = "";
-}
-
 PG_FUNCTION_INFO_V1(zk_locks);
 
 /*
@@ -331,7 +286,8 @@ zk_locks(PG_FUNCTION_ARGS)
 			scope = "xact";
 		else
 			scope = "session";
-		kind_names(s->kind, &recipe, &mode);
+		recipe = zklock_kind_info(s->kind)->recipe;
+		mode = zklock_kind_info(s->kind)->mode;
 		state = zklock_slot_state_name(s->state);
 		/* held, but not provably any more (a stalled worker cannot say so) */
 		if (s->state == ZKS_HELD && !lease_ok)

@@ -320,19 +320,9 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	SlotAnswer	ans;
 	uint32		wait_event;
 
-	/* the op was set by this backend when it filled the slot */
-	switch (slot->op)
-	{
-		case ZKOP_MUTEX:
-		case ZKOP_READ:
-		case ZKOP_WRITE:
-		case ZKOP_LEASE:
-			wait_event = zklock_wait_event(ZKLOCK_WAIT_ACQUIRE);
-			break;
-		default:
-			wait_event = zklock_wait_event(ZKLOCK_WAIT_REQUEST);
-			break;
-	}
+	/* the kind was set by this backend when it filled the slot */
+	wait_event = zklock_wait_event(zklock_kind_info(slot->kind)->acquire ?
+								   ZKLOCK_WAIT_ACQUIRE : ZKLOCK_WAIT_REQUEST);
 
 	PG_TRY();
 	{
