@@ -32,7 +32,7 @@
 #                                 bound at import, still print)
 #   pump_for($secs, $pump, $us)   call $pump (the test's clients) every $us
 #                                 microseconds for $secs seconds
-#   pump_until($cond, $timeout, $what, $pump, $every, $us)
+#   wait_pumping($cond, $timeout, $what, $pump, $every, $us)
 #                                 wait_until with $pump called meanwhile;
 #                                 $cond is evaluated every $every seconds
 #   wait_back($node, $timeout)    poll until the cluster accepts queries again
@@ -59,7 +59,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
-  drop_create_reply row_from_json pump_for pump_until quietly
+  drop_create_reply row_from_json pump_for wait_pumping quietly
 );
 
 ############################################################################
@@ -441,10 +441,10 @@ sub pump_for
 	return;
 }
 
-# pump_until($cond, $timeout, $what, $pump, $every, $us): wait (bounded)
+# wait_pumping($cond, $timeout, $what, $pump, $every, $us): wait (bounded)
 # until $cond returns true, calling $pump every $us microseconds meanwhile
 # and $cond every $every seconds; returns $cond's last value.
-sub pump_until
+sub wait_pumping
 {
 	my ($cond, $timeout, $what, $pump, $every, $us) = @_;
 	my $deadline = time + $timeout;

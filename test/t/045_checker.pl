@@ -265,7 +265,7 @@ sub drive_for { return pump_for($_[0], \&pump_clients, 3_000); }
 
 # drive_until($cond, $timeout, $what): wait_until with the clients running;
 # $cond is evaluated every 0.2 s.
-sub drive_until { return pump_until(@_[0 .. 2], \&pump_clients, 0.2, 3_000); }
+sub drive_until { return wait_pumping(@_[0 .. 2], \&pump_clients, 0.2, 3_000); }
 
 # try_status($node): zk_status() as a hash, undef while the cluster does
 # not answer (crash-restart).

@@ -618,7 +618,7 @@ sub drive_for { return pump_for($_[0], \&pump_all, 4_000); }
 
 # drive_until($cond, $timeout, $what): wait_until with the clients running;
 # $cond is evaluated every 0.25 s.
-sub drive_until { return pump_until(@_[0 .. 2], \&pump_all, 0.25, 4_000); }
+sub drive_until { return wait_pumping(@_[0 .. 2], \&pump_all, 0.25, 4_000); }
 
 # try_sql($sql): output of $sql, undef while the cluster does not answer.
 sub try_sql
