@@ -149,12 +149,25 @@ typedef enum ZklockConnState
  * ZkLockAcquire rather than ZkLockRequest), and where its node lives
  * below P.
  */
+struct ZklockAsk;
+struct LocalLockKey;
+struct LocalLock;
+
 typedef struct ZklockKindInfo
 {
 	const char *recipe;			/* zk_locks.recipe */
 	const char *mode;			/* zk_locks.mode */
 	bool		acquire;		/* waiting for it is an acquire */
 	const char *node_dir;		/* "leases/" or NULL: directly under P */
+
+	/*
+	 * The recipe's rules before an acquire (backend, no lock held): held is
+	 * this session's hold of the same lock, or NULL.  It may refuse (ERROR)
+	 * or fill in the ask.
+	 */
+	void		(*before_acquire) (struct ZklockAsk *ask,
+								   const struct LocalLockKey *key, int user_off,
+								   struct LocalLock *held);
 } ZklockKindInfo;
 
 extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);

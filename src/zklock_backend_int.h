@@ -131,4 +131,13 @@ extern Datum zklock_utf8_text_datum(const char *s);
 /* zklock_rcp_mutex.c */
 extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
 
+/* the recipes' rules before an acquire (the kind table's before_acquire) */
+extern void zklock_semaphore_mutex_before_acquire(ZklockAsk *ask,
+												  const LocalLockKey *key,
+												  int user_off, LocalLock *held);
+extern void zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+									   int user_off, LocalLock *held);
+extern void zklock_write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+										int user_off, LocalLock *held);
+
 #endif							/* ZKLOCK_BACKEND_INT_H */

@@ -119,3 +119,52 @@ zklock_write_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_WRITE_LOCK_NAME, true, false);
 }
+
+/*
+ * Before a read acquire: a write holder takes the read lock at once, at
+ * its writer's place (the downgrade node carries the write node's
+ * sequence number).
+ */
+void
+zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+						   int user_off, LocalLock *held)
+{
+	static char seq[12];		/* read by claim_slot within this call */
+	LocalLockKey other = *key;
+	LocalLock  *ol;
+
+	if (held != NULL)
+		return;
+	other.kind = ZKK_WRITE;
+	ol = zklock_find_hold(&other, user_off);
+	if (ol != NULL)
+	{
+		const char *wnode = zklock_shared->slots[ol->slot].node;
+		size_t		len = strlen(wnode);
+
+		strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));
+		ask->downgrade_seq = seq;
+	}
+}
+
+/*
+ * Before a write acquire: a read holder asking for the write lock without
+ * a timeout would wait behind its own read lock forever; refuse it.
+ */
+void
+zklock_write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+							int user_off, LocalLock *held)
+{
+	LocalLockKey other = *key;
+
+	if (held != NULL)
+		return;
+	other.kind = ZKK_READ;
+	if (zklock_find_hold(&other, user_off) != NULL && ask->timeout_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot upgrade a read lock to a write lock on \"%s\"",
+						key->path + user_off),
+				 errdetail("This session holds the read lock; its write request would wait behind its own read lock forever."),
+				 errhint("Release the read lock first, or pass a timeout.")));
+}

@@ -536,3 +536,19 @@ zk_semaphore_release_all(PG_FUNCTION_ARGS)
 	zklock_backend_setup();
 	PG_RETURN_INT32(zklock_release_session_holds(ZKK_SEMAPHORE, key.path));
 }
+
+/*
+ * Before a semaphore mutex acquire: it is not reentrant, so a second
+ * acquire by its holder is refused rather than waiting on itself.
+ */
+void
+zklock_semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+									  int user_off, LocalLock *held)
+{
+	if (held != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("semaphore mutex \"%s\" is already held by this session",
+						key->path + user_off),
+				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
+}

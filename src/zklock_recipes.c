@@ -11,19 +11,39 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "zklock_backend_int.h"
 #include "zklock_worker_int.h"
 
 static const ZklockKindInfo kind_info[] = {
-	[ZKK_NONE] = {.recipe = "request", .mode = ""},
-	[ZKK_MUTEX] = {.recipe = "mutex", .mode = "exclusive", .acquire = true},
-	[ZKK_READ] = {.recipe = "read", .mode = "shared", .acquire = true},
-	[ZKK_WRITE] = {.recipe = "write", .mode = "exclusive", .acquire = true},
-	[ZKK_SEMAPHORE_MUTEX] = {.recipe = "semaphore_mutex", .mode = "exclusive",
-	.acquire = true, .node_dir = "leases/"},
-	[ZKK_SEMAPHORE] = {.recipe = "semaphore", .mode = "lease", .acquire = true,
-	.node_dir = "leases/"},
-	[ZKK_DOUBLE_BARRIER] = {.recipe = "double_barrier", .mode = "member"},
-	[ZKK_BARRIER] = {.recipe = "barrier", .mode = "wait"},
+	[ZKK_NONE] = {
+		.recipe = "request", .mode = "",
+	},
+	[ZKK_MUTEX] = {
+		.recipe = "mutex", .mode = "exclusive", .acquire = true,
+	},
+	[ZKK_READ] = {
+		.recipe = "read", .mode = "shared", .acquire = true,
+		.before_acquire = zklock_read_before_acquire,
+	},
+	[ZKK_WRITE] = {
+		.recipe = "write", .mode = "exclusive", .acquire = true,
+		.before_acquire = zklock_write_before_acquire,
+	},
+	[ZKK_SEMAPHORE_MUTEX] = {
+		.recipe = "semaphore_mutex", .mode = "exclusive", .acquire = true,
+		.node_dir = "leases/",
+		.before_acquire = zklock_semaphore_mutex_before_acquire,
+	},
+	[ZKK_SEMAPHORE] = {
+		.recipe = "semaphore", .mode = "lease", .acquire = true,
+		.node_dir = "leases/",
+	},
+	[ZKK_DOUBLE_BARRIER] = {
+		.recipe = "double_barrier", .mode = "member",
+	},
+	[ZKK_BARRIER] = {
+		.recipe = "barrier", .mode = "wait",
+	},
 };
 
 StaticAssertDecl(lengthof(kind_info) == ZKK_BARRIER + 1,

@@ -511,51 +511,16 @@ zklock_acquire_lock(ZklockAsk *ask, text *path)
 	int			user_off;
 	int			idx;
 	uint32		serial;
-	char		seq[12];
 
 	zklock_make_lock_key(path, ask->kind, &key, &user_off);
 	zklock_backend_setup();
 
 	ll = zklock_find_hold(&key, user_off);
-	if (ll != NULL && ask->kind == ZKK_SEMAPHORE_MUTEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("semaphore mutex \"%s\" is already held by this session",
-						key.path + user_off),
-				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
+	if (zklock_kind_info(ask->kind)->before_acquire)
+		zklock_kind_info(ask->kind)->before_acquire(ask, &key, user_off, ll);
 
 	if (ll == NULL)
 	{
-		LocalLockKey other = key;
-		LocalLock  *ol;
-
-		if (ask->kind == ZKK_READ)
-		{
-			/* a write holder takes the read lock at once, at its place */
-			other.kind = ZKK_WRITE;
-			ol = zklock_find_hold(&other, user_off);
-			if (ol != NULL)
-			{
-				const char *wnode = zklock_shared->slots[ol->slot].node;
-				size_t		len = strlen(wnode);
-
-				strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));
-				ask->downgrade_seq = seq;
-			}
-		}
-		else if (ask->kind == ZKK_WRITE)
-		{
-			other.kind = ZKK_READ;
-			ol = zklock_find_hold(&other, user_off);
-			if (ol != NULL && ask->timeout_ms < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_IN_USE),
-						 errmsg("cannot upgrade a read lock to a write lock on \"%s\"",
-								key.path + user_off),
-						 errdetail("This session holds the read lock; its write request would wait behind its own read lock forever."),
-						 errhint("Release the read lock first, or pass a timeout.")));
-		}
-
 		if (!zklock_request_lock(ask, &key, user_off, &idx, &serial))
 			return false;
 		ll = zklock_add_granted_hold(&key, idx, serial, ask->xact);
