@@ -305,6 +305,17 @@ extern int *zklock_post_ring;	/* the post ring, after the slots */
 extern ZklockDelete *zklock_deletes;	/* pending deletes, after the ring */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
+/* slot state changes (zklock_shmem.c; caller holds the lock) */
+extern void zklock_slot_submit(ZklockSlot *slot);
+extern void zklock_slot_resubmit(ZklockSlot *slot);
+extern void zklock_slot_drop(ZklockSlot *slot);
+extern void zklock_slot_cancel(ZklockSlot *slot);
+extern void zklock_slot_release(ZklockSlot *slot);
+extern void zklock_slot_start(ZklockSlot *slot);
+extern void zklock_slot_hold(ZklockSlot *slot);
+extern void zklock_slot_done(ZklockSlot *slot);
+extern void zklock_slot_lose(ZklockSlot *slot);
+extern void zklock_slot_free(ZklockSlot *slot);
 extern void zklock_post(int idx);
 extern void zklock_post_all(void);
 extern void zklock_wake_worker(void);

@@ -544,7 +544,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 		zklock_shared->slots[idx].op = ZKOP_DBARRIER_LEAVE;
 		/* a zero timeout is a look: our node goes, we do not wait */
 		zklock_shared->slots[idx].try_only = (timeout_ms == 0);
-		zklock_shared->slots[idx].state = ZKS_NEW;
+		zklock_slot_resubmit(&zklock_shared->slots[idx]);
 		zklock_post(idx);
 		posted = true;
 	}

@@ -62,7 +62,7 @@ zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...)
 	va_end(ap);
 	slot->sqlerrcode = sqlerrcode;
 	slot->result = ZKR_ERROR;
-	slot->state = ZKS_DONE;
+	zklock_slot_done(slot);
 	reset_req(idx);
 	zklock_wake_backend(slot);
 }
@@ -78,7 +78,7 @@ zklock_slot_finish(int idx, ZklockResult result, int64 value)
 
 	slot->result = result;
 	slot->result_value = value;
-	slot->state = ZKS_DONE;
+	zklock_slot_done(slot);
 	reset_req(idx);
 	zklock_wake_backend(slot);
 }
@@ -102,7 +102,7 @@ withdraw(int idx)
 		return;
 	}
 	reset_req(idx);
-	slot->state = ZKS_FREE;
+	zklock_slot_free(slot);
 	clear_slot_nodes(slot);
 }
 
@@ -116,7 +116,7 @@ zklock_grant(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	zklock_reqs[idx].watching = false;
-	slot->state = ZKS_HELD;
+	zklock_slot_hold(slot);
 	slot->since = GetCurrentTimestamp();
 	zklock_wake_backend(slot);
 }
@@ -301,7 +301,7 @@ pickup(int i)
 
 	reset_req(i);
 	req->serial = slot->serial;
-	slot->state = ZKS_ACTIVE;
+	zklock_slot_start(slot);
 	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 	{
 		clear_slot_nodes(slot);
@@ -428,7 +428,7 @@ zklock_sweep_lost_session(const char *why)
 		switch (slot->state)
 		{
 			case ZKS_HELD:
-				slot->state = ZKS_LOST;
+				zklock_slot_lose(slot);
 				lost++;
 				break;
 			case ZKS_ACTIVE:
@@ -447,7 +447,7 @@ zklock_sweep_lost_session(const char *why)
 			case ZKS_CANCEL:
 			case ZKS_RELEASE:
 				reset_req(i);
-				slot->state = ZKS_FREE;
+				zklock_slot_free(slot);
 				break;
 			default:
 				break;

@@ -1,8 +1,42 @@
 /*-------------------------------------------------------------------------
  *
  * zklock_shmem.c
- *	  The shared-memory request table and the latches that connect
- *	  backends with the ZooKeeper worker.
+ *	  The shared-memory request table, the latches that connect backends
+ *	  with the ZooKeeper worker, and every change of a slot's state.
+ *
+ * A slot's state changes only through the functions at the end of this
+ * file, always under zklock_shared->lock (held exclusively):
+ *
+ *   FREE -submit-> NEW -start-> ACTIVE -hold-> HELD -release-> RELEASE -free-> FREE
+ *                   |               |               |
+ *                   |               |               +-lose-> LOST -drop-> FREE
+ *                   |               |               +-resubmit-> NEW
+ *                   |               +-done-> DONE -drop-> FREE
+ *                   |               +-cancel-> CANCEL -free-> FREE
+ *                   +-cancel-> CANCEL (it owns nodes)
+ *                   +-drop-> FREE (it owns none)
+ *
+ *   from     to       by       function              when
+ *   FREE     NEW      backend  zklock_slot_submit    a request is filled in
+ *   NEW      ACTIVE   worker   zklock_slot_start     the worker takes it on
+ *   ACTIVE   HELD     worker   zklock_slot_hold      the lock is granted
+ *   ACTIVE   DONE     worker   zklock_slot_done      it ended, no lock kept
+ *   HELD     LOST     worker   zklock_slot_lose      the session was lost
+ *   HELD     NEW      backend  zklock_slot_resubmit  a double barrier member
+ *                                                    leaves (same nodes)
+ *   HELD     RELEASE  backend  zklock_slot_release   the lock is released
+ *   NEW      CANCEL   backend  zklock_slot_cancel    given up; it owns nodes
+ *   ACTIVE   CANCEL   backend  zklock_slot_cancel    given up while worked on
+ *   CANCEL   FREE     worker   zklock_slot_free      withdrawn: its deletes are
+ *   RELEASE  FREE     worker   zklock_slot_free      recorded (or went with the
+ *                                                    session)
+ *   NEW      FREE     backend  zklock_slot_drop      given up before pickup
+ *   DONE     FREE     backend  zklock_slot_drop      the answer is taken
+ *   LOST     FREE     backend  zklock_slot_drop      the loss is acknowledged
+ *
+ * The backend that filled a slot is the only one to submit, resubmit,
+ * cancel, release or drop it; the worker is the only one to start, hold,
+ * finish (done), lose or free it.
  *
  *-------------------------------------------------------------------------
  */
@@ -208,4 +242,118 @@ zklock_conn_state_name(ZklockConnState state)
 			return "auth_failed";
 	}
 	return "unknown";
+}
+
+/* ---------------------------------------------------------------------
+ * Slot state changes (the diagram above).  Caller holds the lock
+ * exclusively.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Backend: a slot it filled is handed to the worker (FREE -> NEW).
+ */
+void
+zklock_slot_submit(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_FREE);
+	slot->state = ZKS_NEW;
+}
+
+/*
+ * Backend: a held slot becomes a new request on the same nodes (a double
+ * barrier membership asked to leave; HELD -> NEW).
+ */
+void
+zklock_slot_resubmit(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_HELD);
+	slot->state = ZKS_NEW;
+}
+
+/*
+ * Backend: forget a slot the worker is done with or never saw: an answer
+ * taken, a lost lock acknowledged, a request withdrawn before pickup
+ * (DONE, LOST or NEW -> FREE).
+ */
+void
+zklock_slot_drop(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_DONE || slot->state == ZKS_LOST ||
+		   slot->state == ZKS_NEW);
+	slot->state = ZKS_FREE;
+}
+
+/*
+ * Backend: give up a request; the worker deletes what it made (NEW or
+ * ACTIVE -> CANCEL).
+ */
+void
+zklock_slot_cancel(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_NEW || slot->state == ZKS_ACTIVE);
+	slot->state = ZKS_CANCEL;
+}
+
+/*
+ * Backend: release a held lock; the worker deletes its nodes (HELD ->
+ * RELEASE).
+ */
+void
+zklock_slot_release(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_HELD);
+	slot->state = ZKS_RELEASE;
+}
+
+/*
+ * Worker: take a request on (NEW -> ACTIVE).
+ */
+void
+zklock_slot_start(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_NEW);
+	slot->state = ZKS_ACTIVE;
+}
+
+/*
+ * Worker: grant the lock (ACTIVE -> HELD).
+ */
+void
+zklock_slot_hold(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_ACTIVE);
+	slot->state = ZKS_HELD;
+}
+
+/*
+ * Worker: the request ended without a lock kept (its result, or its error,
+ * is in the slot; ACTIVE -> DONE).
+ */
+void
+zklock_slot_done(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_ACTIVE);
+	slot->state = ZKS_DONE;
+}
+
+/*
+ * Worker: a held lock went with the session (HELD -> LOST).
+ */
+void
+zklock_slot_lose(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_HELD);
+	slot->state = ZKS_LOST;
+}
+
+/*
+ * Worker: a cancelled or released request is withdrawn, its deletes
+ * recorded or gone with the session (CANCEL or RELEASE -> FREE).
+ */
+void
+zklock_slot_free(ZklockSlot *slot)
+{
+	Assert(slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE);
+	slot->state = ZKS_FREE;
 }

@@ -65,10 +65,10 @@ zklock_give_up_new_request(int idx)
 	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
 		slot->aux_uuid[0] == '\0')
 	{
-		slot->state = ZKS_FREE;
+		zklock_slot_drop(slot);
 		return false;
 	}
-	slot->state = ZKS_CANCEL;
+	zklock_slot_cancel(slot);
 	return true;
 }
 
@@ -115,10 +115,10 @@ zklock_give_back_slot(int idx, bool release_if_held, bool *held)
 			return zklock_give_up_new_request(idx);
 		case ZKS_DONE:
 		case ZKS_LOST:
-			slot->state = ZKS_FREE;
+			zklock_slot_drop(slot);
 			return false;
 		case ZKS_ACTIVE:
-			slot->state = ZKS_CANCEL;
+			zklock_slot_cancel(slot);
 			return true;
 		case ZKS_HELD:
 			if (!release_if_held)
@@ -126,7 +126,7 @@ zklock_give_back_slot(int idx, bool release_if_held, bool *held)
 				*held = true;
 				return false;
 			}
-			slot->state = ZKS_RELEASE;
+			zklock_slot_release(slot);
 			return true;
 		default:
 			return false;
@@ -201,7 +201,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->user_path_off = user_off;
 		strlcpy(slot->path, key->path, sizeof(slot->path));
 		strlcpy(slot->data, ask->data ? ask->data : zklock_node_data, sizeof(slot->data));
-		slot->state = ZKS_NEW;
+		zklock_slot_submit(slot);
 		zklock_post(idx);
 		*serial = slot->serial;
 		hint = idx + 1;
@@ -249,11 +249,11 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
 				strlcpy(ans->errmsg, slot->errmsg, sizeof(ans->errmsg));
 				ans->value = slot->result_value;
 				ans->needed = slot->result_size;
-				slot->state = ZKS_FREE;
+				zklock_slot_drop(slot);
 				look = LOOK_DONE;
 				break;
 			case ZKS_LOST:
-				slot->state = ZKS_FREE;
+				zklock_slot_drop(slot);
 				look = LOOK_LOST;
 				break;
 			case ZKS_NEW:
@@ -270,7 +270,7 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
 			case ZKS_ACTIVE:
 				if (give_up)
 				{
-					slot->state = ZKS_CANCEL;
+					zklock_slot_cancel(slot);
 					zklock_post(idx);
 					wake = true;
 					look = LOOK_WITHDRAWN;
