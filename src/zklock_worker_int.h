@@ -224,7 +224,7 @@ extern void zklock_park(int idx, bool recover);
 extern bool zklock_retry_with_parents(int idx);
 extern void zklock_run_requests(void);
 extern bool zklock_settle_cancel(int idx);
-extern void zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...);
+extern void zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
 extern void zklock_slot_finish(int idx, ZklockResult result, int64 value);
 extern void zklock_start_request(int idx);
 extern void zklock_sweep_lost_session(const char *why);
