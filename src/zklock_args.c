@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "utils/guc.h"
 
