@@ -133,9 +133,13 @@ zklock_give_back_slot(int idx, bool release_if_held, bool *held)
 	}
 }
 
+/* pause between two looks for a slot the worker is giving back (ms) */
+#define CLAIM_RETRY_MS	5
+
 /*
  * Claim a free slot of the shared table for a new request, or fail with
- * an error naming zklock.max_requests when none is free.
+ * an error naming zklock.max_requests when none is free (after waiting,
+ * bounded, for entries the worker is giving back).
  */
 int
 zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
@@ -145,22 +149,48 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	static int	hint = 0;
 	int			idx = -1;
 	int			i;
+	TimestampTz start = GetCurrentTimestamp();
 
 	zklock_backend_setup();		/* whoever calls, the registry exists */
 	/* the identity written into nodes follows SET application_name */
 	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0)
 		zklock_build_node_data();
 
-	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
-	for (i = 0; i < sh->nslots; i++)
+	for (;;)
 	{
-		int			j = (hint + i) % sh->nslots;
+		int			withdrawing = 0;
 
-		if (sh->slots[j].state == ZKS_FREE)
+		LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+		for (i = 0; i < sh->nslots; i++)
 		{
-			idx = j;
-			break;
+			int			j = (hint + i) % sh->nslots;
+
+			if (sh->slots[j].state == ZKS_FREE)
+			{
+				idx = j;
+				break;
+			}
+			if (sh->slots[j].state == ZKS_CANCEL ||
+				sh->slots[j].state == ZKS_RELEASE)
+				withdrawing++;
 		}
+		if (idx >= 0 || withdrawing == 0 ||
+			TimestampDifferenceExceeds(start, GetCurrentTimestamp(),
+									   zklock_connect_timeout))
+			break;
+
+		/*
+		 * Every entry is taken, but some are being given back (a release, a
+		 * withdrawn wait): the worker frees them in its next pass.  Wait
+		 * for that, as long as zklock.connect_timeout at most, rather than
+		 * calling the table full.
+		 */
+		LWLockRelease(sh->lock);
+		zklock_wake_worker();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 CLAIM_RETRY_MS, zklock_wait_event(ZKLOCK_WAIT_REQUEST));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (idx >= 0)
 	{
