@@ -391,10 +391,7 @@ lk_decide(int idx, char **children, int n)
 		snprintf(wpath, sizeof(wpath), "%s/%s", t.base, children[d.watch_index]);
 		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
 					   lk_watch_done, zklock_slot_tag(idx));
-		if (rc != ZOK)
-			zklock_park(idx, false);
-		else
-			req->inflight++;
+		zklock_call_sent(idx, rc);
 	}
 }
 
@@ -493,9 +490,6 @@ zklock_confirm_start(int idx)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 	snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
-	if (zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done,
-					zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
-	else
-		zklock_reqs[idx].inflight++;
+	zklock_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done,
+					 zklock_slot_tag(idx)));
 }

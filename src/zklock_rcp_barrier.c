@@ -145,12 +145,9 @@ zklock_barrier_set_start(int idx)
 		zklock_create_containers(slot->path, false);
 		req->need_parents = false;
 	}
-	if (zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
-					zklock_node_acl(), 0, zklock_barrier_set_done,
-					zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
-	else
-		req->inflight++;
+	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
+					 zklock_node_acl(), 0, zklock_barrier_set_done,
+					 zklock_slot_tag(idx)));
 }
 
 /*
@@ -160,11 +157,8 @@ zklock_barrier_set_start(int idx)
 void
 zklock_barrier_remove_start(int idx)
 {
-	if (zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
-					zklock_barrier_remove_stat_done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
-	else
-		zklock_reqs[idx].inflight++;
+	zklock_call_sent(idx, zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
+					 zklock_barrier_remove_stat_done, zklock_slot_tag(idx)));
 }
 
 /*
@@ -184,10 +178,7 @@ zklock_barrier_wait_start(int idx)
 		rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher,
 						  (void *) zklock_slot_tag(idx), zklock_barrier_wait_done,
 						  zklock_slot_tag(idx));
-	if (rc != ZOK)
-		zklock_park(idx, false);
-	else
-		zklock_reqs[idx].inflight++;
+	zklock_call_sent(idx, rc);
 }
 
 /* ---------------------------------------------------------------------

@@ -394,11 +394,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 							sizeof(zklock_reqs[idx].leave_watch));
 					zklock_node_path(slot, slot->node, buf, sizeof(buf));
 					slot->own_delete_sent = true;
-					if (zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
-									zklock_slot_tag(idx)) != ZOK)
-						zklock_park(idx, false);
-					else
-						zklock_reqs[idx].inflight++;
+					zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
+									 zklock_slot_tag(idx)));
 					break;
 				case ZKLOCK_LEAVE_WATCH_HIGHEST:
 				case ZKLOCK_LEAVE_WATCH_LOWEST:

@@ -187,10 +187,7 @@ zklock_participants_children_done(int rc, const struct String_vector *strings, c
 			snprintf(req->pdir, sizeof(req->pdir), "%s/leases", slot->path);
 			zrc = zoo_aget_children(zklock_zh, req->pdir, 0, zklock_participants_children_done,
 									zklock_slot_tag(idx));
-			if (zrc != ZOK)
-				zklock_park(idx, false);
-			else
-				req->inflight++;
+			zklock_call_sent(idx, zrc);
 		}
 		else
 		{
@@ -241,12 +238,9 @@ zklock_participants_start(int idx)
 
 	req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
 	strlcpy(req->pdir, slot->path, sizeof(req->pdir));
-	if (zoo_aget_children(zklock_zh, slot->path, 0,
-						  zklock_participants_children_done,
-						  zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
-	else
-		req->inflight++;
+	zklock_call_sent(idx, zoo_aget_children(zklock_zh, slot->path, 0,
+					   zklock_participants_children_done,
+					   zklock_slot_tag(idx)));
 }
 
 /* ---------------------------------------------------------------------

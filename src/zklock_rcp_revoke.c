@@ -210,11 +210,8 @@ zklock_revoke_children_done(int rc, const struct String_vector *strings, const v
 void
 zklock_revoke_start(int idx)
 {
-	if (zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
-						  zklock_revoke_children_done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
-	else
-		zklock_reqs[idx].inflight++;
+	zklock_call_sent(idx, zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
+					   zklock_revoke_children_done, zklock_slot_tag(idx)));
 }
 
 /* ---------------------------------------------------------------------

@@ -184,6 +184,7 @@ extern bool zklock_wes_rebuild; /* the client's socket changed */
 
 
 /* zklock_zkio.c */
+extern void zklock_call_sent(int idx, int rc);
 extern void zklock_create_containers(const char *path, bool include_self);
 extern const void *zklock_make_tag(int idx, uint32 serial);
 extern bool zklock_new_uuid(char *out);

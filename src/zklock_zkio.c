@@ -131,6 +131,20 @@ zklock_rc_session_gone(int rc)
 }
 
 /*
+ * Account for an async call just made for request idx: count it in (its
+ * completion will run), or park the request when the client refused to
+ * send it (the connection is not there).  Caller holds the lock.
+ */
+void
+zklock_call_sent(int idx, int rc)
+{
+	if (rc != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
+/*
  * Full path of a node of a slot: leases live under P/leases, everything
  * else directly under P.
  */
