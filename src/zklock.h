@@ -107,13 +107,14 @@ typedef enum ZklockKind
 } ZklockKind;
 
 /*
- * Steps of a request: a lease takes the P/locks mutex (ZKP_LOCK), then
- * waits for a lease (ZKP_LEASE); a double barrier leave that saw every
- * member gone has only the delete of P/ready left (ZKP_READY).
+ * Steps of a request.  Every request begins in ZKP_START; a recipe with
+ * more than one step moves on: a lease takes the P/locks mutex in its first
+ * step, then waits for a lease (ZKP_LEASE); a double barrier leave that saw
+ * every member gone has only the delete of P/ready left (ZKP_READY).
  */
 typedef enum ZklockPhase
 {
-	ZKP_LOCK = 0,
+	ZKP_START = 0,
 	ZKP_LEASE,
 	ZKP_READY
 } ZklockPhase;
@@ -159,6 +160,8 @@ typedef struct ZklockKindInfo
 	const char *mode;			/* zk_locks.mode */
 	bool		acquire;		/* waiting for it is an acquire */
 	const char *node_dir;		/* "leases/" or NULL: directly under P */
+	int			token_rank;		/* 0: no fencing token; else zk_lock_token
+								 * looks at lower ranks first */
 
 	/*
 	 * The recipe's rules before an acquire (backend, no lock held): held is
@@ -171,6 +174,7 @@ typedef struct ZklockKindInfo
 } ZklockKindInfo;
 
 extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);
+extern const char *zklock_op_state_name(ZklockOp op);
 
 typedef struct ZklockSlot
 {

@@ -96,25 +96,16 @@ zklock_lk_resume(int idx, bool recover)
 static void
 lk_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = zklock_create_begin(rc, value, data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
-	if (idx < 0)
-	{
-		/* the request is gone: a node created for it must not linger */
-		if (rc == ZOK && value != NULL)
-			zklock_queue_delete(value, NULL);
-	}
-	else
+	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
-		WorkerReq  *req = &zklock_reqs[idx];
+		bool		downgrade = (slot->downgrade_seq[0] != '\0');
 		LockTarget	t;
 
 		lock_target(idx, &t);
-		req->inflight--;
-		if (rc == ZNODEEXISTS && slot->downgrade_seq[0] != '\0')
+		if (rc == ZNODEEXISTS && downgrade)
 		{
 			/* our own earlier create whose reply was lost */
 			*t.create_sent = false;
@@ -123,44 +114,19 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 		}
 		else if (rc == ZOK)
 		{
-			const char *base = strrchr(value, '/');
-
-			strlcpy(t.node, base ? base + 1 : value, ZKLOCK_NODE_NAME_SIZE);
-			*t.create_sent = false;
-			req->nonode_retries = 0;
+			zklock_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
+							   t.create_sent);
 			if (t.final)
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
 				zklock_revoke_watch(idx);
-			if (!zklock_settle_cancel(idx) && slot->downgrade_seq[0] != '\0')
+			if (!zklock_settle_cancel(idx) && downgrade)
 				zklock_grant(idx);
 			/* otherwise the pipelined listing decides */
 		}
-		else
-		{
-			*t.create_sent = (rc != ZNONODE && zklock_rc_retryable(rc));
-			if (zklock_rc_refused(rc) && slot->downgrade_seq[0] == '\0')
-			{
-				/*
-				 * No node carries this id (a create with it whose outcome
-				 * was unknown was looked for before this one was sent): a
-				 * retry takes a fresh one, and a failure has nothing to
-				 * look for.
-				 */
-				t.uuid[0] = '\0';
-			}
-			if (slot->downgrade_seq[0] == '\0')
-				req->skip_lists++;	/* its listing fails the same way */
-			if (zklock_settle_cancel(idx))
-				;
-			else if (rc == ZNONODE && slot->downgrade_seq[0] == '\0')
-			{
-				if (zklock_retry_with_parents(idx))
-					zklock_lk_create(idx);
-			}
-			else
-				zklock_call_failed(idx, rc, "create a lock node for");
-		}
+		else if (zklock_create_failed(idx, rc, t.uuid, t.create_sent,
+									  downgrade, "create a lock node for"))
+			zklock_lk_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }

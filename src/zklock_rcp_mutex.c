@@ -18,6 +18,21 @@
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);
 
+/*
+ * The body of zk_mutex_acquire(path, timeout, revocable) and its _xact
+ * form.
+ */
+static bool
+mutex_acquire(FunctionCallInfo fcinfo, bool xact)
+{
+	ZklockAsk	ask;
+	text	   *path = zklock_path_arg(fcinfo, 0);
+
+	zklock_init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, zklock_timeout_arg(fcinfo, 1), xact);
+	ask.revocable = zklock_bool_arg(fcinfo, 2);
+	return zklock_acquire_lock(&ask, path);
+}
+
 PG_FUNCTION_INFO_V1(zk_mutex_acquire);
 
 /*
@@ -26,12 +41,7 @@ PG_FUNCTION_INFO_V1(zk_mutex_acquire);
 Datum
 zk_mutex_acquire(PG_FUNCTION_ARGS)
 {
-	ZklockAsk	ask;
-	text	   *path = zklock_path_arg(fcinfo, 0);
-
-	zklock_init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, zklock_timeout_arg(fcinfo, 1), false);
-	ask.revocable = zklock_bool_arg(fcinfo, 2);
-	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
+	PG_RETURN_BOOL(mutex_acquire(fcinfo, false));
 }
 
 PG_FUNCTION_INFO_V1(zk_mutex_try_acquire);
@@ -57,12 +67,7 @@ PG_FUNCTION_INFO_V1(zk_mutex_acquire_xact);
 Datum
 zk_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
-	ZklockAsk	ask;
-	text	   *path = zklock_path_arg(fcinfo, 0);
-
-	zklock_init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, zklock_timeout_arg(fcinfo, 1), true);
-	ask.revocable = zklock_bool_arg(fcinfo, 2);
-	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
+	PG_RETURN_BOOL(mutex_acquire(fcinfo, true));
 }
 
 PG_FUNCTION_INFO_V1(zk_mutex_release);

@@ -35,47 +35,23 @@ static void lease_children_done(int rc, const struct String_vector *strings,
 static void
 lease_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	int			idx;
+	int			idx = zklock_create_begin(rc, value, data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
-	if (idx < 0)
-	{
-		if (rc == ZOK && value != NULL)
-			zklock_queue_delete(value, NULL);
-	}
-	else
+	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
 
-		req->inflight--;
 		if (rc == ZOK)
 		{
-			const char *base = strrchr(value, '/');
-
-			strlcpy(slot->node, base ? base + 1 : value, sizeof(slot->node));
+			zklock_create_took(idx, value, slot->node, sizeof(slot->node),
+							   &req->create_sent);
 			slot->czxid = stat ? stat->czxid : 0;
-			req->create_sent = false;
-			req->nonode_retries = 0;
 			(void) zklock_settle_cancel(idx);
 		}
-		else
-		{
-			req->create_sent = zklock_rc_retryable(rc);
-			if (zklock_rc_refused(rc))
-				slot->uuid[0] = '\0';	/* no lease node has this id */
-			req->skip_lists++;
-			if (zklock_settle_cancel(idx))
-				;
-			else if (rc == ZNONODE)
-			{
-				if (zklock_retry_with_parents(idx))
-					zklock_lease_create(idx);
-			}
-			else
-				zklock_call_failed(idx, rc, "create a lease node for");
-		}
+		else if (zklock_create_failed(idx, rc, slot->uuid, &req->create_sent,
+									  false, "create a lease node for"))
+			zklock_lease_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -333,6 +309,20 @@ static void give_back_leases(const int *slots, const uint32 *serials,
 							 int taken);
 static Datum semaphore_acquire(FunctionCallInfo fcinfo, bool xact);
 
+/*
+ * The body of zk_semaphore_mutex_acquire(path, timeout) and its _xact form.
+ */
+static bool
+semaphore_mutex_acquire(FunctionCallInfo fcinfo, bool xact)
+{
+	ZklockAsk	ask;
+	text	   *path = zklock_path_arg(fcinfo, 0);
+
+	zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX,
+					zklock_timeout_arg(fcinfo, 1), xact);
+	return zklock_acquire_lock(&ask, path);
+}
+
 PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire);
 
 /*
@@ -341,11 +331,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire);
 Datum
 zk_semaphore_mutex_acquire(PG_FUNCTION_ARGS)
 {
-	ZklockAsk	ask;
-	text	   *path = zklock_path_arg(fcinfo, 0);
-
-	zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX, zklock_timeout_arg(fcinfo, 1), false);
-	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, false));
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire_xact);
@@ -356,11 +342,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire_xact);
 Datum
 zk_semaphore_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
-	ZklockAsk	ask;
-	text	   *path = zklock_path_arg(fcinfo, 0);
-
-	zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX, zklock_timeout_arg(fcinfo, 1), true);
-	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, true));
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_mutex_release);

@@ -20,18 +20,21 @@ static const ZklockKindInfo kind_info[] = {
 	},
 	[ZKK_MUTEX] = {
 		.recipe = "mutex", .mode = "exclusive", .acquire = true,
+		.token_rank = 1,
 	},
 	[ZKK_READ] = {
 		.recipe = "read", .mode = "shared", .acquire = true,
+		.token_rank = 3,
 		.before_acquire = zklock_read_before_acquire,
 	},
 	[ZKK_WRITE] = {
 		.recipe = "write", .mode = "exclusive", .acquire = true,
+		.token_rank = 2,
 		.before_acquire = zklock_write_before_acquire,
 	},
 	[ZKK_SEMAPHORE_MUTEX] = {
 		.recipe = "semaphore_mutex", .mode = "exclusive", .acquire = true,
-		.node_dir = "leases/",
+		.node_dir = "leases/", .token_rank = 4,
 		.before_acquire = zklock_semaphore_mutex_before_acquire,
 	},
 	[ZKK_SEMAPHORE] = {
@@ -87,7 +90,7 @@ static const ZklockWorkerOps worker_ops[] = {
 	[ZKOP_DBARRIER_LEAVE] = {
 		.start = zklock_leave_list, .next = zklock_leave_list,
 		.resume = zklock_leave_resume,
-		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES,
+		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES, .state_name = "leaving",
 	},
 	[ZKOP_REVOKE] = {
 		.start = zklock_revoke_start,
@@ -125,4 +128,16 @@ zklock_kind_info(ZklockKind kind)
 	if ((int) kind < 0 || (int) kind >= lengthof(kind_info))
 		kind = ZKK_NONE;
 	return &kind_info[kind];
+}
+
+/*
+ * What zk_locks says of a request of this kind while it runs, or NULL when
+ * the slot's own state says it.
+ */
+const char *
+zklock_op_state_name(ZklockOp op)
+{
+	if ((int) op <= 0 || (int) op >= lengthof(worker_ops))
+		return NULL;
+	return worker_ops[op].state_name;
 }

@@ -175,6 +175,74 @@ zklock_completion_begin(const void *data)
 }
 
 /*
+ * Common start of the completion of a create of a request's node: like
+ * zklock_completion_begin, but a node created for a request that is gone is
+ * queued for deletion (it must not linger), and a cancel is left for the
+ * caller to settle once it has recorded what the reply created.  Returns the
+ * slot index or -1; the caller releases the lock either way.
+ */
+int
+zklock_create_begin(int rc, const char *value, const void *data)
+{
+	int			idx;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx < 0)
+	{
+		if (rc == ZOK && value != NULL)
+			zklock_queue_delete(value, NULL);
+		return -1;
+	}
+	zklock_reqs[idx].inflight--;
+	return idx;
+}
+
+/*
+ * A create of a request's node succeeded: record the node's name (the last
+ * part of value) in node, of size node_size, and that no create is in
+ * doubt any more.
+ */
+void
+zklock_create_took(int idx, const char *value, char *node, Size node_size,
+				   bool *create_sent)
+{
+	const char *base = strrchr(value, '/');
+
+	strlcpy(node, base ? base + 1 : value, node_size);
+	*create_sent = false;
+	zklock_reqs[idx].nonode_retries = 0;
+}
+
+/*
+ * A create of a request's node failed with rc.  A create named by a
+ * protection id (uuid) followed by its pipelined listing forgets the id when
+ * the server refused it (no node carries it: a retry takes a fresh one, a
+ * failure has nothing to look for), skips the listing, which fails the same
+ * way, and after a missing parent is sent again; a create of a fixed name
+ * (fixed_name) fails the request.  Settles a cancel first.  Returns true
+ * when the caller should send the create again.
+ */
+bool
+zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
+					 bool fixed_name, const char *what)
+{
+	*create_sent = (rc != ZNONODE && zklock_rc_retryable(rc));
+	if (!fixed_name)
+	{
+		if (zklock_rc_refused(rc))
+			uuid[0] = '\0';
+		zklock_reqs[idx].skip_lists++;
+	}
+	if (zklock_settle_cancel(idx))
+		return false;
+	if (rc == ZNONODE && !fixed_name)
+		return zklock_retry_with_parents(idx);
+	zklock_call_failed(idx, rc, what);
+	return false;
+}
+
+/*
  * A create found a parent missing: have the parents created (as
  * containers) before the next try, or fail the request once a parent has
  * vanished MAX_NONODE_RETRIES times.  Returns true when the caller should
@@ -305,7 +373,7 @@ pickup(int i)
 	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 	{
 		clear_slot_nodes(slot);
-		slot->phase = ZKP_LOCK;
+		slot->phase = ZKP_START;
 	}
 	if (zklock_auth_failed_at != 0)
 		zklock_fail_auth_rejected(i);

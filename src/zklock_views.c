@@ -90,30 +90,38 @@ PG_FUNCTION_INFO_V1(zk_lock_token);
 Datum
 zk_lock_token(PG_FUNCTION_ARGS)
 {
-	static const ZklockKind kinds[] = {ZKK_MUTEX, ZKK_WRITE, ZKK_READ, ZKK_SEMAPHORE_MUTEX};
 	LocalLockKey key;
 	int			user_off;
-	int			i;
+	int			kind;
+	int			best_rank = 0;
+	int64		best_token = 0;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_MUTEX, &key, &user_off);
 	zklock_backend_setup();
-	for (i = 0; i < lengthof(kinds); i++)
+	/* of the held kinds with a token, the lowest rank (a write before its read) */
+	for (kind = ZKK_NONE; kind <= ZKK_BARRIER; kind++)
 	{
+		int			rank = zklock_kind_info(kind)->token_rank;
 		LocalLock  *ll;
+		int64		token;
 
-		key.kind = kinds[i];
+		if (rank == 0 || (best_rank != 0 && rank > best_rank))
+			continue;
+		key.kind = kind;
 		ll = zklock_find_hold(&key, user_off);
-		if (ll != NULL)
+		if (ll == NULL)
+			continue;
+		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		token = zklock_shared->slots[ll->slot].czxid;
+		LWLockRelease(zklock_shared->lock);
+		if (token != 0)
 		{
-			int64		token;
-
-			LWLockAcquire(zklock_shared->lock, LW_SHARED);
-			token = zklock_shared->slots[ll->slot].czxid;
-			LWLockRelease(zklock_shared->lock);
-			if (token != 0)
-				PG_RETURN_INT64(token);
+			best_rank = rank;
+			best_token = token;
 		}
 	}
+	if (best_rank != 0)
+		PG_RETURN_INT64(best_token);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("this session holds no lock on \"%s\"", key.path + user_off),
@@ -292,8 +300,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		/* held, but not provably any more (a stalled worker cannot say so) */
 		if (s->state == ZKS_HELD && !lease_ok)
 			state = zklock_slot_state_name(ZKS_LOST);
-		if (s->kind == ZKK_DOUBLE_BARRIER && s->op == ZKOP_DBARRIER_LEAVE)
-			state = "leaving";
+		if (zklock_op_state_name(s->op) != NULL)
+			state = zklock_op_state_name(s->op);
 
 		values[0] = Int32GetDatum(s->pid);
 		values[1] = CStringGetTextDatum(recipe);

@@ -198,7 +198,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 
 		slot->op = ask->op;
 		slot->kind = ask->kind;
-		slot->phase = ZKP_LOCK;
+		slot->phase = ZKP_START;
 		slot->try_only = ask->try_only;
 		slot->revocable = ask->revocable;
 		slot->revoke_requested = false;

@@ -117,6 +117,8 @@ typedef struct ZklockWorkerOps
 	 */
 	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
 	uint32		flags;			/* ZKW_* */
+	const char *state_name;		/* zk_locks.state while it runs, or NULL
+								 * for the slot's state */
 } ZklockWorkerOps;
 
 /*
@@ -217,6 +219,11 @@ extern void zklock_send_deletes(void);
 /* zklock_request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
 extern int zklock_completion_begin(const void *data);
+extern int zklock_create_begin(int rc, const char *value, const void *data);
+extern void zklock_create_took(int idx, const char *value, char *node,
+							   Size node_size, bool *create_sent);
+extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
+								 bool fixed_name, const char *what);
 extern void zklock_continue_request(int idx);
 extern void zklock_fail_auth_rejected(int idx);
 extern void zklock_give_up_try(int idx);
