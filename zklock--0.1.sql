@@ -184,7 +184,8 @@ CREATE FUNCTION zk_status(
     OUT lease_remaining interval,
     OUT locks_lost bigint,
     OUT leases_expired bigint,
-    OUT deletes_pending bigint)
+    OUT deletes_pending bigint,
+    OUT handovers bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -261,6 +261,7 @@ typedef struct ZklockShared
 	uint64		lost_epoch;		/* bumped whenever held locks are lost */
 	int64		locks_lost_count;	/* held locks lost, ever */
 	int64		lease_expired_count;	/* leases that ran out unanswered */
+	int64		handover_count; /* locks handed over locally, ever */
 
 	/*
 	 * Lease: the time (TimestampTz) until which the session is known to be

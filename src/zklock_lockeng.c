@@ -149,6 +149,8 @@ zklock_lk_create(int idx)
 	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
 	int			rc;
 
+	req->pred[0] = '\0';			/* a new node waits on nothing yet */
+
 	if (!zklock_connected)
 	{
 		zklock_park(idx, false);
@@ -358,6 +360,8 @@ lk_decide(int idx, char **children, int n)
 		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
 					   lk_watch_done, zklock_slot_tag(idx));
 		zklock_call_sent(idx, rc);
+		if (rc == ZOK)
+			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
 	}
 }
 
@@ -415,8 +419,70 @@ zklock_lk_list(int idx)
 {
 	LockTarget	t;
 
+	zklock_reqs[idx].pred[0] = '\0';	/* the new listing decides */
 	lock_target(idx, &t);
 	zklock_send_listing(idx, t.base, lk_children_done, false, false);
+}
+
+/*
+ * Local handover: the lock engine's answer to a release, without Curator's
+ * round trips.  node, a lock node under base, held a plain mutex (so no
+ * node of the lock sorts below it) and its delete is being queued.  A
+ * waiter of this worker whose latest listing of base made node its
+ * predecessor is next in ZooKeeper's queue: every node below the waiter
+ * existed when it listed (sequence numbers only grow), node was the
+ * highest of them and is now the lowest, so node is the only one left
+ * below it.  Once node is deleted the waiter's node is the lowest, and
+ * until then node is ours and held by nobody: no other client, Curator or
+ * zklock, can hold the lock meanwhile, so the waiter is granted at once,
+ * in the order Curator's protocol would grant it, and the delete follows.
+ * A failed delete is retried for the life of the session (the lock stays
+ * ours); a lost session loses the waiter's lock like any other.  Done only
+ * while the lease proves the session alive.  Returns true when a waiter was
+ * granted.  Caller holds the lock.
+ */
+bool
+zklock_lk_hand_over(const char *base, const char *node)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	if (!zklock_connected || node[0] == '\0' ||
+		!zklock_lease_valid(GetCurrentTimestamp(), NULL))
+		return false;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		WorkerReq  *req = &zklock_reqs[i];
+		LockTarget	t;
+
+		if (slot->state != ZKS_ACTIVE || req->serial != slot->serial ||
+			req->parked || req->pred[0] == '\0' || strcmp(req->pred, node) != 0)
+			continue;
+		lock_target(i, &t);
+		if (t.rw || t.node[0] == '\0' || strcmp(t.base, base) != 0)
+			continue;
+		req->pred[0] = '\0';
+		sh->handover_count++;
+		lk_granted(i);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A lock engine lock was released by its backend (a released hook): a
+ * plain mutex goes to the local waiter next in line, if there is one.
+ * Caller holds the lock.
+ */
+void
+zklock_lk_released(int idx)
+{
+	LockTarget	t;
+
+	lock_target(idx, &t);
+	if (t.final && !t.rw)
+		(void) zklock_lk_hand_over(t.base, t.node);
 }
 
 /*

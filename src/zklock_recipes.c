@@ -57,6 +57,7 @@ static const ZklockWorkerOps worker_ops[] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = zklock_mutex_lock_target,
 		.lock_granted = zklock_grant,
+		.released = zklock_lk_released,
 	},
 	[ZKOP_READ] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,

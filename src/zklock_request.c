@@ -96,11 +96,15 @@ withdraw(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
+	const ZklockWorkerOps *ops = zklock_worker_ops(slot->op);
+
 	if (!zklock_record_slot_deletes(idx, true))
 	{
 		zklock_rescan = true;
 		return;
 	}
+	if (slot->state == ZKS_RELEASE && ops->released != NULL)
+		ops->released(idx);
 	reset_req(idx);
 	zklock_slot_free(slot);
 	clear_slot_nodes(slot);
@@ -130,6 +134,7 @@ zklock_park(int idx, bool recover)
 {
 	zklock_reqs[idx].parked = true;
 	zklock_reqs[idx].watching = false;
+	zklock_reqs[idx].pred[0] = '\0';
 	zklock_rescan = true;
 	if (recover)
 		zklock_reqs[idx].recover = true;

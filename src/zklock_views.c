@@ -153,9 +153,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[17];
-	bool		nulls[17];
-	int64		counts[6];
+	Datum		values[18];
+	bool		nulls[18];
+	int64		counts[7];
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -192,6 +192,7 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[3] = sh->locks_lost_count;
 	counts[4] = sh->lease_expired_count;
 	counts[5] = sh->deletes_used;
+	counts[6] = sh->handover_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -235,6 +236,7 @@ zk_status(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(counts[3]);
 	values[15] = Int64GetDatum(counts[4]);
 	values[16] = Int64GetDatum(counts[5]);
+	values[17] = Int64GetDatum(counts[6]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

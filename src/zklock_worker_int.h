@@ -35,6 +35,9 @@ typedef struct WorkerReq
 	bool		aux_create_sent;	/* same for a lease's P/locks node */
 	bool		need_parents;	/* create the parents before the node */
 	bool		watching;		/* a watch is armed; its event moves us on */
+	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
+												 * latest listing made us
+												 * wait on ("": none) */
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */
@@ -116,6 +119,8 @@ typedef struct ZklockWorkerOps
 	 * on, false to leave it to the lock engine
 	 */
 	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
+	/* a held lock was released; its deletes are recorded, not yet sent */
+	void		(*released) (int idx);
 	uint32		flags;			/* ZKW_* */
 	const char *state_name;		/* zk_locks.state while it runs, or NULL
 								 * for the slot's state */
@@ -243,6 +248,8 @@ extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
 									 const void *data);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
+extern bool zklock_lk_hand_over(const char *base, const char *node);
+extern void zklock_lk_released(int idx);
 
 /* zklock_rcp_semaphore.c */
 extern void zklock_lease_create(int idx);
