@@ -98,13 +98,14 @@ withdraw(int idx)
 
 	const ZklockWorkerOps *ops = zklock_worker_ops(slot->op);
 
+	/* a handover first: the deletes then find nobody waiting on the node */
+	if (slot->state == ZKS_RELEASE && ops->released != NULL)
+		ops->released(idx);
 	if (!zklock_record_slot_deletes(idx, true))
 	{
 		zklock_rescan = true;
 		return;
 	}
-	if (slot->state == ZKS_RELEASE && ops->released != NULL)
-		ops->released(idx);
 	reset_req(idx);
 	zklock_slot_free(slot);
 	clear_slot_nodes(slot);
@@ -120,6 +121,7 @@ zklock_grant(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	zklock_reqs[idx].watching = false;
+	zklock_reqs[idx].local_wait = false;
 	zklock_slot_hold(slot);
 	slot->since = GetCurrentTimestamp();
 	zklock_wake_backend(slot);
@@ -135,6 +137,7 @@ zklock_park(int idx, bool recover)
 	zklock_reqs[idx].parked = true;
 	zklock_reqs[idx].watching = false;
 	zklock_reqs[idx].pred[0] = '\0';
+	zklock_reqs[idx].local_wait = false;
 	zklock_rescan = true;
 	if (recover)
 		zklock_reqs[idx].recover = true;
@@ -402,9 +405,16 @@ void
 zklock_run_requests(void)
 {
 	ZklockShared *sh = zklock_shared;
+	static TimestampTz next_local_check = 0;
+	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (now >= next_local_check)
+	{
+		zklock_lk_check_local_waits();
+		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
+	}
 	if (!sh->post_overflow && !zklock_rescan)
 	{
 		while (sh->post_head != sh->post_tail)

@@ -14,7 +14,8 @@
 # the connection is back; when the session expires right after one, the new
 # holder's lock is lost (its COMMIT fails) before ZooKeeper hands it to a
 # Curator client.  The semaphore's P/locks mutex is handed over the same
-# way.
+# way, and so are read/write locks: the readers behind a released writer,
+# the writer behind the last reader.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -308,7 +309,87 @@ ok(wait_children_count($peer, "$P/leases", 0), 'no lease left');
 ok(wait_children_count($peer, "$P/locks", 0), 'no P/locks node left');
 ok(wait_no_zklock_rows($node), 'zk_locks is empty');
 
-$_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3);
+############################################################################
+# 7. Read/write lock: readers behind a released writer, a writer behind the
+#    last reader; never past a Curator writer, never into a downgrade.
+############################################################################
+$P = '/t056/rw';
+my ($rw1, $rw2, $rw3, $rw4) = map { ZklockTest::Session->new($node, $_) } qw(rw1 rw2 rw3 rw4);
+
+# rw_queue($session, $mode, $n): start a $mode lock of $P, wait for its node
+sub rw_queue
+{
+	my ($s, $mode, $n) = @_;
+	$s->start("SELECT zk_${mode}_lock_acquire('$P', '60s')");
+	wait_children_count($peer, $P, $n) or BAIL_OUT($s->name . " is not queued for $mode");
+	return;
+}
+
+# 7a. writer rw1 holds; readers rw2 and rw3 queue behind it: its release
+#     hands both of them the lock; writer rw4 behind the readers waits.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+rw_queue($rw2, 'read', 2);
+rw_queue($rw3, 'read', 3);
+rw_queue($rw4, 'write', 4);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases the write lock');
+is($rw2->result(10)->{out}, 't', 'reader rw2 gets the read lock');
+is($rw3->result(10)->{out}, 't', 'reader rw3 gets the read lock');
+is(handovers(), $h0 + 2, 'both by local handovers');
+ok(!$rw4->done, 'writer rw4 waits behind the readers');
+$peer->lock('read', 'cr', $P, -1);
+ok(wait_children_count($peer, $P, 4), 'a Curator reader queues behind rw4 (rw1 gone)');
+is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
+ok(!$rw4->done, 'rw4 still waits for rw3');
+is(handovers(), $h0 + 2, 'no handover while another reader is ahead of the writer');
+is($rw3->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw3, the last reader, releases');
+is($rw4->result(10)->{out}, 't', 'writer rw4 gets the write lock');
+ok(!$peer->has_reply(qr/^(acquired|error) cr\b/), 'the Curator reader waits while rw4 writes');
+is($rw4->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw4 releases');
+is($peer->acquire_result('cr', 10), 'acquired', 'then the Curator reader reads');
+is($peer->release('cr'), 'released', 'and releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+# 7b. the last reader hands over to the writer right behind it.
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 holds the read lock');
+rw_queue($rw2, 'write', 2);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases');
+is($rw2->result(10)->{out}, 't', 'writer rw2 gets the write lock');
+is(handovers(), $h0 + 1, 'by a local handover');
+is($rw2->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw2 releases');
+
+# 7c. a Curator writer between a zklock writer and a zklock reader.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+$peer->lock('write', 'cw', $P, -1);
+ok(wait_children_count($peer, $P, 2), 'a Curator writer queues behind rw1');
+rw_queue($rw2, 'read', 3);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases');
+is($peer->acquire_result('cw', 10), 'acquired', 'the Curator writer gets the lock');
+ok(!$rw2->done, 'the zklock reader behind it waits');
+is(handovers(), $h0, 'no handover past the Curator writer');
+is($peer->release('cw'), 'released', 'the Curator writer releases');
+is($rw2->result(10)->{out}, 't', 'then the reader reads');
+is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
+
+# 7d. a writer queued before a downgrade: the downgrade node sorts ahead of
+#     it, so the release of the write lock must not hand it over.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+rw_queue($rw2, 'write', 2);
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 downgrades: it takes the read lock');
+ok(wait_children_count($peer, $P, 3), "rw1's read node is there");
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases the write lock, still reading');
+ok(!$rw2->done, 'writer rw2 does not get the lock while rw1 reads');
+is(handovers(), $h0, 'no handover into a downgrade');
+ok(!$rw2->result(1)->{done}, 'rw2 still waits a second later');
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases the read lock');
+is($rw2->result(10)->{out}, 't', 'then rw2 gets the write lock');
+is($rw2->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw2 releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+$_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4);
 $peer->quit;
 $proxy->stop;
 stop_zk($zk);
