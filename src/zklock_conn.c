@@ -432,7 +432,17 @@ zklock_open_handle(void)
 		ereport(LOG,
 				(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
 						zklock_hosts)));
-	else if (zklock_auth != NULL && zklock_auth[0] != '\0')
+	else
+	{
+		/*
+		 * By default the client resolves zklock.hosts again every time it is
+		 * asked what to wait for (a netlink socket and a read of /etc/hosts
+		 * on every pass of the worker): resolve when a connection is made,
+		 * as Curator's client does.
+		 */
+		(void) zoo_set_servers_resolution_delay(zklock_zh, -1);
+	}
+	if (zklock_zh != NULL && zklock_auth != NULL && zklock_auth[0] != '\0')
 	{
 		int			rc = zoo_add_auth(zklock_zh, "digest", zklock_auth, strlen(zklock_auth),
 									  auth_done, (const void *) (uintptr_t) handle_gen);
