@@ -204,7 +204,8 @@ CREATE FUNCTION zk_locks(
     OUT state text,
     OUT since timestamptz,
     OUT token bigint,
-    OUT revocation_requested boolean)
+    OUT revocation_requested boolean,
+    OUT waiting_for text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_locks'
 LANGUAGE C VOLATILE PARALLEL SAFE;

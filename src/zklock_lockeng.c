@@ -319,6 +319,7 @@ lk_decide(int idx, char **children, int n)
 	WorkerReq  *req = &zklock_reqs[idx];
 	LockTarget	t;
 	ZklockLockDecision d;
+	int			owner;
 
 	lock_target(idx, &t);
 	if (t.node[0] == '\0')
@@ -361,16 +362,16 @@ lk_decide(int idx, char **children, int n)
 		lk_granted(idx);
 	else if (slot->try_only)
 		zklock_give_up_try(idx);
-	else if (!t.rw && local_node_owner(t.base, children[d.watch_index], idx) >= 0)
+	else if (!t.rw &&
+			 (owner = local_node_owner(t.base, children[d.watch_index], idx)) >= 0)
 	{
 		/*
 		 * The predecessor is a node of this worker: no watch.  Its release
 		 * hands the lock over (zklock_lk_hand_over), its loss or withdrawal
 		 * makes us look again (zklock_lk_node_gone), as the watch would.
 		 */
-		int			owner = local_node_owner(t.base, children[d.watch_index], idx);
-
 		strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
+		strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
 		req->pred_last = (d.blockers == 1);
 		req->pred_slot = owner;
 		req->pred_serial = zklock_shared->slots[owner].serial;
@@ -389,6 +390,7 @@ lk_decide(int idx, char **children, int n)
 		if (rc == ZOK)
 		{
 			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
+			strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
 			req->pred_last = (d.blockers == 1);
 		}
 	}
@@ -547,7 +549,9 @@ local_node_owner(const char *base, const char *name, int except)
 		ZklockSlot *slot = &sh->slots[i];
 		LockTarget	t;
 
+		/* a lock target's node is the slot's node or its aux node */
 		if (i == except || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
+			(strcmp(slot->node, name) != 0 && strcmp(slot->aux_node, name) != 0) ||
 			zklock_worker_ops(slot->op)->lock_target == NULL)
 			continue;
 		lock_target(i, &t);

@@ -37,6 +37,7 @@ reset_req(int idx)
 static void
 clear_slot_nodes(ZklockSlot *slot)
 {
+	slot->waits_on[0] = '\0';
 	slot->node[0] = '\0';
 	slot->uuid[0] = '\0';
 	slot->aux_node[0] = '\0';
@@ -122,6 +123,7 @@ zklock_grant(int idx)
 
 	zklock_reqs[idx].watching = false;
 	zklock_reqs[idx].local_wait = false;
+	slot->waits_on[0] = '\0';
 	zklock_slot_hold(slot);
 	slot->since = GetCurrentTimestamp();
 	zklock_wake_backend(slot);

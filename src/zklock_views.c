@@ -282,8 +282,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		ZklockSlot *s = &copy[i];
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[12];
+		bool		nulls[12];
 		const char *scope;
 		const char *recipe;
 		const char *mode;
@@ -318,6 +318,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[9] = Int64GetDatum(s->czxid);
 		nulls[9] = (s->state != ZKS_HELD || s->czxid == 0);
 		values[10] = BoolGetDatum(s->revoke_requested);
+		values[11] = zklock_utf8_text_datum(s->waits_on);
+		nulls[11] = (s->state != ZKS_ACTIVE || s->waits_on[0] == '\0');
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -42,8 +42,27 @@ sub holders_of
 	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
 }
 
+# waiting_for($session): zk_locks.waiting_for of the session's wait ('' if
+# none yet: the worker has not decided where it queues)
+sub waiting_for
+{
+	my ($s) = @_;
+	return $node->safe_psql('postgres',
+		'SELECT coalesce(max(waiting_for), \'\') FROM zk_locks WHERE pid = ' . $s->pid);
+}
+
+# queued($session): wait until the worker knows which node the session
+# waits behind (its listing was decided), and return that node
+sub queued
+{
+	my ($s) = @_;
+	wait_until(sub { waiting_for($s) ne '' }, 10, $s->name . ' to be queued')
+	  or BAIL_OUT($s->name . ': the worker did not queue it');
+	return waiting_for($s);
+}
+
 # queue(@sessions): each session starts an acquire of $path in turn, after
-# the previous one's node is in the queue ($n nodes before the first).
+# the previous one is in the queue ($n nodes before the first).
 sub queue_sessions
 {
 	my ($path, $n, @sessions) = @_;
@@ -52,6 +71,7 @@ sub queue_sessions
 		$s->start("SELECT zk_mutex_acquire('$path', '60s')");
 		$n++;
 		wait_children_count($peer, $path, $n) or BAIL_OUT("$path: no node for " . $s->name);
+		queued($s);
 	}
 	return $n;
 }
@@ -68,6 +88,8 @@ wait_children_count($peer, $P, 3) or BAIL_OUT('Curator c1 is not queued');
 queue_sessions($P, 3, $sd);
 my $order = lock_children($peer, $P);
 is(scalar @$order, 4, 'queue: a, b, Curator c1, d');
+is(waiting_for($sb), $order->[0], "zk_locks: b waits for a's node");
+is(waiting_for($sd), $order->[2], "zk_locks: d waits for Curator c1's node");
 my $h0 = handovers();
 
 is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases');
@@ -209,6 +231,7 @@ sub hold_then_handover_queue
 	$sb->value('BEGIN');
 	$sb->start(qq{SELECT zk_mutex_acquire_xact('$path', '60s')});
 	wait_children_count($peer, $path, 2) or BAIL_OUT('b is not queued');
+	queued($sb);
 	$peer->acquire($cid, $path, -1);
 	wait_children_count($peer, $path, 3) or BAIL_OUT("Curator $cid is not queued");
 	return;
@@ -287,6 +310,7 @@ $s2->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
 wait_children_count($peer, "$P/leases", 2) or BAIL_OUT('s2 has no lease node');
 $s3->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
 wait_children_count($peer, "$P/locks", 2) or BAIL_OUT('s3 does not wait on P/locks');
+queued($s3);
 $peer->lease('c4', $P, 1, 1, 60000);
 wait_children_count($peer, "$P/locks", 3) or BAIL_OUT('Curator c4 does not wait on P/locks');
 $h0 = handovers();
@@ -322,6 +346,7 @@ sub rw_queue
 	my ($s, $mode, $n) = @_;
 	$s->start("SELECT zk_${mode}_lock_acquire('$P', '60s')");
 	wait_children_count($peer, $P, $n) or BAIL_OUT($s->name . " is not queued for $mode");
+	queued($s);
 	return;
 }
 
