@@ -629,8 +629,14 @@ zklock_lk_check_local_waits(void)
 			req->serial != sh->slots[i].serial || req->inflight != 0)
 			continue;
 		owner = &sh->slots[req->pred_slot];
+		/*
+		 * An owner being given back (RELEASE, CANCEL) still has its node:
+		 * its withdrawal hands over or queues the node's delete, which ends
+		 * this wait; ending it here would miss the handover.
+		 */
 		if (owner->serial == req->pred_serial &&
-			(owner->state == ZKS_ACTIVE || owner->state == ZKS_HELD))
+			(owner->state == ZKS_ACTIVE || owner->state == ZKS_HELD ||
+			 owner->state == ZKS_RELEASE || owner->state == ZKS_CANCEL))
 		{
 			lock_target(req->pred_slot, &t);
 			if (strcmp(t.node, req->pred) == 0)

@@ -628,7 +628,9 @@ sub done
 	return 1 unless defined $self->{pending};
 	eval { $self->{h}->pump_nb if $self->{h}->pumpable; };
 	my $b = $self->{pending};
-	return 1 if $self->{out} =~ /^$b$/m && $self->{err} =~ /^$b$/m;
+	# the banner's whole line: a banner read without its newline yet would
+	# stay in the output
+	return 1 if $self->{out} =~ /^$b\n/m && $self->{err} =~ /^$b\n/m;
 	return 1 unless $self->{h}->pumpable;
 	return 0;
 }
@@ -644,7 +646,7 @@ sub result
 	$timeout //= $ZklockTest::DEFAULT_TIMEOUT;
 	$self->{timer}->start($timeout);
 	my $finished = sub {
-		$self->{out} =~ /^$b$/m && $self->{err} =~ /^$b$/m;
+		$self->{out} =~ /^$b\n/m && $self->{err} =~ /^$b\n/m;
 	};
 	while (!$finished->() && $self->{h}->pumpable && !$self->{timer}->is_expired)
 	{
