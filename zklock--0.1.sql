@@ -184,8 +184,7 @@ CREATE FUNCTION zk_status(
     OUT lease_remaining interval,
     OUT locks_lost bigint,
     OUT leases_expired bigint,
-    OUT deletes_pending bigint,
-    OUT handovers bigint)
+    OUT deletes_pending bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -204,8 +203,7 @@ CREATE FUNCTION zk_locks(
     OUT state text,
     OUT since timestamptz,
     OUT token bigint,
-    OUT revocation_requested boolean,
-    OUT waiting_for text)
+    OUT revocation_requested boolean)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_locks'
 LANGUAGE C VOLATILE PARALLEL SAFE;
