@@ -184,7 +184,8 @@ CREATE FUNCTION zk_status(
     OUT lease_remaining interval,
     OUT locks_lost bigint,
     OUT leases_expired bigint,
-    OUT deletes_pending bigint)
+    OUT deletes_pending bigint,
+    OUT handovers bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -203,7 +204,8 @@ CREATE FUNCTION zk_locks(
     OUT state text,
     OUT since timestamptz,
     OUT token bigint,
-    OUT revocation_requested boolean)
+    OUT revocation_requested boolean,
+    OUT waiting_for text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_locks'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -210,6 +210,9 @@ typedef struct ZklockSlot
 	int			user_path_off;	/* where the user's path starts in path */
 	char		path[ZKLOCK_FULL_PATH_SIZE];	/* full lock path in ZooKeeper */
 	char		node[ZKLOCK_NODE_NAME_SIZE];	/* our child node, "" if none */
+	char		waits_on[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node
+													 * a waiter waits behind,
+													 * "" if none */
 	char		aux_uuid[ZKLOCK_UUID_LEN + 1];	/* lease: our P/locks node's id */
 	char		aux_node[ZKLOCK_NODE_NAME_SIZE];	/* lease: our P/locks node */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
@@ -261,6 +264,7 @@ typedef struct ZklockShared
 	uint64		lost_epoch;		/* bumped whenever held locks are lost */
 	int64		locks_lost_count;	/* held locks lost, ever */
 	int64		lease_expired_count;	/* leases that ran out unanswered */
+	int64		handover_count; /* locks handed over locally, ever */
 
 	/*
 	 * Lease: the time (TimestampTz) until which the session is known to be

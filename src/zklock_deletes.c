@@ -192,6 +192,8 @@ void
 zklock_queue_delete(const char *path, const char *prefix)
 {
 	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen);
+	if (prefix == NULL)
+		zklock_lk_node_gone(path);	/* local waiters on it look again */
 }
 
 /*

@@ -22,6 +22,8 @@ static void adopt_stat_done(int rc, const struct Stat *stat, const void *data);
 static void lk_decide(int idx, char **children, int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
 							 const void *data);
+static int	local_node_owner(const char *base, const char *name, int except);
+static void end_local_wait(int idx);
 
 /* ---------------------------------------------------------------------
  * The lock engine: Curator's LockInternals for the mutex, both sides of
@@ -149,6 +151,8 @@ zklock_lk_create(int idx)
 	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
 	int			rc;
 
+	req->pred[0] = '\0';			/* a new node waits on nothing yet */
+
 	if (!zklock_connected)
 	{
 		zklock_park(idx, false);
@@ -199,6 +203,14 @@ lk_start_fresh(int idx)
 	LockTarget	t;
 
 	lock_target(idx, &t);
+	if (t.node[0] != '\0')
+	{
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		/* our node is gone: whoever waits on it locally looks again */
+		snprintf(buf, sizeof(buf), "%s/%s", t.base, t.node);
+		zklock_lk_node_gone(buf);
+	}
 	t.node[0] = '\0';
 	t.uuid[0] = '\0';
 	zklock_lk_create(idx);
@@ -307,6 +319,7 @@ lk_decide(int idx, char **children, int n)
 	WorkerReq  *req = &zklock_reqs[idx];
 	LockTarget	t;
 	ZklockLockDecision d;
+	int			owner;
 
 	lock_target(idx, &t);
 	if (t.node[0] == '\0')
@@ -349,6 +362,22 @@ lk_decide(int idx, char **children, int n)
 		lk_granted(idx);
 	else if (slot->try_only)
 		zklock_give_up_try(idx);
+	else if (!t.rw &&
+			 (owner = local_node_owner(t.base, children[d.watch_index], idx)) >= 0)
+	{
+		/*
+		 * The predecessor is a node of this worker: no watch.  Its release
+		 * hands the lock over (zklock_lk_hand_over), its loss or withdrawal
+		 * makes us look again (zklock_lk_node_gone), as the watch would.
+		 */
+		strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
+		strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
+		req->pred_last = (d.blockers == 1);
+		req->pred_slot = owner;
+		req->pred_serial = zklock_shared->slots[owner].serial;
+		req->local_wait = true;
+		req->watching = true;
+	}
 	else
 	{
 		char		wpath[ZKLOCK_NODE_PATH_SIZE];
@@ -358,6 +387,12 @@ lk_decide(int idx, char **children, int n)
 		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
 					   lk_watch_done, zklock_slot_tag(idx));
 		zklock_call_sent(idx, rc);
+		if (rc == ZOK)
+		{
+			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
+			strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
+			req->pred_last = (d.blockers == 1);
+		}
 	}
 }
 
@@ -415,8 +450,215 @@ zklock_lk_list(int idx)
 {
 	LockTarget	t;
 
+	zklock_reqs[idx].pred[0] = '\0';	/* the new listing decides */
+	zklock_reqs[idx].local_wait = false;
 	lock_target(idx, &t);
 	zklock_send_listing(idx, t.base, lk_children_done, false, false);
+}
+
+/*
+ * Local handover: the lock engine's answer to a release, without Curator's
+ * round trips.  node, a lock node under base, was released and its delete
+ * is being queued.  A waiter of this worker whose latest listing made node
+ * the node it waits on is granted at once when it provably holds the lock
+ * once node is gone (and the delete follows):
+ *
+ * - held_mutex: node held a plain mutex, so no node sorted below it; every
+ *   node below the waiter existed when it listed (sequence numbers only
+ *   grow), node was the highest of them and is now the lowest, so it is
+ *   the only one left below the waiter;
+ * - otherwise the waiter's listing showed node as the only node keeping it
+ *   out (pred_last: the only node ahead of a writer, the only writer ahead
+ *   of a reader), and nodes ahead of it can only go away, with one
+ *   exception: the writer's own read node of a downgrade, made with the
+ *   writer's sequence number.  A writer is not handed a lock whose releasing
+ *   writer has such a twin in this worker (no other client can make one:
+ *   it would have to hold the write lock, and node is the only node ahead).
+ *
+ * Until the delete is applied node is ours and held by nobody, so no other
+ * client, Curator or zklock, can hold the lock meanwhile: the waiters are
+ * granted in the order Curator's protocol would grant them.  A failed
+ * delete is retried for the life of the session (the lock stays ours); a
+ * lost session loses the new holders' locks like any other.  Done only
+ * while the lease proves the session alive.  Several readers may be
+ * granted at once; an exclusive waiter only alone.  Returns how many
+ * waiters were granted.  Caller holds the lock.
+ */
+int
+zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
+{
+	ZklockShared *sh = zklock_shared;
+	int			take[ZKLOCK_HANDOVER_MAX];
+	int			ntake = 0;
+	bool		exclusive = false;
+	bool		twin = false;
+	int			i;
+	int			k;
+
+	if (!zklock_connected || node[0] == '\0' ||
+		!zklock_lease_valid(GetCurrentTimestamp(), NULL))
+		return 0;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		WorkerReq  *req = &zklock_reqs[i];
+		LockTarget	t;
+
+		if (slot->state != ZKS_FREE && slot->downgrade_seq[0] != '\0' &&
+			strcmp(slot->path, base) == 0 &&
+			strcmp(slot->downgrade_seq, zklock_rw_sort_key(node)) == 0)
+			twin = true;
+		if (slot->state != ZKS_ACTIVE || req->serial != slot->serial ||
+			req->parked || req->pred[0] == '\0' || strcmp(req->pred, node) != 0)
+			continue;
+		lock_target(i, &t);
+		if (t.node[0] == '\0' || strcmp(t.base, base) != 0)
+			continue;
+		if (t.rw ? !req->pred_last : !held_mutex)
+			continue;
+		if (!t.read)
+			exclusive = true;
+		if (ntake == lengthof(take))
+			return 0;			/* more than the protocol allows: be safe */
+		take[ntake++] = i;
+	}
+	if (ntake == 0 || (exclusive && (ntake > 1 || twin)))
+		return 0;
+	for (k = 0; k < ntake; k++)
+	{
+		zklock_reqs[take[k]].pred[0] = '\0';
+		sh->handover_count++;
+		lk_granted(take[k]);
+	}
+	return ntake;
+}
+
+/*
+ * The slot (other than except) whose plain mutex node under base is name,
+ * waiting or holding, or -1: a node of this worker.  Caller holds the
+ * lock.
+ */
+static int
+local_node_owner(const char *base, const char *name, int except)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		LockTarget	t;
+
+		/* a lock target's node is the slot's node or its aux node */
+		if (i == except || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
+			(strcmp(slot->node, name) != 0 && strcmp(slot->aux_node, name) != 0) ||
+			zklock_worker_ops(slot->op)->lock_target == NULL)
+			continue;
+		lock_target(i, &t);
+		if (!t.rw && t.node[0] != '\0' && strcmp(t.node, name) == 0 &&
+			strcmp(t.base, base) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * A request waiting on a node of this worker looks again, as the firing
+ * of a watch would make it.  Caller holds the lock.
+ */
+static void
+end_local_wait(int idx)
+{
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	req->local_wait = false;
+	req->watching = false;
+	zklock_continue_request(idx);
+}
+
+/*
+ * A node of this worker (path) is going away other than by a handover: a
+ * delete was queued for it, or it vanished.  The requests that wait on it
+ * without a watch look again.  Caller holds the lock.
+ */
+void
+zklock_lk_node_gone(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	const char *name = strrchr(path, '/');
+	int			baselen;
+	int			i;
+
+	if (name == NULL)
+		return;
+	baselen = name - path;
+	name++;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		WorkerReq  *req = &zklock_reqs[i];
+		LockTarget	t;
+
+		if (!req->local_wait || sh->slots[i].state != ZKS_ACTIVE ||
+			req->serial != sh->slots[i].serial || req->inflight != 0 ||
+			strcmp(req->pred, name) != 0)
+			continue;
+		lock_target(i, &t);
+		if (strncmp(t.base, path, baselen) == 0 && t.base[baselen] == '\0')
+			end_local_wait(i);
+	}
+}
+
+/*
+ * The safety net of local waits, run every second: a request whose local
+ * predecessor is no longer its owner's node (by any way this worker did
+ * not announce) looks again.  Caller holds the lock.
+ */
+void
+zklock_lk_check_local_waits(void)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		WorkerReq  *req = &zklock_reqs[i];
+		ZklockSlot *owner;
+		LockTarget	t;
+
+		if (!req->local_wait || sh->slots[i].state != ZKS_ACTIVE ||
+			req->serial != sh->slots[i].serial || req->inflight != 0)
+			continue;
+		owner = &sh->slots[req->pred_slot];
+		/*
+		 * An owner being given back (RELEASE, CANCEL) still has its node:
+		 * its withdrawal hands over or queues the node's delete, which ends
+		 * this wait; ending it here would miss the handover.
+		 */
+		if (owner->serial == req->pred_serial &&
+			(owner->state == ZKS_ACTIVE || owner->state == ZKS_HELD ||
+			 owner->state == ZKS_RELEASE || owner->state == ZKS_CANCEL))
+		{
+			lock_target(req->pred_slot, &t);
+			if (strcmp(t.node, req->pred) == 0)
+				continue;
+		}
+		end_local_wait(i);
+	}
+}
+
+/*
+ * A lock engine lock was released by its backend (a released hook): a
+ * plain mutex goes to the local waiter next in line, if there is one.
+ * Caller holds the lock.
+ */
+void
+zklock_lk_released(int idx)
+{
+	LockTarget	t;
+
+	lock_target(idx, &t);
+	if (t.final)
+		(void) zklock_lk_hand_over(t.base, t.node, !t.rw);
 }
 
 /*

@@ -167,11 +167,14 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				/* granted: let the next acquirer have P/locks */
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
+				zklock_grant(idx);
+				/* the next acquirer of this worker may be waiting for it */
+				snprintf(buf, sizeof(buf), "%s/locks", slot->path);
+				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
 				snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
 				zklock_queue_delete(buf, NULL);
 				slot->aux_node[0] = '\0';
 				slot->aux_uuid[0] = '\0';
-				zklock_grant(idx);
 			}
 			else if (slot->try_only)
 				zklock_give_up_try(idx);

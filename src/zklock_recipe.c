@@ -212,12 +212,16 @@ zklock_lock_decide(char *const *sorted, int n, const char *own, int max_leases)
 	d.watch_index = -1;
 	d.lost = (d.own_index < 0);
 	d.holds = false;
+	d.blockers = 0;
 
 	if (!d.lost)
 	{
 		d.holds = (d.own_index < max_leases);
 		if (!d.holds)
+		{
 			d.watch_index = d.own_index - max_leases;
+			d.blockers = d.own_index - max_leases + 1;
+		}
 	}
 	return d;
 }
@@ -281,6 +285,7 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
 {
 	ZklockLockDecision d;
 	int			first_writer = -1;
+	int			writers = 0;
 	size_t		olen = own ? strlen(own) : 0;
 	int			i;
 
@@ -288,6 +293,7 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
 	d.watch_index = -1;
 	d.holds = false;
 	d.lost = true;
+	d.blockers = 0;
 
 	if (own == NULL)
 		return d;
@@ -302,6 +308,7 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
 		{
 			if (first_writer < 0)
 				first_writer = i;
+			writers++;
 		}
 		else if (strncmp(name, own, olen) == 0)
 		{
@@ -316,7 +323,10 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
 	d.lost = false;
 	d.holds = (first_writer < 0 || d.own_index < first_writer);
 	if (!d.holds)
+	{
 		d.watch_index = first_writer;
+		d.blockers = writers;	/* only writers keep a reader out */
+	}
 	return d;
 }
 

@@ -90,6 +90,11 @@ typedef struct ZklockLockDecision
 	int			own_index;		/* -1 when lost */
 	int			watch_index;	/* index of the node to watch (own_index -
 								 * max_leases) when !holds && !lost, else -1 */
+	int			blockers;		/* how many nodes ahead of ours keep us from
+								 * holding (0 when holds or lost): with 1,
+								 * the watched node is the only one, and we
+								 * hold once it is gone (nodes ahead of ours
+								 * can only go away) */
 } ZklockLockDecision;
 
 extern ZklockLockDecision zklock_lock_decide(char *const *sorted, int n,

@@ -57,16 +57,19 @@ static const ZklockWorkerOps worker_ops[] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = zklock_mutex_lock_target,
 		.lock_granted = zklock_grant,
+		.released = zklock_lk_released,
 	},
 	[ZKOP_READ] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = zklock_read_lock_target,
 		.lock_granted = zklock_grant,
+		.released = zklock_lk_released,
 	},
 	[ZKOP_WRITE] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = zklock_write_lock_target,
 		.lock_granted = zklock_grant,
+		.released = zklock_lk_released,
 	},
 	[ZKOP_LEASE] = {
 		.start = zklock_lease_start, .next = zklock_lease_next,

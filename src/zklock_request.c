@@ -37,6 +37,7 @@ reset_req(int idx)
 static void
 clear_slot_nodes(ZklockSlot *slot)
 {
+	slot->waits_on[0] = '\0';
 	slot->node[0] = '\0';
 	slot->uuid[0] = '\0';
 	slot->aux_node[0] = '\0';
@@ -96,6 +97,11 @@ withdraw(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
+	const ZklockWorkerOps *ops = zklock_worker_ops(slot->op);
+
+	/* a handover first: the deletes then find nobody waiting on the node */
+	if (slot->state == ZKS_RELEASE && ops->released != NULL)
+		ops->released(idx);
 	if (!zklock_record_slot_deletes(idx, true))
 	{
 		zklock_rescan = true;
@@ -116,6 +122,8 @@ zklock_grant(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	zklock_reqs[idx].watching = false;
+	zklock_reqs[idx].local_wait = false;
+	slot->waits_on[0] = '\0';
 	zklock_slot_hold(slot);
 	slot->since = GetCurrentTimestamp();
 	zklock_wake_backend(slot);
@@ -130,6 +138,8 @@ zklock_park(int idx, bool recover)
 {
 	zklock_reqs[idx].parked = true;
 	zklock_reqs[idx].watching = false;
+	zklock_reqs[idx].pred[0] = '\0';
+	zklock_reqs[idx].local_wait = false;
 	zklock_rescan = true;
 	if (recover)
 		zklock_reqs[idx].recover = true;
@@ -397,9 +407,16 @@ void
 zklock_run_requests(void)
 {
 	ZklockShared *sh = zklock_shared;
+	static TimestampTz next_local_check = 0;
+	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (now >= next_local_check)
+	{
+		zklock_lk_check_local_waits();
+		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
+	}
 	if (!sh->post_overflow && !zklock_rescan)
 	{
 		while (sh->post_head != sh->post_tail)

@@ -153,9 +153,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[17];
-	bool		nulls[17];
-	int64		counts[6];
+	Datum		values[18];
+	bool		nulls[18];
+	int64		counts[7];
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -192,6 +192,7 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[3] = sh->locks_lost_count;
 	counts[4] = sh->lease_expired_count;
 	counts[5] = sh->deletes_used;
+	counts[6] = sh->handover_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -235,6 +236,7 @@ zk_status(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(counts[3]);
 	values[15] = Int64GetDatum(counts[4]);
 	values[16] = Int64GetDatum(counts[5]);
+	values[17] = Int64GetDatum(counts[6]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -280,8 +282,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		ZklockSlot *s = &copy[i];
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[12];
+		bool		nulls[12];
 		const char *scope;
 		const char *recipe;
 		const char *mode;
@@ -316,6 +318,8 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[9] = Int64GetDatum(s->czxid);
 		nulls[9] = (s->state != ZKS_HELD || s->czxid == 0);
 		values[10] = BoolGetDatum(s->revoke_requested);
+		values[11] = zklock_utf8_text_datum(s->waits_on);
+		nulls[11] = (s->state != ZKS_ACTIVE || s->waits_on[0] == '\0');
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -204,6 +204,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->revoke_requested = false;
 		slot->node_deleted = false;
 		slot->own_delete_sent = false;
+		slot->waits_on[0] = '\0';
 		slot->max_leases = ask->max_leases;
 		slot->member_qty = ask->member_qty;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",

@@ -22,6 +22,10 @@
 #define MAX_NONODE_RETRIES	5
 /* how often our own node may vanish under us before we give up */
 #define MAX_LOST_RETRIES	10
+/* most readers one release hands the lock to at once */
+#define ZKLOCK_HANDOVER_MAX	64
+/* how often the worker checks the waits on its own nodes (ms) */
+#define LOCAL_WAIT_CHECK_MS	1000
 
 /* Process-local state of one request slot */
 typedef struct WorkerReq
@@ -35,6 +39,14 @@ typedef struct WorkerReq
 	bool		aux_create_sent;	/* same for a lease's P/locks node */
 	bool		need_parents;	/* create the parents before the node */
 	bool		watching;		/* a watch is armed; its event moves us on */
+	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
+												 * latest listing made us
+												 * wait on ("": none) */
+	bool		pred_last;		/* pred is the only node keeping us out */
+	bool		local_wait;		/* pred is a node of this worker: no watch
+								 * was sent, its release or loss moves us */
+	int			pred_slot;		/* with local_wait: the slot owning pred */
+	uint32		pred_serial;	/* ... and its serial then */
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */
@@ -116,6 +128,8 @@ typedef struct ZklockWorkerOps
 	 * on, false to leave it to the lock engine
 	 */
 	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
+	/* a held lock was released; its deletes are recorded, not yet sent */
+	void		(*released) (int idx);
 	uint32		flags;			/* ZKW_* */
 	const char *state_name;		/* zk_locks.state while it runs, or NULL
 								 * for the slot's state */
@@ -243,6 +257,10 @@ extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
 									 const void *data);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
+extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
+extern void zklock_lk_released(int idx);
+extern void zklock_lk_node_gone(const char *path);
+extern void zklock_lk_check_local_waits(void);
 
 /* zklock_rcp_semaphore.c */
 extern void zklock_lease_create(int idx);

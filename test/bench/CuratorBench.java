@@ -1,20 +1,35 @@
 /*
  * CuratorBench.java
- *     InterProcessMutex acquire+release cycles through one CuratorFramework
- *     (one ZooKeeper session per JVM, as applications use it).
+ *     Lock cycles of Curator's recipes through one CuratorFramework (one
+ *     ZooKeeper session per JVM, as applications use it): InterProcessMutex,
+ *     the read and the write lock of InterProcessReadWriteLock, and
+ *     InterProcessSemaphoreV2.
  *
  * Usage:
  *     java CuratorBench host:port seconds warmup_seconds mode...
- * where a mode is THREADS:distinct (each thread locks its own path) or
- * THREADS:shared (all threads lock one path).  Each mode runs for a fixed
- * duration; a cycle counts when it ends inside the window.  Prints one
- * line per mode:
- *     RESULT threads=N shape=S cycles=C secs=T cps=X p50=U p99=U avg=U
- * with latencies of one acquire+release in microseconds.
+ * where a mode is NAME:THREADS:KIND[:MAX_LEASES] and KIND one of
+ *     distinct   mutex, each thread on its own path
+ *     shared     mutex, all threads on one path
+ *     read       read lock, all threads on one path
+ *     write      write lock, all threads on one path
+ *     semaphore  semaphore of MAX_LEASES leases, all threads on one path
+ * A cycle is acquire + release (semaphore: acquire() + returnLease()).
+ * Each mode runs for a fixed duration; a cycle counts when it ends inside
+ * the window.  Prints one line per mode:
+ *     RESULT name=NAME threads=N shape=KIND cycles=C secs=T cps=X p50=U p99=U avg=U
+ *            cpu_jiffies=J zk_jiffies=Z
+ * with latencies of one cycle in microseconds.  cpu_jiffies is the CPU
+ * time of the whole machine (all CPUs, everything but idle and iowait,
+ * from /proc/stat) during the window, zk_jiffies that of the ZooKeeper
+ * server process whose pid is in the environment variable BENCH_ZK_PID
+ * (utime + stime from /proc/<pid>/stat, -1 without it), in clock ticks.
  *
  * test/bench/CuratorBench.java
  */
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -24,7 +39,11 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorBench
@@ -51,14 +70,133 @@ public class CuratorBench
         long p50;
         long p99;
         double avg;
+        long cpuTicks;      /* machine busy ticks in the window, -1 unknown */
+        long zkTicks;       /* ZooKeeper server ticks in the window, -1 unknown */
+    }
+
+    /* What one mode locks */
+    enum Kind
+    {
+        DISTINCT, SHARED, READ, WRITE, SEMAPHORE
+    }
+
+    /* One acquire + release, on the recipe object of one thread */
+    interface Cycle
+    {
+        void run() throws Exception;
+    }
+
+    /* pid of the ZooKeeper server (BENCH_ZK_PID), 0 if not given */
+    static long zkPid = 0;
+
+    /*
+     * CPU time of the whole machine so far, in clock ticks: the "cpu" line
+     * of /proc/stat summed over user, nice, system, irq, softirq and steal,
+     * i.e. everything but idle and iowait (guest is already in user).
+     * -1 if it cannot be read.
+     */
+    static long machineBusyTicks()
+    {
+        try
+        {
+            String line = Files.readAllLines(Paths.get("/proc/stat"),
+                                             StandardCharsets.US_ASCII).get(0);
+            String[] f = line.trim().split("\\s+");
+            long sum = 0;
+
+            if (!f[0].equals("cpu") || f.length < 8)
+                return -1;
+            /* f[1..8]: user nice system idle iowait irq softirq steal */
+            for (int i = 1; i <= 8 && i < f.length; i++)
+                if (i != 4 && i != 5)
+                    sum += Long.parseLong(f[i]);
+            return sum;
+        }
+        catch (Exception e)
+        {
+            return -1;
+        }
     }
 
     /*
-     * Run THREADS threads doing acquire+release for SECONDS on distinct
-     * paths or one shared path under BASE; return counts and percentiles.
+     * utime + stime of a process, in clock ticks, from /proc/<pid>/stat
+     * (fields 14 and 15, counted after the parenthesised command name).
+     * -1 if pid is 0 or the file cannot be read.
+     */
+    static long processTicks(long pid)
+    {
+        if (pid <= 0)
+            return -1;
+        try
+        {
+            String stat = new String(Files.readAllBytes(Paths.get("/proc/" + pid + "/stat")),
+                                     StandardCharsets.US_ASCII);
+            String[] f = stat.substring(stat.lastIndexOf(')') + 1).trim().split("\\s+");
+
+            /* f[0] is field 3 (state): utime is f[11], stime f[12] */
+            return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+        }
+        catch (Exception e)
+        {
+            return -1;
+        }
+    }
+
+    /* Ticks between two readings of one counter; -1 if either is unknown */
+    static long delta(long start, long end)
+    {
+        return (start < 0 || end < 0) ? -1 : end - start;
+    }
+
+    /*
+     * The cycle of one thread: its own recipe object on PATH, as each
+     * process of an application would hold one.
+     */
+    static Cycle makeCycle(CuratorFramework client, Kind kind, String path,
+                           int maxLeases)
+    {
+        switch (kind)
+        {
+            case READ:
+            case WRITE:
+            {
+                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+                InterProcessLock lock = kind == Kind.READ ? rw.readLock() : rw.writeLock();
+
+                return () -> {
+                    lock.acquire();
+                    lock.release();
+                };
+            }
+            case SEMAPHORE:
+            {
+                InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, maxLeases);
+
+                return () -> {
+                    Lease lease = sem.acquire();
+
+                    sem.returnLease(lease);
+                };
+            }
+            default:
+            {
+                InterProcessMutex mutex = new InterProcessMutex(client, path);
+
+                return () -> {
+                    mutex.acquire();
+                    mutex.release();
+                };
+            }
+        }
+    }
+
+    /*
+     * Run THREADS threads doing cycles of KIND for SECONDS under BASE (each
+     * thread on its own path for DISTINCT, else all on one path); return
+     * counts, percentiles and the CPU time spent in the window.
      */
     static Result runMode(CuratorFramework client, String base, int threads,
-                          boolean shared, double seconds) throws Exception
+                          Kind kind, int maxLeases, double seconds) throws Exception
     {
         final Samples[] samples = new Samples[threads];
         final Thread[] workers = new Thread[threads];
@@ -70,8 +208,8 @@ public class CuratorBench
         for (int i = 0; i < threads; i++)
         {
             final int idx = i;
-            final String path = shared ? base + "/shared" : base + "/t" + i;
-            final InterProcessMutex mutex = new InterProcessMutex(client, path);
+            final String path = kind == Kind.DISTINCT ? base + "/t" + i : base + "/shared";
+            final Cycle cycle = makeCycle(client, kind, path, maxLeases);
 
             samples[i] = new Samples();
             workers[i] = new Thread(() -> {
@@ -88,8 +226,7 @@ public class CuratorBench
                     {
                         long t0 = System.nanoTime();
 
-                        mutex.acquire();
-                        mutex.release();
+                        cycle.run();
 
                         long t1 = System.nanoTime();
 
@@ -106,9 +243,21 @@ public class CuratorBench
             workers[i].start();
         }
         ready.await();
+
+        /* the CPU counters are read where the window starts and ends */
+        long cpu0 = machineBusyTicks();
+        long zk0 = processTicks(zkPid);
+
         window[0] = System.nanoTime();
         window[1] = window[0] + (long) (seconds * 1e9);
         go.countDown();
+        for (long left = window[1] - System.nanoTime(); left > 0;
+             left = window[1] - System.nanoTime())
+            TimeUnit.NANOSECONDS.sleep(left);
+
+        long cpu1 = machineBusyTicks();
+        long zk1 = processTicks(zkPid);
+
         for (Thread w : workers)
         {
             w.join(TimeUnit.SECONDS.toMillis(60) + (long) (seconds * 1000));
@@ -142,6 +291,8 @@ public class CuratorBench
         r.p50 = percentile(all, 50);
         r.p99 = percentile(all, 99);
         r.avg = total > 0 ? sum / total : 0;
+        r.cpuTicks = delta(cpu0, cpu1);
+        r.zkTicks = delta(zk0, zk1);
         return r;
     }
 
@@ -160,7 +311,7 @@ public class CuratorBench
     {
         if (args.length < 4)
         {
-            System.err.println("usage: CuratorBench host:port seconds warmup_seconds THREADS:distinct|shared...");
+            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore[:MAX]...");
             System.exit(2);
         }
         String hosts = args[0];
@@ -168,6 +319,10 @@ public class CuratorBench
         double warmup = Double.parseDouble(args[2]);
         List<String> modes = new ArrayList<>(Arrays.asList(args).subList(3, args.length));
         String base = "/bench/curator/" + ProcessHandle.current().pid();
+        String pidEnv = System.getenv("BENCH_ZK_PID");
+
+        if (pidEnv != null && !pidEnv.isEmpty())
+            zkPid = Long.parseLong(pidEnv);
 
         CuratorFramework client = CuratorFrameworkFactory.builder()
             .connectString(hosts)
@@ -188,23 +343,31 @@ public class CuratorBench
             /* JIT and connection warm-up, excluded from every number */
             if (warmup > 0)
             {
-                runMode(client, base + "/warmup-d", 8, false, warmup * 0.6);
-                runMode(client, base + "/warmup-s", 8, true, warmup * 0.2);
-                runMode(client, base + "/warmup-1", 1, false, warmup * 0.2);
+                runMode(client, base + "/warmup-d", 8, Kind.DISTINCT, 0, warmup * 0.5);
+                runMode(client, base + "/warmup-s", 8, Kind.SHARED, 0, warmup * 0.2);
+                runMode(client, base + "/warmup-1", 1, Kind.DISTINCT, 0, warmup * 0.1);
+                runMode(client, base + "/warmup-r", 4, Kind.READ, 0, warmup * 0.1);
+                runMode(client, base + "/warmup-m", 4, Kind.SEMAPHORE, 2, warmup * 0.1);
             }
 
             for (String mode : modes)
             {
                 String[] parts = mode.split(":");
-                int threads = Integer.parseInt(parts[0]);
-                boolean shared = parts.length > 1 && parts[1].equals("shared");
-                String shape = shared ? "shared" : "distinct";
-                Result r = runMode(client, base + "/" + threads + "-" + shape,
-                                   threads, shared, seconds);
 
-                System.out.printf("RESULT threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f%n",
-                                  threads, shape, r.cycles, r.secs,
-                                  r.cycles / r.secs, r.p50, r.p99, r.avg);
+                if (parts.length < 3)
+                    throw new IllegalArgumentException("bad mode: " + mode);
+
+                String name = parts[0];
+                int threads = Integer.parseInt(parts[1]);
+                Kind kind = Kind.valueOf(parts[2].toUpperCase());
+                int maxLeases = parts.length > 3 ? Integer.parseInt(parts[3]) : 1;
+                Result r = runMode(client, base + "/" + name, threads, kind,
+                                   maxLeases, seconds);
+
+                System.out.printf("RESULT name=%s threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f cpu_jiffies=%d zk_jiffies=%d%n",
+                                  name, threads, parts[2], r.cycles, r.secs,
+                                  r.cycles / r.secs, r.p50, r.p99, r.avg,
+                                  r.cpuTicks, r.zkTicks);
                 System.out.flush();
             }
         }

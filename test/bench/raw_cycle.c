@@ -17,8 +17,13 @@
  *
  * Prints one line:
  *		RESULT inflight=N shape=S cycles=C secs=T cps=X p50=U p99=U avg=U
+ *			   cpu_jiffies=J zk_jiffies=Z
  * where latencies are in microseconds, from the create being queued to
- * the delete's reply.
+ * the delete's reply.  cpu_jiffies is the CPU time of the whole machine
+ * (every CPU, everything but idle and iowait, from /proc/stat) spent during
+ * the measured window, zk_jiffies that of the ZooKeeper server process
+ * whose pid is in the environment variable BENCH_ZK_PID (utime + stime
+ * from /proc/<pid>/stat; -1 without it), both in clock ticks (CLK_TCK).
  *
  * test/bench/raw_cycle.c
  *
@@ -74,6 +79,15 @@ static size_t latencies_cap = 0;
 
 static int	pending_setup = 0;	/* parent creates still in flight */
 
+/* CPU time at the start and the end of the measured window, in ticks */
+typedef struct CpuSnap
+{
+	long long	machine;		/* busy time of all CPUs, -1 if unknown */
+	long long	zk;				/* ZooKeeper server utime + stime, -1 if unknown */
+} CpuSnap;
+
+static long zk_pid = 0;			/* from BENCH_ZK_PID, 0 if not given */
+
 /*
  * now_us
  *		Monotonic clock in microseconds.
@@ -85,6 +99,94 @@ now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * machine_busy_ticks
+ *		CPU time of the whole machine so far, in clock ticks: the first
+ *		("cpu") line of /proc/stat summed over user, nice, system, irq,
+ *		softirq and steal, i.e. everything but idle and iowait (guest time
+ *		is already part of user).  -1 if it cannot be read.
+ */
+static long long
+machine_busy_ticks(void)
+{
+	FILE	   *f = fopen("/proc/stat", "r");
+	long long	v[8] = {0};
+	int			n;
+
+	if (f == NULL)
+		return -1;
+	n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 7)
+		return -1;
+	/* user nice system [idle iowait] irq softirq steal */
+	return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
+/*
+ * process_ticks
+ *		utime + stime of a process, in clock ticks, from /proc/<pid>/stat
+ *		(fields 14 and 15, counted after the parenthesised command name,
+ *		which may hold spaces).  -1 if pid is 0 or the file cannot be read.
+ */
+static long long
+process_ticks(long pid)
+{
+	char		path[64];
+	char		buf[1024];
+	char	   *p;
+	FILE	   *f;
+	size_t		len;
+	unsigned long long utime;
+	unsigned long long stime;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -1;
+	/*
+	 * after ")": state ppid pgrp session tty_nr tpgid flags minflt cminflt
+	 * majflt cmajflt utime stime
+	 */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			   &utime, &stime) != 2)
+		return -1;
+	return (long long) (utime + stime);
+}
+
+/*
+ * cpu_snap
+ *		Read both CPU counters now.
+ */
+static CpuSnap
+cpu_snap(void)
+{
+	CpuSnap		s;
+
+	s.machine = machine_busy_ticks();
+	s.zk = process_ticks(zk_pid);
+	return s;
+}
+
+/*
+ * cpu_delta
+ *		Ticks between two readings of one counter; -1 if either is unknown.
+ */
+static long long
+cpu_delta(long long start, long long end)
+{
+	return (start < 0 || end < 0) ? -1 : end - start;
 }
 
 /*
@@ -381,6 +483,10 @@ main(int argc, char **argv)
 	double		elapsed;
 	uint64_t	sum = 0;
 	size_t		i;
+	const char *pid_env;
+	CpuSnap		cpu_start = {-1, -1};
+	CpuSnap		cpu_end = {-1, -1};
+	int			window_state = 0;	/* 0 before, 1 inside, 2 after */
 
 	if (argc < 5)
 	{
@@ -400,6 +506,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "raw_cycle: bad arguments\n");
 		return 2;
 	}
+	pid_env = getenv("BENCH_ZK_PID");
+	if (pid_env != NULL && *pid_env != '\0')
+		zk_pid = atol(pid_env);
 
 	zoo_set_debug_level(0);
 	zh = zookeeper_init(hosts, session_watcher, 30000, NULL, NULL, 0);
@@ -451,18 +560,55 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	/* run: warm-up, then the measured window */
+	/*
+	 * run: warm-up, then the measured window.  The CPU counters are read
+	 * when the loop first sees the window start and end; the event loop
+	 * never sleeps past either boundary.  The slots stop after the window,
+	 * so the last one may finish before the loop sees the end: read it
+	 * then.
+	 */
 	t0 = now_us();
 	measure_start_us = t0 + (uint64_t) (warmup * 1e6);
 	measure_end_us = measure_start_us + (uint64_t) (seconds * 1e6);
+	if (measure_start_us <= t0)
+	{
+		cpu_start = cpu_snap();
+		window_state = 1;
+	}
 	for (i = 0; i < (size_t) inflight; i++)
 	{
 		active_slots++;
 		start_cycle(&slots[i]);
 	}
 	deadline = measure_end_us + 30 * 1000000ULL;
-	while (active_slots > 0 && !failed && now_us() < deadline)
-		run_events(100);
+	while (active_slots > 0 && !failed)
+	{
+		uint64_t	now = now_us();
+		uint64_t	boundary;
+		int			wait_ms = 100;
+
+		if (now >= deadline)
+			break;
+		if (window_state == 0 && now >= measure_start_us)
+		{
+			cpu_start = cpu_snap();
+			window_state = 1;
+		}
+		if (window_state == 1 && now >= measure_end_us)
+		{
+			cpu_end = cpu_snap();
+			window_state = 2;
+		}
+		if (window_state < 2)
+		{
+			boundary = window_state == 0 ? measure_start_us : measure_end_us;
+			if ((boundary - now) / 1000 + 1 < (uint64_t) wait_ms)
+				wait_ms = (int) ((boundary - now) / 1000 + 1);
+		}
+		run_events(wait_ms);
+	}
+	if (window_state == 1)
+		cpu_end = cpu_snap();
 	if (failed || active_slots > 0)
 	{
 		fprintf(stderr, "raw_cycle: run failed (%d slots still active)\n",
@@ -474,10 +620,12 @@ main(int argc, char **argv)
 	qsort(latencies, nlatencies, sizeof(uint32_t), cmp_u32);
 	for (i = 0; i < nlatencies; i++)
 		sum += latencies[i];
-	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f\n",
+	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f cpu_jiffies=%lld zk_jiffies=%lld\n",
 		   inflight, shared ? "shared" : "distinct", nlatencies, elapsed,
 		   nlatencies / elapsed, percentile(50), percentile(99),
-		   nlatencies ? (double) sum / nlatencies : 0.0);
+		   nlatencies ? (double) sum / nlatencies : 0.0,
+		   cpu_delta(cpu_start.machine, cpu_end.machine),
+		   cpu_delta(cpu_start.zk, cpu_end.zk));
 
 	zookeeper_close(zh);
 	return 0;

@@ -705,6 +705,10 @@ test_lock_decide_waiter_watches_its_predecessor(void **state)
 	assert_false(d.holds);
 	assert_int_equal(d.own_index, 2);
 	assert_int_equal(d.watch_index, 1);	/* not the holder: one wake-up each */
+	assert_int_equal(d.blockers, 2);	/* the holder is ahead too */
+
+	d = zklock_lock_decide(sorted3, 3, "_c_" U1 "-lock-0000000002", 1);
+	assert_int_equal(d.blockers, 1);	/* the holder is all that is ahead */
 }
 
 static void
@@ -742,9 +746,11 @@ test_lock_decide_three_leases(void **state)
 	assert_false(d.holds);
 	assert_int_equal(d.own_index, 3);
 	assert_int_equal(d.watch_index, 0);
+	assert_int_equal(d.blockers, 1);	/* one of three must go */
 	d = zklock_lock_decide(s, 5, "_c_e-lock-0000000005", 3);
 	assert_false(d.holds);
 	assert_int_equal(d.watch_index, 1);
+	assert_int_equal(d.blockers, 2);
 }
 
 static void
@@ -811,6 +817,7 @@ test_read_decide_readers_before_first_writer_hold(void **state)
 	assert_true(d.holds);
 	assert_int_equal(d.own_index, 0);
 	assert_int_equal(d.watch_index, -1);
+	assert_int_equal(d.blockers, 0);
 	d = zklock_read_decide(c, 5, R2);
 	assert_true(d.holds);
 	assert_int_equal(d.own_index, 1);
@@ -830,6 +837,7 @@ test_read_decide_reader_after_writer_watches_that_writer(void **state)
 	assert_int_equal(d.own_index, 3);
 	assert_int_equal(d.watch_index, 2);
 	assert_string_equal(c[d.watch_index], W1);
+	assert_int_equal(d.blockers, 1);	/* readers ahead do not count */
 }
 
 static void
@@ -844,6 +852,7 @@ test_read_decide_watches_lowest_writer_not_nearest(void **state)
 	assert_false(d.holds);
 	assert_int_equal(d.own_index, 4);
 	assert_int_equal(d.watch_index, 1);	/* W1, not W5 */
+	assert_int_equal(d.blockers, 2);	/* W1 and W5 keep it out */
 }
 
 static void

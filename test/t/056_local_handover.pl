@@ -1,0 +1,421 @@
+
+# 056_local_handover: a released mutex goes to the next local waiter in the
+# worker's own memory, and Curator peers see exactly Curator's protocol.
+#
+# What users rely on: when a session releases a lock and the next node in
+# ZooKeeper's queue is a waiter of the same worker, that waiter holds the
+# lock at once (zk_status().handovers counts it) without waiting for the
+# delete's round trips; nothing else changes.  The queue order is
+# ZooKeeper's: a Curator waiter between two local waiters gets its turn in
+# order (it is never skipped, and no local waiter behind it gets the lock
+# first), no two holders ever overlap, and the fencing tokens keep growing.
+# When the connection drops right after a local handover the new holder
+# keeps the lock in the same session and the released node is deleted once
+# the connection is back; when the session expires right after one, the new
+# holder's lock is lost (its COMMIT fails) before ZooKeeper hands it to a
+# Curator client.  The semaphore's P/locks mutex is handed over the same
+# way, and so are read/write locks: the readers behind a released writer,
+# the writer behind the last reader.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZklockTest;
+use ZklockFault;
+use ZklockProxy;
+
+my $zk = start_zk();
+my $proxy = ZklockProxy->start($zk);
+my $node = new_zklock_node('handover', $proxy->connect,
+	"zklock.session_timeout = '6s'\nzklock.connect_timeout = '30s'\nzklock.lease_margin = '1s'\n");
+my $peer = new_peer($zk);    # Curator talks to ZooKeeper directly
+
+sub handovers { return status_row($node)->{handovers}; }
+
+# holders_of($path): pids of the sessions zk_locks shows holding $path
+sub holders_of
+{
+	my ($path) = @_;
+	my $rows = zk_lock_rows($node, $path);
+	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
+}
+
+# waiting_for($session): zk_locks.waiting_for of the session's wait ('' if
+# none yet: the worker has not decided where it queues)
+sub waiting_for
+{
+	my ($s) = @_;
+	return $node->safe_psql('postgres',
+		'SELECT coalesce(max(waiting_for), \'\') FROM zk_locks WHERE pid = ' . $s->pid);
+}
+
+# queued($session): wait until the worker knows which node the session
+# waits behind (its listing was decided), and return that node
+sub queued
+{
+	my ($s) = @_;
+	wait_until(sub { waiting_for($s) ne '' }, 10, $s->name . ' to be queued')
+	  or BAIL_OUT($s->name . ': the worker did not queue it');
+	return waiting_for($s);
+}
+
+# queue(@sessions): each session starts an acquire of $path in turn, after
+# the previous one is in the queue ($n nodes before the first).
+sub queue_sessions
+{
+	my ($path, $n, @sessions) = @_;
+	for my $s (@sessions)
+	{
+		$s->start("SELECT zk_mutex_acquire('$path', '60s')");
+		$n++;
+		wait_children_count($peer, $path, $n) or BAIL_OUT("$path: no node for " . $s->name);
+		queued($s);
+	}
+	return $n;
+}
+
+############################################################################
+# 1. Curator between local waiters: a (holds), b, Curator c1, d.
+############################################################################
+my $P = '/t056/m';
+my ($sa, $sb, $sd) = map { ZklockTest::Session->new($node, $_) } qw(a b d);
+is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
+queue_sessions($P, 1, $sb);
+$peer->acquire('c1', $P, -1);
+wait_children_count($peer, $P, 3) or BAIL_OUT('Curator c1 is not queued');
+queue_sessions($P, 3, $sd);
+my $order = lock_children($peer, $P);
+is(scalar @$order, 4, 'queue: a, b, Curator c1, d');
+is(waiting_for($sb), $order->[0], "zk_locks: b waits for a's node");
+is(waiting_for($sd), $order->[2], "zk_locks: d waits for Curator c1's node");
+my $h0 = handovers();
+
+is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases');
+my $r = $sb->result(10);
+is($r->{out}, 't', 'b, next in the queue and local, gets the lock');
+is(handovers(), $h0 + 1, 'by a local handover (zk_status().handovers)');
+ok(wait_children_count($peer, $P, 3), "a's node is deleted after the handover");
+is(lock_children($peer, $P)->[0], $order->[1], "b's node is now the lowest (Curator's view)");
+is(holders_of($P), $sb->pid, 'zk_locks: b holds');
+ok(!$peer->has_reply(qr/^(acquired|error) c1\b/), 'Curator c1 still waits while b holds');
+ok(!$sd->done, 'd still waits');
+
+is($sb->value(qq{SELECT zk_mutex_release('$P')}), 't', 'b releases');
+is($peer->acquire_result('c1', 10), 'acquired', 'Curator c1, next in the queue, gets the lock');
+is(handovers(), $h0 + 1, 'no local handover past a Curator waiter');
+ok(!$sd->done, 'd (local, behind c1) still waits while Curator holds');
+is(holders_of($P), '', 'zk_locks: no zklock session holds while Curator does');
+is($peer->release('c1'), 'released', 'Curator c1 releases');
+$r = $sd->result(10);
+is($r->{out}, 't', 'then d gets the lock');
+is($sd->value(qq{SELECT zk_mutex_release('$P')}), 't', 'd releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left under the mutex');
+
+############################################################################
+# 2. A chain of local waiters: each release hands over to the next, in
+#    ZooKeeper's queue order.
+############################################################################
+$P = '/t056/chain';
+my @w = map { ZklockTest::Session->new($node, "w$_") } 1 .. 5;
+is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the chain mutex');
+queue_sessions($P, 1, @w);
+my $rows = zk_lock_rows($node, $P);
+my @by_seq = sort { seq_of($rows->{$a}{node}) cmp seq_of($rows->{$b}{node}) } keys %$rows;
+is(join(',', @by_seq), join(',', $sa->pid, map { $_->pid } @w), 'the queue is in the order of the acquires');
+$h0 = handovers();
+my @granted;
+my $holder = $sa;
+for my $i (0 .. $#w)
+{
+	is($holder->value(qq{SELECT zk_mutex_release('$P')}), 't', $holder->name . ' releases');
+	my $next = $w[$i];
+	$r = $next->result(10);
+	is($r->{out}, 't', $next->name . ' gets the lock');
+	for my $later (@w[ $i + 1 .. $#w ])
+	{
+		ok(!$later->done, $later->name . ' still waits');
+	}
+	push @granted, $next->name;
+	$holder = $next;
+}
+is($holder->value(qq{SELECT zk_mutex_release('$P')}), 't', 'the last one releases');
+is(join(',', @granted), 'w1,w2,w3,w4,w5', 'granted in queue order');
+is(handovers(), $h0 + 5, 'every one of them by a local handover');
+ok(wait_children_count($peer, $P, 0), 'every node is deleted');
+
+############################################################################
+# 3. Load: four SQL sessions and a Curator client loop on one mutex; no two
+#    sections overlap, tokens grow, Curator is not starved.
+############################################################################
+$node->safe_psql('postgres', q{
+CREATE TABLE history(client text, token bigint, enter_us bigint, exit_us bigint);
+CREATE FUNCTION us(t timestamptz) RETURNS bigint LANGUAGE sql
+  AS $$ SELECT (extract(epoch FROM t) * 1000000)::bigint $$;
+CREATE PROCEDURE sections(client text, secs float8, hold float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+  stop timestamptz := clock_timestamp() + secs * interval '1 second';
+  t0 timestamptz;
+  tok bigint;
+BEGIN
+  WHILE clock_timestamp() < stop LOOP
+    IF zk_mutex_acquire_xact('/t056/load', '10s') THEN
+      t0 := clock_timestamp();
+      tok := zk_lock_token('/t056/load');
+      PERFORM pg_sleep(hold);
+      INSERT INTO history VALUES (client, tok, us(t0), us(clock_timestamp()));
+    END IF;
+    COMMIT;
+  END LOOP;
+END $$;
+});
+$h0 = handovers();
+my $LOAD_SECS = 8;
+$peer->send("mxloop cl /t056/load " . ($LOAD_SECS * 1000) . " 5");
+my @loaders = map { ZklockTest::Session->new($node, "l$_") } 1 .. 4;
+$_->start("CALL sections('" . $_->name . "', $LOAD_SECS, 0.005)") for @loaders;
+for my $l (@loaders)
+{
+	$r = $l->result($LOAD_SECS + 30);
+	is($r->{err}, '', $l->name . ' looped without error');
+}
+my $done = $peer->wait_reply(qr/^(mxloop|error) cl\b/, 30);
+like($done // '', qr/^mxloop cl done \d+/, 'the Curator loop ran to its end') or diag($done);
+my @sections;
+for my $e (@{ $peer->{lines} })
+{
+	push @sections, { who => 'curator', token => $1, enter => $2, exit => $3 }
+	  if $e =~ /^mxev cl (-?\d+) (\d+) (\d+) \d+$/;
+}
+$peer->{lines} = [ grep { !/^mxev cl / } @{ $peer->{lines} } ];
+my $ncur = scalar @sections;
+for (split /\n/, $node->safe_psql('postgres', 'SELECT client, token, enter_us, exit_us FROM history'))
+{
+	my ($who, $tok, $enter, $exit) = split /\|/;
+	push @sections, { who => $who, token => $tok, enter => $enter, exit => $exit };
+}
+my $nsql = @sections - $ncur;
+my $nh = handovers() - $h0;
+note("load: $nsql SQL sections, $ncur Curator sections, $nh local handovers");
+cmp_ok($nsql, '>=', 20, "the SQL sessions completed sections ($nsql)");
+cmp_ok($ncur, '>=', 5, "Curator was not starved: it completed sections ($ncur)");
+cmp_ok($nh, '>', 0, "local handovers happened under load ($nh)");
+@sections = sort { $a->{enter} <=> $b->{enter} } @sections;
+my ($overlaps, $backwards) = (0, 0);
+for my $i (1 .. $#sections)
+{
+	my ($p, $c) = @sections[ $i - 1, $i ];
+	if ($c->{enter} <= $p->{exit})
+	{
+		$overlaps++;
+		diag("overlap: $p->{who} [$p->{enter}, $p->{exit}] and $c->{who} [$c->{enter}, $c->{exit}]");
+	}
+	if ($c->{token} <= $p->{token})
+	{
+		$backwards++;
+		diag("token did not grow: $p->{who} $p->{token} then $c->{who} $c->{token}");
+	}
+}
+is($overlaps, 0, 'no two sections overlap (SQL and Curator, by their clocks)');
+is($backwards, 0, 'fencing tokens strictly increase in section order');
+ok(wait_children_count($peer, '/t056/load', 0), 'nothing left under the loaded mutex');
+
+# hold_then_handover_queue($path, $curator_id): a holds $path, b waits for
+# it in a transaction, Curator waits behind b.
+sub hold_then_handover_queue
+{
+	my ($path, $cid) = @_;
+	is($sa->value(qq{SELECT zk_mutex_acquire('$path')}), 't', 'a holds');
+	$sb->value('BEGIN');
+	$sb->start(qq{SELECT zk_mutex_acquire_xact('$path', '60s')});
+	wait_children_count($peer, $path, 2) or BAIL_OUT('b is not queued');
+	queued($sb);
+	$peer->acquire($cid, $path, -1);
+	wait_children_count($peer, $path, 3) or BAIL_OUT("Curator $cid is not queued");
+	return;
+}
+
+############################################################################
+# 4. The connection drops right after a local handover: the new holder
+#    keeps the lock in the same session; the released node goes once the
+#    connection is back; a Curator waiter behind still waits its turn.
+############################################################################
+$P = '/t056/drop';
+my $s0 = status_row($node)->{session_id};
+hold_then_handover_queue($P, 'c2');
+$h0 = handovers();
+$proxy->set_mode('blackhole');
+is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases into a black hole');
+$r = $sb->result(10);
+is($r->{out}, 't', 'b gets the lock at once');
+is(handovers(), $h0 + 1, '... by a local handover');
+$proxy->set_mode('cut');
+ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 15, 'the drop to be seen'),
+	'the worker sees the connection drop');
+$proxy->set_mode('pass');
+ok(wait_until(sub { status_row($node)->{state} eq 'connected' }, 15, 'reconnect'), 'it reconnects');
+is(status_row($node)->{session_id}, $s0, '... in the same session');
+ok(wait_children_count($peer, $P, 2), "a's node is deleted once the connection is back");
+is(lock_children($peer, $P)->[0], zk_lock_rows($node, $P)->{ $sb->pid }{node}, "b's node is the lowest");
+is(holders_of($P), $sb->pid, 'zk_locks: b still holds');
+ok(!$peer->has_reply(qr/^(acquired|error) c2\b/), 'Curator c2 still waits behind b');
+$r = $sb->query('COMMIT');
+is($r->{err}, '', "b's COMMIT succeeds: the lock was never lost");
+is($peer->acquire_result('c2', 10), 'acquired', 'then Curator c2 gets the lock');
+is($peer->release('c2'), 'released', 'Curator c2 releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+############################################################################
+# 5. The session expires right after a local handover: the new holder's
+#    lock is lost before ZooKeeper gives it to Curator; its COMMIT fails.
+############################################################################
+$P = '/t056/expire';
+hold_then_handover_queue($P, 'c3');
+$h0 = handovers();
+$s0 = status_row($node)->{session_id};
+my $t0 = time;
+$proxy->set_mode('blackhole');
+is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases into a black hole');
+$r = $sb->result(10);
+is($r->{out}, 't', 'b gets the lock at once');
+is(handovers(), $h0 + 1, '... by a local handover');
+ok(wait_until(sub { holders_of($P) eq '' && zk_lock_rows($node, $P)->{ $sb->pid }{state} eq 'lost' },
+		15, 'the lease to run out'),
+	"zk_locks says b's lock is lost once the lease runs out");
+my $t_lost = time - $t0;
+ok(!$peer->has_reply(qr/^(acquired|error) c3\b/), '... while Curator c3 still waits');
+is($peer->acquire_result('c3', 20), 'acquired', 'ZooKeeper expires the session: Curator c3 gets the lock');
+my $t_cur = time - $t0;
+note(sprintf('zklock called the handed-over lock lost after %.1f s, Curator got it after %.1f s', $t_lost, $t_cur));
+$r = $sb->query('COMMIT');
+is($r->{sqlstate}, '40000', "b's COMMIT fails with 40000") or diag($r->{err});
+$proxy->set_mode('pass');
+ok(wait_until(sub { my $s = status_row($node); $s->{state} eq 'connected' && $s->{session_id} ne $s0 },
+		30, 'a new session'),
+	'the worker reconnects in a new session');
+is($peer->release('c3'), 'released', 'Curator c3 releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+############################################################################
+# 6. The semaphore's P/locks mutex: a lease request that got its lease
+#    hands P/locks to the next local acquirer; a Curator acquirer queued
+#    behind on P/locks gets it in its turn.
+############################################################################
+$P = '/t056/sem';
+my ($s1, $s2, $s3) = map { ZklockTest::Session->new($node, $_) } qw(s1 s2 s3);
+isnt($s1->value(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '10s')}), '', 's1 has the only lease');
+$s2->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
+wait_children_count($peer, "$P/leases", 2) or BAIL_OUT('s2 has no lease node');
+$s3->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
+wait_children_count($peer, "$P/locks", 2) or BAIL_OUT('s3 does not wait on P/locks');
+queued($s3);
+$peer->lease('c4', $P, 1, 1, 60000);
+wait_children_count($peer, "$P/locks", 3) or BAIL_OUT('Curator c4 does not wait on P/locks');
+$h0 = handovers();
+is($s1->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's1 returns its lease');
+$r = $s2->result(10);
+is($r->{out}, 't', 's2 gets the lease');
+ok(wait_until(sub { handovers() == $h0 + 1 }, 10, 'the handover'),
+	's2 handed P/locks to s3 locally');
+ok(wait_children_count($peer, "$P/leases", 2), 's3 made its lease node');
+ok(!$s3->done, 's3 waits for a lease');
+is($s2->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's2 returns its lease');
+$r = $s3->result(10);
+is($r->{out}, 't', 's3 gets the lease');
+ok(ref(quietly(sub { $peer->lease_result('c4', 1) })) ne 'ARRAY', 'Curator c4 waits for a lease');
+is($s3->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's3 returns its lease');
+my $l = $peer->lease_result('c4', 10);
+is(ref($l), 'ARRAY', 'then Curator c4 gets the lease');
+is($peer->release('c4', 'lease'), 'released', 'Curator c4 returns it');
+ok(wait_children_count($peer, "$P/leases", 0), 'no lease left');
+ok(wait_children_count($peer, "$P/locks", 0), 'no P/locks node left');
+ok(wait_no_zklock_rows($node), 'zk_locks is empty');
+
+############################################################################
+# 7. Read/write lock: readers behind a released writer, a writer behind the
+#    last reader; never past a Curator writer, never into a downgrade.
+############################################################################
+$P = '/t056/rw';
+my ($rw1, $rw2, $rw3, $rw4) = map { ZklockTest::Session->new($node, $_) } qw(rw1 rw2 rw3 rw4);
+
+# rw_queue($session, $mode, $n): start a $mode lock of $P, wait for its node
+sub rw_queue
+{
+	my ($s, $mode, $n) = @_;
+	$s->start("SELECT zk_${mode}_lock_acquire('$P', '60s')");
+	wait_children_count($peer, $P, $n) or BAIL_OUT($s->name . " is not queued for $mode");
+	queued($s);
+	return;
+}
+
+# 7a. writer rw1 holds; readers rw2 and rw3 queue behind it: its release
+#     hands both of them the lock; writer rw4 behind the readers waits.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+rw_queue($rw2, 'read', 2);
+rw_queue($rw3, 'read', 3);
+rw_queue($rw4, 'write', 4);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases the write lock');
+is($rw2->result(10)->{out}, 't', 'reader rw2 gets the read lock');
+is($rw3->result(10)->{out}, 't', 'reader rw3 gets the read lock');
+is(handovers(), $h0 + 2, 'both by local handovers');
+ok(!$rw4->done, 'writer rw4 waits behind the readers');
+$peer->lock('read', 'cr', $P, -1);
+ok(wait_children_count($peer, $P, 4), 'a Curator reader queues behind rw4 (rw1 gone)');
+is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
+ok(!$rw4->done, 'rw4 still waits for rw3');
+is(handovers(), $h0 + 2, 'no handover while another reader is ahead of the writer');
+is($rw3->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw3, the last reader, releases');
+is($rw4->result(10)->{out}, 't', 'writer rw4 gets the write lock');
+ok(!$peer->has_reply(qr/^(acquired|error) cr\b/), 'the Curator reader waits while rw4 writes');
+is($rw4->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw4 releases');
+is($peer->acquire_result('cr', 10), 'acquired', 'then the Curator reader reads');
+is($peer->release('cr'), 'released', 'and releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+# 7b. the last reader hands over to the writer right behind it.
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 holds the read lock');
+rw_queue($rw2, 'write', 2);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases');
+is($rw2->result(10)->{out}, 't', 'writer rw2 gets the write lock');
+is(handovers(), $h0 + 1, 'by a local handover');
+is($rw2->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw2 releases');
+
+# 7c. a Curator writer between a zklock writer and a zklock reader.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+$peer->lock('write', 'cw', $P, -1);
+ok(wait_children_count($peer, $P, 2), 'a Curator writer queues behind rw1');
+rw_queue($rw2, 'read', 3);
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases');
+is($peer->acquire_result('cw', 10), 'acquired', 'the Curator writer gets the lock');
+ok(!$rw2->done, 'the zklock reader behind it waits');
+is(handovers(), $h0, 'no handover past the Curator writer');
+is($peer->release('cw'), 'released', 'the Curator writer releases');
+is($rw2->result(10)->{out}, 't', 'then the reader reads');
+is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
+
+# 7d. a writer queued before a downgrade: the downgrade node sorts ahead of
+#     it, so the release of the write lock must not hand it over.
+is($rw1->value(qq{SELECT zk_write_lock_acquire('$P')}), 't', 'rw1 holds the write lock');
+rw_queue($rw2, 'write', 2);
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 downgrades: it takes the read lock');
+ok(wait_children_count($peer, $P, 3), "rw1's read node is there");
+$h0 = handovers();
+is($rw1->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw1 releases the write lock, still reading');
+ok(!$rw2->done, 'writer rw2 does not get the lock while rw1 reads');
+is(handovers(), $h0, 'no handover into a downgrade');
+ok(!$rw2->result(1)->{done}, 'rw2 still waits a second later');
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases the read lock');
+is($rw2->result(10)->{out}, 't', 'then rw2 gets the write lock');
+is($rw2->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw2 releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+$_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4);
+$peer->quit;
+$proxy->stop;
+stop_zk($zk);
+done_testing();
