@@ -341,7 +341,12 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			if (xact_holds != NIL)
+			/*
+			 * A backend on its way out aborts here before PostgreSQL gives
+			 * back its own locks: leave ours to backend_exit, which comes
+			 * after them.
+			 */
+			if (xact_holds != NIL && !proc_exit_inprogress)
 				release_xact_holds(InvalidSubTransactionId);
 			list_free_deep(xact_session_keys);
 			xact_session_keys = NIL;
@@ -378,7 +383,11 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 /*
  * Backend exit: every request and lock of this backend goes back to the
- * worker, which deletes the nodes.
+ * worker, which deletes the nodes.  It runs from on_shmem_exit, so after
+ * PostgreSQL has aborted the backend's transaction and released its
+ * advisory and other locks (ShutdownPostgres, a before_shmem_exit
+ * callback): the next holder, who may be handed the lock in microseconds,
+ * never finds the dying holder's work still in progress.
  */
 static void
 backend_exit(int code, Datum arg)
@@ -517,7 +526,7 @@ zklock_backend_setup(void)
 							  HASH_ELEM | HASH_BLOBS);
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
-	before_shmem_exit(backend_exit, (Datum) 0);
+	on_shmem_exit(backend_exit, (Datum) 0);
 	zklock_build_node_data();
 	seen_lost_epoch = zklock_shared->lost_epoch;
 	backend_ready = true;

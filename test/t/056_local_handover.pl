@@ -15,7 +15,8 @@
 # holder's lock is lost (its COMMIT fails) before ZooKeeper hands it to a
 # Curator client.  The semaphore's P/locks mutex is handed over the same
 # way, and so are read/write locks: the readers behind a released writer,
-# the writer behind the last reader.
+# the writer behind the last reader.  A holder that is terminated hands the
+# lock over only once PostgreSQL has released its own locks.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -413,6 +414,44 @@ is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases the re
 is($rw2->result(10)->{out}, 't', 'then rw2 gets the write lock');
 is($rw2->value(qq{SELECT zk_write_lock_release('$P')}), 't', 'rw2 releases');
 ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+############################################################################
+# 8. A holder terminated while it holds: the lock goes to the next local
+#    waiter only after PostgreSQL has ended the holder's transaction and
+#    released its locks (the waiter gets the lock in microseconds, so it
+#    must not find the dying holder's work still in progress).  The holder
+#    keeps 2000 advisory locks, so giving them back takes a while; the
+#    waiter looks at pg_locks the moment it has the lock.
+############################################################################
+$P = '/t056/exit';
+for my $round (1 .. 8)
+{
+	my $xact = $round % 2 == 0;
+	my $what = $xact ? 'an _xact lock in an open transaction' : 'a session lock';
+	my $x = ZklockTest::Session->new($node, "x$round");
+	my $y = ZklockTest::Session->new($node, "y$round");
+	my $xpid = $x->pid;
+	$x->value('BEGIN') if $xact;
+	is($x->value($xact ? qq{SELECT zk_mutex_acquire_xact('$P')} : qq{SELECT zk_mutex_acquire('$P')}),
+		't', "round $round: x holds $what");
+	is($x->value('SELECT count(pg_advisory_lock(k)) FROM generate_series(1, 2000) k'), '2000',
+		"round $round: x holds 2000 advisory locks");
+	$y->start(qq{SELECT CASE WHEN zk_mutex_acquire('$P', '60s')
+		THEN (SELECT count(*) FROM pg_locks WHERE pid = $xpid AND locktype = 'advisory')::text
+		ELSE 'timeout' END});
+	wait_children_count($peer, $P, 2) or BAIL_OUT("round $round: y is not queued");
+	queued($y);
+	$h0 = handovers();
+	is($node->safe_psql('postgres', "SELECT pg_terminate_backend($xpid)"), 't',
+		"round $round: x is terminated");
+	is($y->result(10)->{out}, '0',
+		"round $round: y gets the lock, and x holds no PostgreSQL lock by then");
+	is(handovers(), $h0 + 1, "round $round: by a local handover");
+	is($y->value(qq{SELECT zk_mutex_release('$P')}), 't', "round $round: y releases");
+	ok(wait_children_count($peer, $P, 0), "round $round: nothing left under the mutex");
+	$x->quit;
+	$y->quit;
+}
 
 $_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4);
 $peer->quit;
