@@ -23,7 +23,12 @@ static void lk_decide(int idx, char **children, int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
 							 const void *data);
 static int	local_node_owner(const char *base, const char *name, int except);
+static int	local_tail_owner(int idx, const char *base, const char *after);
+static void wait_locally(int idx, const char *pred, int owner, int blockers);
+static void lk_placed(int idx);
 static void end_local_wait(int idx);
+static void handover_check_done(int rc, const struct Stat *stat,
+								const void *data);
 
 /* ---------------------------------------------------------------------
  * The lock engine: Curator's LockInternals for the mutex, both sides of
@@ -122,12 +127,17 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
 				zklock_revoke_watch(idx);
-			if (!zklock_settle_cancel(idx) && downgrade)
+			if (zklock_settle_cancel(idx))
+				;
+			else if (downgrade)
 				zklock_grant(idx);
+			else if (!zklock_reqs[idx].list_piped)
+				lk_placed(idx);
 			/* otherwise the pipelined listing decides */
 		}
-		else if (zklock_create_failed(idx, rc, t.uuid, t.create_sent,
-									  downgrade, "create a lock node for"))
+		else if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
+									  zklock_reqs[idx].list_piped,
+									  "create a lock node for"))
 			zklock_lk_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
@@ -138,7 +148,10 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
  * parents when the last attempt found one missing) and, right behind it,
  * the listing of the lock's children: the session applies them in order,
  * so the listing already contains our node and the acquire costs one
- * round trip.  Caller holds the lock.
+ * round trip.  A mutex node queued behind a node of this worker that
+ * waits or holds goes without the listing: its create's reply most likely
+ * shows it right behind that node (lk_placed), and then the listing would
+ * tell nothing new.  Caller holds the lock.
  */
 void
 zklock_lk_create(int idx)
@@ -190,8 +203,40 @@ zklock_lk_create(int idx)
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
 	*t.create_sent = true;
-	if (slot->downgrade_seq[0] == '\0')
+	req->list_piped = (slot->downgrade_seq[0] == '\0' &&
+					   (t.rw || local_tail_owner(idx, t.base, NULL) < 0));
+	if (req->list_piped)
 		zklock_lk_list(idx);
+}
+
+/*
+ * The create of a mutex node sent without a listing took: when the node
+ * directly follows a node of this worker that waits or holds, that node is
+ * its predecessor (no node can sort between them, see zklock_seq_follows)
+ * and it waits behind it, as a listing would have decided; otherwise it
+ * lists.  Should that node have been deleted from outside meanwhile, the
+ * wait lasts until its owner releases it or finds it gone, never less.
+ * Caller holds the lock.
+ */
+static void
+lk_placed(int idx)
+{
+	LockTarget	t;
+	int			owner;
+
+	lock_target(idx, &t);
+	owner = local_tail_owner(idx, t.base, t.node);
+	if (owner < 0)
+		zklock_lk_list(idx);
+	else if (zklock_shared->slots[idx].try_only)
+		zklock_give_up_try(idx);
+	else
+	{
+		LockTarget	o;
+
+		lock_target(owner, &o);
+		wait_locally(idx, o.node, owner, 1);
+	}
 }
 
 /*
@@ -364,20 +409,7 @@ lk_decide(int idx, char **children, int n)
 		zklock_give_up_try(idx);
 	else if (!t.rw &&
 			 (owner = local_node_owner(t.base, children[d.watch_index], idx)) >= 0)
-	{
-		/*
-		 * The predecessor is a node of this worker: no watch.  Its release
-		 * hands the lock over (zklock_lk_hand_over), its loss or withdrawal
-		 * makes us look again (zklock_lk_node_gone), as the watch would.
-		 */
-		strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
-		strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
-		req->pred_last = (d.blockers == 1);
-		req->pred_slot = owner;
-		req->pred_serial = zklock_shared->slots[owner].serial;
-		req->local_wait = true;
-		req->watching = true;
-	}
+		wait_locally(idx, children[d.watch_index], owner, d.blockers);
 	else
 	{
 		char		wpath[ZKLOCK_NODE_PATH_SIZE];
@@ -526,11 +558,61 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 		return 0;
 	for (k = 0; k < ntake; k++)
 	{
+		LockTarget	t;
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		/*
+		 * Curator's waiter would list the children now and give up if its
+		 * own node were gone (deleted from outside).  The grant does not
+		 * wait for that answer: an exists of the node, sent before anything
+		 * the new holder sends, says so afterwards (handover_check_done).
+		 */
+		lock_target(take[k], &t);
+		snprintf(buf, sizeof(buf), "%s/%s", t.base, t.node);
+		zklock_reqs[take[k]].handed_node_gone = false;
+		if (zoo_aexists(zklock_zh, buf, 0, handover_check_done,
+						zklock_slot_tag(take[k])) != ZOK)
+			return k;			/* the rest list again once node is gone */
 		zklock_reqs[take[k]].pred[0] = '\0';
 		sh->handover_count++;
 		lk_granted(take[k]);
 	}
 	return ntake;
+}
+
+/*
+ * Completion of the exists sent for a node whose request was just handed
+ * a lock.  A node found missing (deleted from outside between the
+ * waiter's listing and the handover) means the lock was never ours: a
+ * held lock is lost at once, as a lost session's would be (reported to
+ * its backend, COMMIT of an _xact lock fails); a step of a longer request
+ * (a lease's P/locks) sees handed_node_gone before its next decision,
+ * which this answer precedes on the session.
+ */
+static void
+handover_check_done(int rc, const struct Stat *stat, const void *data)
+{
+	ZklockShared *sh = zklock_shared;
+	int			idx;
+
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx >= 0 && rc == ZNONODE)
+	{
+		ZklockSlot *slot = &sh->slots[idx];
+
+		zklock_reqs[idx].handed_node_gone = true;
+		if (slot->state == ZKS_HELD)
+		{
+			zklock_slot_lose(slot);
+			sh->lost_epoch++;
+			sh->locks_lost_count++;
+			ereport(LOG,
+					(errmsg("zklock: lock \"%s\" lost: its node was deleted by another client before it was handed over",
+							slot->path + slot->user_path_off)));
+		}
+	}
+	LWLockRelease(sh->lock);
 }
 
 /*
@@ -557,6 +639,57 @@ local_node_owner(const char *base, const char *name, int except)
 		lock_target(i, &t);
 		if (!t.rw && t.node[0] != '\0' && strcmp(t.node, name) == 0 &&
 			strcmp(t.base, base) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * The node a mutex waiter waits behind (pred, with blockers nodes keeping
+ * it out) is owner's node: no watch.  Its release hands the lock over
+ * (zklock_lk_hand_over), its loss or withdrawal makes the waiter look again
+ * (zklock_lk_node_gone), as the watch would.  Caller holds the lock.
+ */
+static void
+wait_locally(int idx, const char *pred, int owner, int blockers)
+{
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	strlcpy(req->pred, pred, sizeof(req->pred));
+	strlcpy(zklock_shared->slots[idx].waits_on, pred,
+			sizeof(zklock_shared->slots[idx].waits_on));
+	req->pred_last = (blockers == 1);
+	req->pred_slot = owner;
+	req->pred_serial = zklock_shared->slots[owner].serial;
+	req->local_wait = true;
+	req->watching = true;
+}
+
+/*
+ * The slot (other than idx) whose mutex node under base waits or holds in
+ * the current session and was created last before after (after == NULL:
+ * any such node), or -1.  A node of a parked request (its session may be
+ * gone) does not count.  Caller holds the lock.
+ */
+static int
+local_tail_owner(int idx, const char *base, const char *after)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		LockTarget	t;
+
+		if (i == idx || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
+			slot->session_gen != sh->session_gen || zklock_reqs[i].parked ||
+			zklock_worker_ops(slot->op)->lock_target == NULL)
+			continue;
+		lock_target(i, &t);
+		if (t.rw || t.node[0] == '\0' || strcmp(t.base, base) != 0)
+			continue;
+		if (after == NULL || zklock_seq_follows(t.node, after, t.lock_name))
 			return i;
 	}
 	return -1;

@@ -50,7 +50,7 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 			(void) zklock_settle_cancel(idx);
 		}
 		else if (zklock_create_failed(idx, rc, slot->uuid, &req->create_sent,
-									  false, "create a lease node for"))
+									  false, true, "create a lease node for"))
 			zklock_lease_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
@@ -148,7 +148,30 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			else
 				found = zklock_find_child(strings->data, strings->count, slot->node);
 
-			if (found < 0)
+			if (req->handed_node_gone)
+			{
+				/*
+				 * P/locks was handed to us, but our node there had been
+				 * deleted from outside: we never held it.  Give the lease
+				 * node back and start over, as Curator's acquirer would.
+				 */
+				char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+				if (slot->node[0] != '\0')
+				{
+					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, slot->node);
+					zklock_queue_delete(buf, NULL);
+				}
+				slot->node[0] = '\0';
+				slot->uuid[0] = '\0';
+				slot->aux_node[0] = '\0';
+				slot->aux_uuid[0] = '\0';
+				req->handed_node_gone = false;
+				req->watching = false;
+				slot->phase = ZKP_START;
+				zklock_lk_create(idx);
+			}
+			else if (found < 0)
 			{
 				/* our lease vanished (or never came): make a new one */
 				if (++req->lost_retries > MAX_LOST_RETRIES)

@@ -75,6 +75,40 @@ zklock_rw_sort_key(const char *name)
 }
 
 /*
+ * True when lock node next was created right after lock node prev under
+ * the same parent: its sequence number (the key after the last lock_name)
+ * is prev's plus one.  The server gives every child created under a parent
+ * a higher number than any created before it, so no node can sort between
+ * them: prev is next's predecessor in the queue for as long as prev
+ * exists.  Keys that are not ten plain digits (another naming, or the
+ * counter's overflow to negative numbers) never follow.
+ */
+bool
+zklock_seq_follows(const char *prev, const char *next, const char *lock_name)
+{
+	const char *keys[2];
+	long long	seq[2];
+	int			k;
+	int			i;
+
+	keys[0] = zklock_sort_key(prev, lock_name);
+	keys[1] = zklock_sort_key(next, lock_name);
+	for (k = 0; k < 2; k++)
+	{
+		if (strlen(keys[k]) != ZKLOCK_SEQ_DIGITS)
+			return false;
+		seq[k] = 0;
+		for (i = 0; i < ZKLOCK_SEQ_DIGITS; i++)
+		{
+			if (keys[k][i] < '0' || keys[k][i] > '9')
+				return false;
+			seq[k] = seq[k] * 10 + (keys[k][i] - '0');
+		}
+	}
+	return seq[1] == seq[0] + 1;
+}
+
+/*
  * Order of two children: by sort key, then by full name.
  *
  * The keys are the zero-padded sequence numbers and compare as strings, as

@@ -24,6 +24,7 @@
 
 /* Curator's node names (doc/wire.md) */
 #define ZKLOCK_LOCK_NAME "lock-"
+#define ZKLOCK_SEQ_DIGITS 10		/* the sequence the server appends */
 #define ZKLOCK_LEASE_NAME "lease-"
 #define ZKLOCK_READ_LOCK_NAME "__READ__"
 #define ZKLOCK_WRITE_LOCK_NAME "__WRIT__"
@@ -79,6 +80,8 @@ extern int	zklock_find_protected(char *const *children, int n,
 
 extern const char *zklock_sort_key(const char *name, const char *lock_name);
 extern void zklock_sort_children(char **names, int n, const char *lock_name);
+extern bool zklock_seq_follows(const char *prev, const char *next,
+							   const char *lock_name);
 extern int	zklock_find_child(char *const *names, int n, const char *own);
 
 /* Curator's StandardLockInternalsDriver.getsTheLock on SORTED children */

@@ -226,24 +226,22 @@ zklock_create_took(int idx, const char *value, char *node, Size node_size,
 
 /*
  * A create of a request's node failed with rc.  A create named by a
- * protection id (uuid) followed by its pipelined listing forgets the id when
- * the server refused it (no node carries it: a retry takes a fresh one, a
- * failure has nothing to look for), skips the listing, which fails the same
- * way, and after a missing parent is sent again; a create of a fixed name
- * (fixed_name) fails the request.  Settles a cancel first.  Returns true
- * when the caller should send the create again.
+ * protection id (uuid) forgets the id when the server refused it (no node
+ * carries it: a retry takes a fresh one, a failure has nothing to look
+ * for) and after a missing parent is sent again; a create of a fixed name
+ * (fixed_name) fails the request.  The listing pipelined behind the create
+ * (listing_follows) fails the same way and is skipped.  Settles a cancel
+ * first.  Returns true when the caller should send the create again.
  */
 bool
 zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-					 bool fixed_name, const char *what)
+					 bool fixed_name, bool listing_follows, const char *what)
 {
 	*create_sent = (rc != ZNONODE && zklock_rc_retryable(rc));
-	if (!fixed_name)
-	{
-		if (zklock_rc_refused(rc))
-			uuid[0] = '\0';
+	if (!fixed_name && zklock_rc_refused(rc))
+		uuid[0] = '\0';
+	if (listing_follows)
 		zklock_reqs[idx].skip_lists++;
-	}
 	if (zklock_settle_cancel(idx))
 		return false;
 	if (rc == ZNONODE && !fixed_name)

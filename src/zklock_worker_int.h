@@ -45,11 +45,15 @@ typedef struct WorkerReq
 	bool		pred_last;		/* pred is the only node keeping us out */
 	bool		local_wait;		/* pred is a node of this worker: no watch
 								 * was sent, its release or loss moves us */
+	bool		handed_node_gone;	/* the check after a local handover
+									 * found our node deleted */
 	int			pred_slot;		/* with local_wait: the slot owning pred */
 	uint32		pred_serial;	/* ... and its serial then */
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */
+	bool		list_piped;		/* lock engine: the listing went out right
+								 * behind the create being answered */
 	bool		ready_seen;		/* double barrier: P/ready existed */
 	int			nonode_retries;
 	int			lost_retries;
@@ -237,7 +241,8 @@ extern int zklock_create_begin(int rc, const char *value, const void *data);
 extern void zklock_create_took(int idx, const char *value, char *node,
 							   Size node_size, bool *create_sent);
 extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-								 bool fixed_name, const char *what);
+								 bool fixed_name, bool listing_follows,
+								 const char *what);
 extern void zklock_continue_request(int idx);
 extern void zklock_fail_auth_rejected(int idx);
 extern void zklock_give_up_try(int idx);

@@ -16,7 +16,8 @@
 # Curator client.  The semaphore's P/locks mutex is handed over the same
 # way, and so are read/write locks: the readers behind a released writer,
 # the writer behind the last reader.  A holder that is terminated hands the
-# lock over only once PostgreSQL has released its own locks.
+# lock over only once PostgreSQL has released its own locks.  A waiter whose
+# node was deleted from outside before the handover loses the lock at once.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -452,6 +453,38 @@ for my $round (1 .. 8)
 	$x->quit;
 	$y->quit;
 }
+
+############################################################################
+# 9. A waiter's node deleted from outside before the handover: Curator's
+#    waiter would find its node gone and not take the lock.  The handed-over
+#    lock is called lost at once (the check the worker sends with every
+#    handover), its COMMIT fails, and the Curator waiter behind gets the
+#    lock in turn.
+############################################################################
+$P = '/t056/deleted';
+is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
+$sb->value('BEGIN');
+$sb->start(qq{SELECT zk_mutex_acquire_xact('$P', '60s')});
+wait_children_count($peer, $P, 2) or BAIL_OUT('b is not queued');
+queued($sb);
+$peer->acquire('c9', $P, -1);
+wait_children_count($peer, $P, 3) or BAIL_OUT('Curator c9 is not queued');
+my $kids = lock_children($peer, $P);
+is(waiting_for($sb), $kids->[0], 'b waits behind a');
+like($peer->delete("$P/$kids->[1]"), qr/^deleted /, "b's node is deleted from outside");
+ok(wait_children_count($peer, $P, 2), 'a and Curator c9 are left in the queue');
+$h0 = handovers();
+is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases');
+is($sb->result(10)->{out}, 't', 'b is handed the lock (its node is not looked at first)');
+is(handovers(), $h0 + 1, '... by a local handover');
+ok(wait_until(sub { (zk_lock_rows($node, $P)->{ $sb->pid }{state} // '') eq 'lost' }, 10,
+		"b's lock to be called lost"),
+	"zk_locks says b's lock is lost: its node was gone");
+is($peer->acquire_result('c9', 10), 'acquired', 'Curator c9, next in the queue, gets the lock');
+$r = $sb->query('COMMIT');
+is($r->{sqlstate}, '40000', "b's COMMIT fails with 40000") or diag($r->{err});
+is($peer->release('c9'), 'released', 'Curator c9 releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left under the mutex');
 
 $_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4);
 $peer->quit;

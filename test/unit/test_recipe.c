@@ -711,6 +711,42 @@ test_lock_decide_waiter_watches_its_predecessor(void **state)
 	assert_int_equal(d.blockers, 1);	/* the holder is all that is ahead */
 }
 
+/*
+ * A node whose sequence number is one more than another's was created right
+ * after it: nothing can sort between them.  Anything else (a gap, the other
+ * order, the same number, a name that is no plain ten-digit sequence, the
+ * counter's negative overflow) does not count.
+ */
+static void
+test_seq_follows_only_the_next_number(void **state)
+{
+	(void) state;
+	assert_true(zklock_seq_follows("_c_" U1 "-lock-0000000001",
+								   "_c_" U2 "-lock-0000000002", ZKLOCK_LOCK_NAME));
+	assert_true(zklock_seq_follows("_c_" U1 "-lock-0000000009",
+								   "_c_" U1 "-lock-0000000010", ZKLOCK_LOCK_NAME));
+	assert_true(zklock_seq_follows("_c_" U1 "-lock-2147483646",
+								   "_c_" U1 "-lock-2147483647", ZKLOCK_LOCK_NAME));
+	/* a gap: some node was created between them */
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-0000000001",
+									"_c_" U2 "-lock-0000000003", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-0000000002",
+									"_c_" U2 "-lock-0000000001", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-0000000002",
+									"_c_" U2 "-lock-0000000002", ZKLOCK_LOCK_NAME));
+	/* the overflow: Curator sorts these by their text, not by number */
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-2147483647",
+									"_c_" U1 "-lock--2147483648", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_seq_follows("_c_" U1 "-lock--000000002",
+									"_c_" U1 "-lock--000000001", ZKLOCK_LOCK_NAME));
+	/* not a lock node with a sequence */
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-000000001",
+									"_c_" U1 "-lock-000000002", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_seq_follows("_c_" U1 "-lock-00000000x1",
+									"_c_" U1 "-lock-0000000002", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_seq_follows("", "", ZKLOCK_LOCK_NAME));
+}
+
 static void
 test_lock_decide_lost_when_own_node_missing(void **state)
 {
@@ -1398,6 +1434,7 @@ main(void)
 		cmocka_unit_test(test_sort_empty_and_single),
 		cmocka_unit_test(test_find_child_exact_match_only),
 		cmocka_unit_test(test_lock_decide_lowest_node_holds),
+		cmocka_unit_test(test_seq_follows_only_the_next_number),
 		cmocka_unit_test(test_lock_decide_waiter_watches_its_predecessor),
 		cmocka_unit_test(test_lock_decide_lost_when_own_node_missing),
 		cmocka_unit_test(test_lock_decide_three_leases),
