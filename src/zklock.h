@@ -328,6 +328,8 @@ extern void zklock_post(int idx);
 extern void zklock_post_all(void);
 extern void zklock_wake_worker(void);
 extern void zklock_wake_backend(ZklockSlot *slot);
+extern void zklock_defer_wakes(void);
+extern void zklock_flush_wakes(void);
 extern const char *zklock_slot_state_name(ZklockSlotState state);
 extern const char *zklock_conn_state_name(ZklockConnState state);
 extern bool zklock_lease_valid(TimestampTz now, TimestampTz *until);

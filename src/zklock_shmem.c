@@ -46,6 +46,7 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 
 #include "zklock.h"
 
@@ -184,13 +185,56 @@ zklock_wake_worker(void)
 }
 
 /*
- * Set the latch of the backend that owns a slot.
+ * Wake-ups the worker owes backends, set once it has let go of the shared
+ * lock (zklock_flush_wakes).  Only the worker defers: see
+ * zklock_defer_wakes.
+ */
+static int *pending_wakes = NULL;
+static int	npending_wakes = 0;
+
+/*
+ * From now on, hold back the backends' wake-ups until zklock_flush_wakes.
+ * A backend woken while the worker still holds the shared lock would go
+ * to sleep again at once on that lock and need a second wake-up from its
+ * release: two context switches instead of one, for every grant.  The
+ * worker calls this once, at its start, and flushes before it waits and
+ * after each stretch of work under the lock.
+ */
+void
+zklock_defer_wakes(void)
+{
+	if (pending_wakes == NULL)
+		pending_wakes = MemoryContextAlloc(TopMemoryContext,
+										   sizeof(int) * ProcGlobal->allProcCount);
+}
+
+/*
+ * Set the latch of the backend that owns a slot: at once, or, in the
+ * worker, at its next zklock_flush_wakes.
  */
 void
 zklock_wake_backend(ZklockSlot *slot)
 {
-	if (slot->procno >= 0 && slot->procno < (int) ProcGlobal->allProcCount)
+	if (slot->procno < 0 || slot->procno >= (int) ProcGlobal->allProcCount)
+		return;
+	if (pending_wakes != NULL && npending_wakes < (int) ProcGlobal->allProcCount)
+		pending_wakes[npending_wakes++] = slot->procno;
+	else
 		SetLatch(&ProcGlobal->allProcs[slot->procno].procLatch);
+}
+
+/*
+ * Set the latches held back since the last call.  Caller does not hold
+ * the shared lock.
+ */
+void
+zklock_flush_wakes(void)
+{
+	int			i;
+
+	for (i = 0; i < npending_wakes; i++)
+		SetLatch(&ProcGlobal->allProcs[pending_wakes[i]].procLatch);
+	npending_wakes = 0;
 }
 
 /*

@@ -100,6 +100,7 @@ worker_exit(int code, Datum arg)
 	zklock_shared->conn_state = ZKC_NONE;
 	zklock_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zklock_shared->lock);
+	zklock_flush_wakes();
 }
 
 /*
@@ -145,6 +146,8 @@ process_zookeeper(int zkevents)
 		int			rc = zookeeper_process(zklock_zh, zkevents);
 		struct pollfd pfd;
 
+		/* the grants of this reply: the completions let go of the lock */
+		zklock_flush_wakes();
 		if (rc != ZOK && rc != ZNOTHING)
 		{
 			zklock_wes_rebuild = true;
@@ -206,6 +209,8 @@ zklock_worker_main(Datum main_arg)
 								  sizeof(WorkerReq) * zklock_shared->nslots);
 	zklock_dlocal = MemoryContextAllocZero(TopMemoryContext,
 									sizeof(DeleteLocal) * zklock_shared->ndeletes);
+
+	zklock_defer_wakes();
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = MyProcPid;
@@ -280,6 +285,7 @@ zklock_worker_main(Datum main_arg)
 		/* a heartbeat due goes out ahead of the requests of this round */
 		zklock_heartbeat(GetCurrentTimestamp());
 		zklock_run_requests();
+		zklock_flush_wakes();
 
 		if (zklock_zh != NULL)
 		{
@@ -329,6 +335,7 @@ zklock_worker_main(Datum main_arg)
 								 Max((long) ((zklock_auth_retry_at - now) / 1000) + 1, 1));
 		}
 
+		zklock_flush_wakes();
 		set_cork(false);
 		nevents = WaitEventSetWait(wes, timeout_ms, events, lengthof(events),
 								   zklock_wait_event(ZKLOCK_WAIT_WORKER));
