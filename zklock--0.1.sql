@@ -185,7 +185,8 @@ CREATE FUNCTION zk_status(
     OUT locks_lost bigint,
     OUT leases_expired bigint,
     OUT deletes_pending bigint,
-    OUT handovers bigint)
+    OUT handovers bigint,
+    OUT read_joins bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -265,6 +265,8 @@ typedef struct ZklockShared
 	int64		locks_lost_count;	/* held locks lost, ever */
 	int64		lease_expired_count;	/* leases that ran out unanswered */
 	int64		handover_count; /* locks handed over locally, ever */
+	int64		read_join_count;	/* read locks granted without a listing,
+									 * from the reader before them, ever */
 
 	/*
 	 * Lease: the time (TimestampTz) until which the session is known to be

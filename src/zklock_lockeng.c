@@ -23,10 +23,14 @@ static void lk_decide(int idx, char **children, int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
 							 const void *data);
 static int	local_node_owner(const char *base, const char *name, int except);
-static int	local_tail_owner(int idx, const char *base, const char *after);
+static int	local_tail_owner(int idx, const char *base, const char *after,
+							 bool reader);
 static void wait_locally(int idx, const char *pred, int owner, int blockers);
 static void lk_placed(int idx);
+static void join_reader(int idx);
+static bool follows_released_reader(int idx, const LockTarget *t);
 static void end_local_wait(int idx);
+static void settle_followers(int idx, bool granted);
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
 
@@ -35,6 +39,27 @@ static void handover_check_done(int rc, const struct Stat *stat,
  * the read/write lock and the P/locks mutex of a lease.
  * ---------------------------------------------------------------------
  */
+
+/*
+ * Read locks of this worker released lately, newest last, for lk_placed: a
+ * read node created right after one of them shares its answer (granted)
+ * when its create left before the release did, because the released node's
+ * delete left after the release, so the node still sorted before ours when
+ * the server made ours.  lk_creates_sent numbers the creates of lock nodes.
+ */
+#define RELEASED_READERS	16
+
+typedef struct ReleasedReader
+{
+	uint64		creates_before; /* lk_creates_sent at its release */
+	uint64		session_gen;
+	char		base[ZKLOCK_NODE_PATH_SIZE];
+	char		node[ZKLOCK_NODE_NAME_SIZE];
+} ReleasedReader;
+
+static ReleasedReader released_readers[RELEASED_READERS];
+static int	released_readers_next = 0;
+static uint64 lk_creates_sent = 0;
 
 /*
  * Where the lock engine works for a slot: the recipe says (its lock_target
@@ -75,6 +100,7 @@ static void
 lk_granted(int idx)
 {
 	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_granted(idx);
+	settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
 }
 
 /*
@@ -149,9 +175,11 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
  * the listing of the lock's children: the session applies them in order,
  * so the listing already contains our node and the acquire costs one
  * round trip.  A mutex node queued behind a node of this worker that
- * waits or holds goes without the listing: its create's reply most likely
- * shows it right behind that node (lk_placed), and then the listing would
- * tell nothing new.  Caller holds the lock.
+ * waits or holds, and a read lock node queued behind a read lock node of
+ * this worker that holds or is about to learn whether it does, go without
+ * the listing: the create's reply most likely shows the node right behind
+ * that one (lk_placed), and then the listing would tell nothing new.
+ * Caller holds the lock.
  */
 void
 zklock_lk_create(int idx)
@@ -202,21 +230,36 @@ zklock_lk_create(int idx)
 	}
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
+	req->create_no = ++lk_creates_sent;
 	*t.create_sent = true;
-	req->list_piped = (slot->downgrade_seq[0] == '\0' &&
-					   (t.rw || local_tail_owner(idx, t.base, NULL) < 0));
+	if (slot->downgrade_seq[0] != '\0')
+		req->list_piped = false;
+	else if (t.rw)
+		req->list_piped = !t.read || local_tail_owner(idx, t.base, NULL, true) < 0;
+	else
+		req->list_piped = local_tail_owner(idx, t.base, NULL, false) < 0;
 	if (req->list_piped)
 		zklock_lk_list(idx);
 }
 
 /*
- * The create of a mutex node sent without a listing took: when the node
- * directly follows a node of this worker that waits or holds, that node is
- * its predecessor (no node can sort between them, see zklock_seq_follows)
- * and it waits behind it, as a listing would have decided; otherwise it
- * lists.  Should that node have been deleted from outside meanwhile, the
- * wait lasts until its owner releases it or finds it gone, never less.
- * Caller holds the lock.
+ * The create of a node sent without a listing took.  When the node
+ * directly follows one of this worker's nodes (no node can sort between
+ * them, see zklock_seq_follows), that node decides as a listing would:
+ *
+ * - a mutex node waits behind the mutex node that waits or holds there.
+ *   Should that node have been deleted from outside meanwhile, the wait
+ *   lasts until its owner releases it or finds it gone, never less.
+ * - a read lock node right behind a read lock node has the same write
+ *   nodes before it: none can be created before a node that exists, and
+ *   nothing sorts between the two.  So Curator's read predicate (no write
+ *   node before ours) gives the same answer for both: behind a held read
+ *   lock, the lock is ours at once; behind a reader whose listing has not
+ *   decided yet, its decision is ours too (settle_followers): granted
+ *   with it, or we list when it has to wait; behind a read lock released
+ *   since our create left, the lock is ours (follows_released_reader).
+ *
+ * Otherwise it lists.  Caller holds the lock.
  */
 static void
 lk_placed(int idx)
@@ -225,9 +268,21 @@ lk_placed(int idx)
 	int			owner;
 
 	lock_target(idx, &t);
-	owner = local_tail_owner(idx, t.base, t.node);
-	if (owner < 0)
+	owner = local_tail_owner(idx, t.base, t.node, t.rw);
+	if (owner < 0 && t.rw && follows_released_reader(idx, &t))
+		join_reader(idx);
+	else if (owner < 0)
 		zklock_lk_list(idx);
+	else if (t.rw && zklock_shared->slots[owner].state != ZKS_ACTIVE)
+		join_reader(idx);
+	else if (t.rw)
+	{
+		LockTarget	o;
+
+		lock_target(owner, &o);
+		wait_locally(idx, o.node, owner, 0);
+		zklock_reqs[idx].follow_reader = true;
+	}
 	else if (zklock_shared->slots[idx].try_only)
 		zklock_give_up_try(idx);
 	else
@@ -237,6 +292,43 @@ lk_placed(int idx)
 		lock_target(owner, &o);
 		wait_locally(idx, o.node, owner, 1);
 	}
+}
+
+/*
+ * Whether the read node of idx (target t) comes right after a read lock
+ * this worker held and released only after idx's create was sent (see
+ * released_readers).  Caller holds the lock.
+ */
+static bool
+follows_released_reader(int idx, const LockTarget *t)
+{
+	int			k;
+
+	for (k = 0; k < RELEASED_READERS; k++)
+	{
+		ReleasedReader *r = &released_readers[k];
+
+		if (r->creates_before >= zklock_reqs[idx].create_no &&
+			r->session_gen == zklock_shared->slots[idx].session_gen &&
+			strcmp(r->base, t->base) == 0 &&
+			zklock_seq_follows(r->node, t->node, t->lock_name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Grant a read lock that shares the answer of the read node right before
+ * its own (lk_placed).  Caller holds the lock.
+ */
+static void
+join_reader(int idx)
+{
+	zklock_reqs[idx].follow_reader = false;
+	zklock_reqs[idx].local_wait = false;
+	zklock_reqs[idx].pred[0] = '\0';
+	zklock_shared->read_join_count++;
+	lk_granted(idx);
 }
 
 /*
@@ -394,6 +486,9 @@ lk_decide(int idx, char **children, int n)
 	else
 		d = zklock_lock_decide(children, n, t.node, 1);
 
+	/* a reader's answer is its followers' too */
+	if (t.read && !d.holds)
+		settle_followers(idx, false);
 	if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
@@ -484,6 +579,7 @@ zklock_lk_list(int idx)
 
 	zklock_reqs[idx].pred[0] = '\0';	/* the new listing decides */
 	zklock_reqs[idx].local_wait = false;
+	zklock_reqs[idx].follow_reader = false;
 	lock_target(idx, &t);
 	zklock_send_listing(idx, t.base, lk_children_done, false, false);
 }
@@ -666,13 +762,17 @@ wait_locally(int idx, const char *pred, int owner, int blockers)
 }
 
 /*
- * The slot (other than idx) whose mutex node under base waits or holds in
- * the current session and was created last before after (after == NULL:
- * any such node), or -1.  A node of a parked request (its session may be
- * gone) does not count.  Caller holds the lock.
+ * The slot (other than idx) whose node under base was created last before
+ * after (after == NULL: any such node) in the current session, or -1:
+ * without reader, a mutex node that waits or holds; with reader, a read
+ * lock node whose lock is held (or released, but not yet withdrawn by the
+ * worker: its delete has not left), or whose listing (or the reader it
+ * follows) has yet to say whether it is, and with after == NULL also a
+ * reader whose create is on its way.  A node of a parked request (its
+ * session may be gone) does not count.  Caller holds the lock.
  */
 static int
-local_tail_owner(int idx, const char *base, const char *after)
+local_tail_owner(int idx, const char *base, const char *after, bool reader)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -682,12 +782,26 @@ local_tail_owner(int idx, const char *base, const char *after)
 		ZklockSlot *slot = &sh->slots[i];
 		LockTarget	t;
 
-		if (i == idx || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
-			slot->session_gen != sh->session_gen || zklock_reqs[i].parked ||
+		if (i == idx || slot->session_gen != sh->session_gen ||
+			!(slot->state == ZKS_ACTIVE || slot->state == ZKS_HELD ||
+			  (reader && slot->state == ZKS_RELEASE &&
+			   zklock_reqs[i].serial == slot->serial)) ||
+			zklock_reqs[i].parked ||
 			zklock_worker_ops(slot->op)->lock_target == NULL)
 			continue;
+		/* a reader waiting on a writer has decided: it is no guide */
+		if (reader && slot->state == ZKS_ACTIVE &&
+			(zklock_reqs[i].serial != slot->serial ||
+			 (zklock_reqs[i].pred[0] != '\0' && !zklock_reqs[i].follow_reader)))
+			continue;
 		lock_target(i, &t);
-		if (t.rw || t.node[0] == '\0' || strcmp(t.base, base) != 0)
+		/* a write holder's read node carries its writer's number */
+		if (t.rw != reader || (reader && (!t.read || slot->downgrade_seq[0] != '\0')) ||
+			strcmp(t.base, base) != 0)
+			continue;
+		/* a reader's create on its way will be answered before ours */
+		if (t.node[0] == '\0' &&
+			!(reader && after == NULL && slot->state == ZKS_ACTIVE && *t.create_sent))
 			continue;
 		if (after == NULL || zklock_seq_follows(t.node, after, t.lock_name))
 			return i;
@@ -705,8 +819,36 @@ end_local_wait(int idx)
 	WorkerReq  *req = &zklock_reqs[idx];
 
 	req->local_wait = false;
+	req->follow_reader = false;
 	req->watching = false;
 	zklock_continue_request(idx);
+}
+
+/*
+ * The read lock request idx has its answer: the readers that follow its
+ * node (lk_placed) share it.  Granted, they are granted (and so are their
+ * own followers, through lk_granted); made to wait (or anything else),
+ * they list and decide for themselves.  Caller holds the lock.
+ */
+static void
+settle_followers(int idx, bool granted)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		WorkerReq  *req = &zklock_reqs[i];
+
+		if (!req->follow_reader || !req->local_wait || req->pred_slot != idx ||
+			req->pred_serial != sh->slots[idx].serial ||
+			sh->slots[i].state != ZKS_ACTIVE || req->serial != sh->slots[i].serial)
+			continue;
+		if (granted)
+			join_reader(i);
+		else
+			end_local_wait(i);
+	}
 }
 
 /*
@@ -762,6 +904,13 @@ zklock_lk_check_local_waits(void)
 			req->serial != sh->slots[i].serial || req->inflight != 0)
 			continue;
 		owner = &sh->slots[req->pred_slot];
+		/* a reader followed into a held read lock holds it too */
+		if (req->follow_reader && owner->serial == req->pred_serial &&
+			owner->state == ZKS_HELD)
+		{
+			join_reader(i);
+			continue;
+		}
 		/*
 		 * An owner being given back (RELEASE, CANCEL) still has its node:
 		 * its withdrawal hands over or queues the node's delete, which ends
@@ -780,9 +929,10 @@ zklock_lk_check_local_waits(void)
 }
 
 /*
- * A lock engine lock was released by its backend (a released hook): a
- * plain mutex goes to the local waiter next in line, if there is one.
- * Caller holds the lock.
+ * A lock engine lock was released by its backend (a released hook): it
+ * goes to the local waiters next in line, if there are any, and a read
+ * lock is remembered for the read nodes created just behind it
+ * (released_readers).  Caller holds the lock.
  */
 void
 zklock_lk_released(int idx)
@@ -792,6 +942,18 @@ zklock_lk_released(int idx)
 	lock_target(idx, &t);
 	if (t.final)
 		(void) zklock_lk_hand_over(t.base, t.node, !t.rw);
+	if (t.final && t.read && t.node[0] != '\0' && !zklock_reqs[idx].parked &&
+		zklock_shared->slots[idx].downgrade_seq[0] == '\0' &&
+		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
+	{
+		ReleasedReader *r = &released_readers[released_readers_next];
+
+		released_readers_next = (released_readers_next + 1) % RELEASED_READERS;
+		r->creates_before = lk_creates_sent;
+		r->session_gen = zklock_shared->session_gen;
+		strlcpy(r->base, t.base, sizeof(r->base));
+		strlcpy(r->node, t.node, sizeof(r->node));
+	}
 }
 
 /*

@@ -153,9 +153,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[18];
-	bool		nulls[18];
-	int64		counts[7];
+	Datum		values[19];
+	bool		nulls[19];
+	int64		counts[8];
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -193,6 +193,7 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[4] = sh->lease_expired_count;
 	counts[5] = sh->deletes_used;
 	counts[6] = sh->handover_count;
+	counts[7] = sh->read_join_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -237,6 +238,7 @@ zk_status(PG_FUNCTION_ARGS)
 	values[15] = Int64GetDatum(counts[4]);
 	values[16] = Int64GetDatum(counts[5]);
 	values[17] = Int64GetDatum(counts[6]);
+	values[18] = Int64GetDatum(counts[7]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

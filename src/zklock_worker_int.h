@@ -47,6 +47,10 @@ typedef struct WorkerReq
 								 * was sent, its release or loss moves us */
 	bool		handed_node_gone;	/* the check after a local handover
 									 * found our node deleted */
+	bool		follow_reader;	/* with local_wait: our read node comes
+								 * right after pred, a read node whose
+								 * listing has not decided yet: its
+								 * answer is ours (zklock_lk_create) */
 	int			pred_slot;		/* with local_wait: the slot owning pred */
 	uint32		pred_serial;	/* ... and its serial then */
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
@@ -54,6 +58,8 @@ typedef struct WorkerReq
 	int			skip_lists;		/* pipelined listings to ignore */
 	bool		list_piped;		/* lock engine: the listing went out right
 								 * behind the create being answered */
+	uint64		create_no;		/* lock engine: number of the create sent
+								 * last (see released_readers) */
 	bool		ready_seen;		/* double barrier: P/ready existed */
 	int			nonode_retries;
 	int			lost_retries;

@@ -18,6 +18,8 @@
 # the writer behind the last reader.  A holder that is terminated hands the
 # lock over only once PostgreSQL has released its own locks.  A waiter whose
 # node was deleted from outside before the handover loses the lock at once.
+# A read lock node right behind a read node of this worker shares its
+# answer without a listing, never across a Curator writer between them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -486,7 +488,123 @@ is($r->{sqlstate}, '40000', "b's COMMIT fails with 40000") or diag($r->{err});
 is($peer->release('c9'), 'released', 'Curator c9 releases');
 ok(wait_children_count($peer, $P, 0), 'nothing left under the mutex');
 
-$_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4);
+############################################################################
+# 10. A read lock node right behind a read lock node of this worker shares
+#     its answer without a listing (zk_status().read_joins): behind a held
+#     reader it reads at once; a Curator writer between the two keeps it
+#     out, in queue order; behind a Curator reader it lists.  Under load
+#     with Curator writers, no write overlaps any read.
+############################################################################
+$P = '/t056/join';
+sub read_joins { return status_row($node)->{read_joins}; }
+
+# 10a. rw1 reads; rw2's node comes right after rw1's: it reads at once.
+my $j0 = read_joins();
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 holds the read lock');
+is($rw2->value(qq{SELECT zk_read_lock_acquire('$P', '10s')}), 't', 'rw2 reads too');
+is(read_joins(), $j0 + 1, "rw2 joined rw1's read lock (no listing)");
+is(join(',', sort split /,/, holders_of($P)), join(',', sort($rw1->pid, $rw2->pid)),
+	'zk_locks: both hold');
+is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
+
+# 10b. a Curator writer queued between rw1 and rw3's node keeps rw3 out.
+$peer->lock('write', 'cwj', $P, -1);
+ok(wait_children_count($peer, $P, 2), 'a Curator writer queues behind rw1');
+$j0 = read_joins();
+rw_queue($rw3, 'read', 3);
+# read/write lock nodes sort by their sequence number alone
+$kids = [ sort { substr($a, -10) cmp substr($b, -10) } @{ $peer->children($P) } ];
+like($kids->[1], qr/__WRIT__/, "the Curator writer's node is second in the queue");
+is(waiting_for($rw3), $kids->[1], 'rw3 waits for the Curator writer, not past it');
+is(read_joins(), $j0, 'rw3 did not join rw1 across the writer');
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases');
+is($peer->acquire_result('cwj', 10), 'acquired', 'the Curator writer, next in the queue, writes');
+ok(!$rw3->done, 'rw3 still waits while Curator writes');
+is($peer->release('cwj'), 'released', 'the Curator writer releases');
+is($rw3->result(10)->{out}, 't', 'then rw3 reads');
+is($rw3->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw3 releases');
+
+# 10c. behind a Curator reader, a zklock reader lists (and reads).
+$peer->lock('read', 'crj', $P, -1);
+is($peer->acquire_result('crj', 10), 'acquired', 'a Curator reader reads');
+$j0 = read_joins();
+is($rw1->value(qq{SELECT zk_read_lock_acquire('$P', '10s')}), 't', 'rw1 reads behind it');
+is(read_joins(), $j0, "rw1 did not join Curator's reader: it listed");
+is($rw1->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw1 releases');
+is($peer->release('crj'), 'released', 'the Curator reader releases');
+ok(wait_children_count($peer, $P, 0), 'nothing left');
+
+# 10d. load: four SQL sessions take and release read locks back to back
+#      (their nodes follow each other, so they join), two Curator clients
+#      read and write (10% writes, 2 ms inside).  Every section records
+#      when it entered and left, from inside; no write may overlap any
+#      other section.
+$P = '/t056/joinload';
+my $JOIN_OPS = 300;
+my $CUR_OPS = 120;
+$node->safe_psql('postgres',
+	'CREATE TABLE join_ev (client text, i int, t_enter bigint, t_exit bigint)');
+my @readers = map { ZklockTest::Session->new($node, "jr$_") } 1 .. 4;
+$j0 = read_joins();
+$peer->rwloop("cj$_", $P, $CUR_OPS, $_ + 3, 2) for 1 .. 2;
+for my $s (@readers)
+{
+	my $who = $s->name;
+	$s->start(qq{
+DO \$\$
+DECLARE t0 bigint; t1 bigint;
+BEGIN
+  FOR i IN 1..$JOIN_OPS LOOP
+    IF NOT zk_read_lock_acquire('$P', '30s') THEN RAISE EXCEPTION 'read % not granted', i; END IF;
+    t0 := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    t1 := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+    IF NOT zk_read_lock_release('$P') THEN RAISE EXCEPTION 'release % failed', i; END IF;
+    INSERT INTO join_ev VALUES ('$who', i, t0, t1);
+  END LOOP;
+END \$\$});
+}
+my @jev;    # [client, kind, enter, exit]
+for my $s (@readers)
+{
+	$r = $s->result(60);
+	ok($r->{done} && $r->{err} !~ /ERROR/, $s->name . " took and released $JOIN_OPS read locks")
+	  or diag($r->{err});
+}
+for my $c (1 .. 2)
+{
+	my $e = $peer->rwloop_result("cj$c", 60);
+	ok(ref $e && @$e == $CUR_OPS, "Curator client cj$c finished its $CUR_OPS operations")
+	  or diag($e // 'no reply');
+	push @jev, map { [ "cj$c", $_->[1], $_->[2], $_->[3] ] } @$e if ref $e;
+}
+for my $line (split /\n/, $node->safe_psql('postgres', 'SELECT client, t_enter, t_exit FROM join_ev'))
+{
+	my ($who, $enter, $exit) = split /\|/, $line;
+	push @jev, [ $who, 'read', $enter, $exit ];
+}
+is(scalar @jev, 4 * $JOIN_OPS + 2 * $CUR_OPS, 'every section recorded');
+my $nj = read_joins() - $j0;
+note("join load: $nj read locks joined a reader before them");
+cmp_ok($nj, '>', 0, "SQL readers joined the reader before them under load ($nj)");
+my $jbad = 0;
+my @jw = grep { $_->[1] eq 'write' } @jev;
+cmp_ok(scalar @jw, '>', 0, 'the Curator clients wrote (' . scalar(@jw) . ' writes)');
+for my $w (@jw)
+{
+	for my $x (@jev)
+	{
+		next if $x == $w;
+		if ($x->[2] < $w->[3] && $w->[2] < $x->[3])
+		{
+			diag("overlap: write $w->[0] [$w->[2],$w->[3]] with $x->[1] $x->[0] [$x->[2],$x->[3]]")
+			  if $jbad++ < 5;
+		}
+	}
+}
+is($jbad, 0, 'no write overlapped any read or write');
+ok(wait_children_count($peer, $P, 0), 'nothing left under the loaded read/write lock');
+
+$_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4, @readers);
 $peer->quit;
 $proxy->stop;
 stop_zk($zk);

@@ -747,6 +747,26 @@ test_seq_follows_only_the_next_number(void **state)
 	assert_false(zklock_seq_follows("", "", ZKLOCK_LOCK_NAME));
 }
 
+/*
+ * Read lock nodes: a reader follows the reader numbered one less; a write
+ * node is never taken for a read node, whatever its number.
+ */
+static void
+test_seq_follows_read_nodes(void **state)
+{
+	(void) state;
+	assert_true(zklock_seq_follows("_c_" U1 "-" ZKLOCK_READ_LOCK_NAME "0000000041",
+								   "_c_" U2 "-" ZKLOCK_READ_LOCK_NAME "0000000042",
+								   ZKLOCK_READ_LOCK_NAME));
+	assert_false(zklock_seq_follows("_c_" U1 "-" ZKLOCK_WRITE_LOCK_NAME "0000000041",
+									"_c_" U2 "-" ZKLOCK_READ_LOCK_NAME "0000000042",
+									ZKLOCK_READ_LOCK_NAME));
+	/* a writer was created between the two readers */
+	assert_false(zklock_seq_follows("_c_" U1 "-" ZKLOCK_READ_LOCK_NAME "0000000041",
+									"_c_" U2 "-" ZKLOCK_READ_LOCK_NAME "0000000043",
+									ZKLOCK_READ_LOCK_NAME));
+}
+
 static void
 test_lock_decide_lost_when_own_node_missing(void **state)
 {
@@ -1435,6 +1455,7 @@ main(void)
 		cmocka_unit_test(test_find_child_exact_match_only),
 		cmocka_unit_test(test_lock_decide_lowest_node_holds),
 		cmocka_unit_test(test_seq_follows_only_the_next_number),
+		cmocka_unit_test(test_seq_follows_read_nodes),
 		cmocka_unit_test(test_lock_decide_waiter_watches_its_predecessor),
 		cmocka_unit_test(test_lock_decide_lost_when_own_node_missing),
 		cmocka_unit_test(test_lock_decide_three_leases),
