@@ -85,8 +85,10 @@ free_port() {
 }
 
 # four_letter PORT CMD: send a ZooKeeper four-letter word, print the answer
+# (nothing after 5 s: a server still starting may accept and never answer)
 four_letter() {
 	perl -MIO::Socket::INET -e '
+		alarm 5;
 		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1",
 		                              PeerPort => $ARGV[0], Timeout => 2) or exit 1;
 		print $s $ARGV[1]; shutdown($s, 1);
