@@ -210,20 +210,34 @@ SELECT 1;
 EOF
 
 	# run_pgbench NAME SCRIPT CLIENTS SECONDS [record]
+	#
+	# What is recorded comes from a window, as for Curator: from 1 s after
+	# the first transaction completed to the end of -T.  Transactions that
+	# complete later are pgbench's drain (each client finishes the one it
+	# is in, then disconnects) and are left out: pgbench serves that drain
+	# slowly whatever it runs (200 clients on PostgreSQL's own advisory
+	# lock: ~650 transactions/s before the end of -T, ~80/s after).  The
+	# CPU counters are sampled every 0.25 s while pgbench runs; CPU per
+	# cycle is taken between the first and the last sample inside the
+	# window, over the transactions completed between those two samples.
 	run_pgbench() {
 		local name=$1 script=$2 clients=$3 secs=$4 record=${5:-}
 		local jobs=2 outf=$pgtmp/pgbench_$name.out rc=0
-		local cpu0 cpu1 zk0 zk1
+		local samples=$pgtmp/samples_$name t_launch pgpid
 
 		[ "$clients" -lt "$jobs" ] && jobs=$clients
 		rm -f "$pgtmp"/log_"$name".*
-		cpu0=$(machine_ticks)
-		zk0=$(proc_ticks "$zkpid")
+		: >"$samples"
+		t_launch=$(date +%s%N)
 		"$PGBIN/pgbench" -n -f "$pgtmp/$script" -c "$clients" -j "$jobs" \
 			-T "$secs" -M prepared --log --log-prefix="$pgtmp/log_$name" \
-			-h "$pgtmp" -p "$pgport" postgres >"$outf" 2>&1 || rc=$?
-		cpu1=$(machine_ticks)
-		zk1=$(proc_ticks "$zkpid")
+			-h "$pgtmp" -p "$pgport" postgres >"$outf" 2>&1 &
+		pgpid=$!
+		while kill -0 "$pgpid" 2>/dev/null; do
+			echo "$(date +%s%N) $(machine_ticks) $(proc_ticks "$zkpid")" >>"$samples"
+			sleep 0.25
+		done
+		wait "$pgpid" || rc=$?
 		if [ $rc -ne 0 ] || grep -q -E "aborted|ERROR" "$outf"; then
 			cat "$outf" >&2
 			tail -n 20 "$pgtmp/postgres.log" >&2
@@ -231,15 +245,44 @@ EOF
 		fi
 		[ -n "$record" ] || return 0
 
-		local tps lat p cycles zkd=-1
-		tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1)
-		lat=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' "$outf" | head -n 1)
-		cycles=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$outf" | head -n 1)
-		[ "$zk0" -ge 0 ] && [ "$zk1" -ge 0 ] && zkd=$((zk1 - zk0))
 		# log line: client_id transaction_no time(us) script_no epoch epoch_us
-		p=$(cat "$pgtmp"/log_"$name".* | awk '{ print $3 }' | percentiles)
-		echo "$record $(awk -v t="$tps" 'BEGIN { printf "%.0f", t }') $p $(awk -v l="$lat" 'BEGIN { printf "%.0f", l * 1000 }') ${cycles:-0} $((cpu1 - cpu0)) $zkd" >>"$out"
-		log "  $name: tps=$tps p50/p99(us)=$p avg(ms)=$lat cycles=$cycles cpu_ticks=$((cpu1 - cpu0)) zk_ticks=$zkd"
+		local win p stats
+		win=$pgtmp/window_$name
+		stats=$(cat "$pgtmp"/log_"$name".* | awk -v launch_ns="$t_launch" -v secs="$secs" \
+			-v samples="$samples" -v win="$win" '
+			{ done_us[NR] = $5 * 1000000 + $6; lat[NR] = $3
+			  if (NR == 1 || done_us[NR] < first) first = done_us[NR] }
+			END {
+				wstart = first + 1000000
+				wend = int(launch_ns / 1000) + secs * 1000000
+				if (wend <= wstart) { wstart = first; wend = first + secs * 1000000 }
+				# the samples inside the window: the first and the last
+				s0 = -1
+				while ((getline line < samples) > 0) {
+					split(line, f, " ")
+					t = int(f[1] / 1000)
+					if (t < wstart || t > wend) continue
+					if (s0 < 0) { s0 = t; m0 = f[2]; z0 = f[3] }
+					s1 = t; m1 = f[2]; z1 = f[3]
+				}
+				n = 0; sum = 0; ncpu = 0
+				for (i = 1; i <= NR; i++) {
+					if (done_us[i] >= wstart && done_us[i] <= wend) {
+						n++; sum += lat[i]; print lat[i] > win
+					}
+					if (s0 >= 0 && done_us[i] > s0 && done_us[i] <= s1) ncpu++
+				}
+				close(win)
+				zk = (s0 >= 0 && z0 >= 0 && z1 >= 0) ? z1 - z0 : -1
+				printf "%.0f %.0f %d %d %d\n", n / ((wend - wstart) / 1000000), \
+					n ? sum / n : 0, ncpu, (s0 >= 0) ? m1 - m0 : 0, zk
+			}')
+		[ -s "$win" ] || die "pgbench $name: no transaction completed inside the measured window"
+		p=$(percentiles "$win")
+		local tps avg cycles cpu zkd
+		read -r tps avg cycles cpu zkd <<<"$stats"
+		echo "$record $tps $p $avg $cycles $cpu $zkd" >>"$out"
+		log "  $name: in the window: tps=$tps p50/p99(us)=$p avg(us)=$avg; cpu over $cycles cycles: ticks=$cpu zk_ticks=$zkd; pgbench overall: $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1) tps"
 	}
 
 	log "pgbench warm-up (${WARMUP}s, not counted)"
@@ -550,7 +593,8 @@ echo "raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape; $RUNS run(s) per sy
 echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds;"
 echo "cpu µs/cyc = CPU time of the whole machine (all CPUs, /proc/stat minus idle and iowait: clients, PostgreSQL,"
 echo "  ZooKeeper, anything else running) in the measured window per cycle; zk µs/cyc = the ZooKeeper server process"
-echo "  alone (utime+stime); for zklock the window is the whole pgbench -T run, connection setup included;"
+echo "  alone (utime+stime); for zklock the window runs from 1 s after pgbench's first transaction to the end of"
+echo "  -T (pgbench's drain after -T, served slowly whatever it runs, is left out), CPU sampled every 0.25 s in it;"
 echo "  resolution 1/$CLK_TCK s of CPU time per window."
 echo "ratios = zklock / the row's system: cyc/s higher is better for zklock, p50 and cpu lower is better for zklock."
 awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" '
