@@ -99,8 +99,13 @@ zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
 static void
 lk_granted(int idx)
 {
+	LockTarget	t;
+
 	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_granted(idx);
-	settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
+	/* only read nodes are followed (lk_placed) */
+	lock_target(idx, &t);
+	if (t.read)
+		settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
 }
 
 /*
