@@ -427,6 +427,27 @@ sub seq_of
 	return $name =~ /.*lock-(.*)$/ ? $1 : $name;
 }
 
+# write_overlaps(\@sections): how many (write, other section) pairs overlap
+# in time, among sections [label, kind ('read' or 'write'), enter, exit]
+# (times from inside each section); the first five are shown with diag.
+sub write_overlaps
+{
+	my ($sections) = @_;
+	my $bad = 0;
+	for my $w (grep { $_->[1] eq 'write' } @$sections)
+	{
+		for my $x (@$sections)
+		{
+			next if $x == $w;
+			next unless $x->[2] < $w->[3] && $w->[2] < $x->[3];
+			Test::More::diag("overlap: write $w->[0] [$w->[2],$w->[3]] with $x->[1] $x->[0] [$x->[2],$x->[3]]")
+			  if $bad++ < 5;
+		}
+	}
+	return $bad;
+}
+push @EXPORT, 'write_overlaps';
+
 # sort_by_seq(@names): lock nodes in queue order (Curator's fixForSorting).
 sub sort_by_seq
 {

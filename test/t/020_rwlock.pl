@@ -378,20 +378,9 @@ is(scalar @ev, 8 * $nops, 'all 800 operations recorded');
 my @writes = grep { $_->[2] eq 'write' } @ev;
 is(scalar @writes, 80, '80 of them writes');
 
-my ($bad, $read_overlaps, $mixed_overlaps) = (0, 0, 0);
-for my $w (@writes)
-{
-	for my $x (@ev)
-	{
-		next if $x == $w;
-		if ($x->[3] < $w->[4] && $w->[3] < $x->[4])
-		{
-			diag("overlap: write $w->[0]#$w->[1] [$w->[3],$w->[4]] with $x->[2] $x->[0]#$x->[1] [$x->[3],$x->[4]]")
-			  if $bad++ < 5;
-		}
-	}
-}
-is($bad, 0, 'no write overlapped any other operation');
+my ($read_overlaps, $mixed_overlaps) = (0, 0);
+is(write_overlaps([ map { [ "$_->[0]#$_->[1]", @$_[ 2 .. 4 ] ] } @ev ]), 0,
+	'no write overlapped any other operation');
 my @reads = sort { $a->[3] <=> $b->[3] } grep { $_->[2] eq 'read' } @ev;
 for my $i (0 .. $#reads)
 {

@@ -586,22 +586,9 @@ is(scalar @jev, 4 * $JOIN_OPS + 2 * $CUR_OPS, 'every section recorded');
 my $nj = read_joins() - $j0;
 note("join load: $nj read locks joined a reader before them");
 cmp_ok($nj, '>', 0, "SQL readers joined the reader before them under load ($nj)");
-my $jbad = 0;
-my @jw = grep { $_->[1] eq 'write' } @jev;
-cmp_ok(scalar @jw, '>', 0, 'the Curator clients wrote (' . scalar(@jw) . ' writes)');
-for my $w (@jw)
-{
-	for my $x (@jev)
-	{
-		next if $x == $w;
-		if ($x->[2] < $w->[3] && $w->[2] < $x->[3])
-		{
-			diag("overlap: write $w->[0] [$w->[2],$w->[3]] with $x->[1] $x->[0] [$x->[2],$x->[3]]")
-			  if $jbad++ < 5;
-		}
-	}
-}
-is($jbad, 0, 'no write overlapped any read or write');
+my $nw = grep { $_->[1] eq 'write' } @jev;
+cmp_ok($nw, '>', 0, "the Curator clients wrote ($nw writes)");
+is(write_overlaps(\@jev), 0, 'no write overlapped any read or write');
 ok(wait_children_count($peer, $P, 0), 'nothing left under the loaded read/write lock');
 
 $_->quit for ($sa, $sb, $sd, @w, @loaders, $s1, $s2, $s3, $rw1, $rw2, $rw3, $rw4, @readers);
