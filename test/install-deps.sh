@@ -10,7 +10,8 @@ set -euo pipefail
 PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
       postgresql-client-$PG_MAJOR libzookeeper-st-dev zookeeper
       libcurator-recipes-java libslf4j-java default-jdk-headless
-      libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates"
+      libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
+      nftables faketime"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: not root; assuming the packages are installed" >&2
