@@ -31,6 +31,7 @@ if [[ " $what " == *" regress "* ]]; then
 shared_preload_libraries = 'zklock'
 zklock.hosts = '127.0.0.1:$ZKPORT'
 zklock.session_timeout = '10s'
+zklock.server_tick_time = 500
 max_prepared_transactions = 2
 zklock.auth = 'regress:not-to-be-shown'
 listen_addresses = ''

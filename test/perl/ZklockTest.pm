@@ -295,6 +295,7 @@ sub new_zklock_node
 shared_preload_libraries = 'zklock'
 zklock.hosts = '$zk'
 zklock.session_timeout = '10s'
+zklock.server_tick_time = 500
 max_connections = 30
 log_min_messages = debug1
 } . ($extra_conf // ''));
