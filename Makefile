@@ -24,7 +24,9 @@ OBJS = \
 	src/zklock_rcp_rwlock.o \
 	src/zklock_session.o \
 	src/zklock_recipe.o \
-	src/zklock_names.o
+	src/zklock_names.o \
+	src/zklock_lease_rules.o \
+	src/zklock_loss.o
 
 EXTENSION = zklock
 DATA = zklock--0.1.sql
@@ -47,4 +49,5 @@ unittest:
 	$(MAKE) -C test/unit check
 
 # every object depends on the shared headers
-$(OBJS): src/zklock.h src/zklock_recipe.h
+$(OBJS): src/zklock.h src/zklock_recipe.h src/zklock_lease_rules.h \
+	src/zklock_worker_int.h src/zklock_backend_int.h

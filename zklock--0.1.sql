@@ -186,7 +186,8 @@ CREATE FUNCTION zk_status(
     OUT leases_expired bigint,
     OUT deletes_pending bigint,
     OUT handovers bigint,
-    OUT read_joins bigint)
+    OUT read_joins bigint,
+    OUT server_mode text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -16,6 +16,7 @@
 #include "utils/wait_event.h"
 
 #include "zklock.h"
+#include "zklock_lease_rules.h"
 
 PG_MODULE_MAGIC;
 
@@ -29,6 +30,9 @@ char	   *zklock_auth = NULL;
 int			zklock_acl = ZKLOCK_ACL_OPEN;
 bool		zklock_check_session_locks = false;
 bool		zklock_commit_confirm = false;
+int			zklock_server_tick_time = 3000;
+int			zklock_commit_min_lease = 500;
+bool		zklock_cancel_on_loss = false;
 
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
@@ -120,7 +124,7 @@ define_gucs(void)
 							"Safety margin taken off the session timeout when deciding how long a lock is known to be held.",
 							"A lock is valid until the send time of the latest request ZooKeeper answered plus the negotiated session timeout minus this margin (at most half the timeout). It covers clock rate differences between this host and the servers and the time a commit takes.",
 							&zklock_lease_margin,
-							1000, 0, 60 * 1000,
+							1000, 100, 60 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
@@ -188,7 +192,59 @@ define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomIntVariable("zklock.server_tick_time",
+							"The ZooKeeper servers' tickTime, or more.",
+							"Through an ensemble, the lease is proven by syncs that go through the leader, spaced by this much: the leader pings its followers every tickTime / 2.  Too small is unsafe, larger only shortens the lease.",
+							&zklock_server_tick_time,
+							3000, 10, 60 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.commit_min_lease",
+							"Lease that must be left for COMMIT or PREPARE of a transaction relying on zklock locks.",
+							"Everything after the check (the commit record, its WAL flush, synchronous replication) must fit in it.",
+							&zklock_commit_min_lease,
+							500, 10, 3600 * 1000,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.cancel_on_loss",
+							 "Cancel the running statement of a session whose zklock lock is lost.",
+							 "The statement fails with SQLSTATE ZK001 naming the path, as soon as the lease runs out or the lock is found lost.",
+							 &zklock_cancel_on_loss,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("zklock");
+}
+
+/*
+ * Is zklock.session_timeout long enough for the lease to cover a COMMIT
+ * through an ensemble (zklock_min_session_timeout_ms)?  Otherwise says so
+ * at elevel and returns false.
+ */
+bool
+zklock_session_timeout_ok(int elevel)
+{
+	int			need = zklock_min_session_timeout_ms(zklock_lease_margin,
+													 zklock_commit_min_lease,
+													 zklock_server_tick_time);
+
+	if (zklock_session_timeout >= need)
+		return true;
+	ereport(elevel,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("zklock.session_timeout (%d ms) is too short to prove locks through a zookeeper ensemble",
+					zklock_session_timeout),
+			 errdetail("It must be at least zklock.lease_margin (%d ms) + zklock.commit_min_lease (%d ms) + 2 x zklock.server_tick_time (%d ms) = %d ms.",
+					   zklock_lease_margin, zklock_commit_min_lease,
+					   zklock_server_tick_time, need),
+			 errhint("Raise zklock.session_timeout, or lower zklock.server_tick_time to the servers' tickTime.")));
+	return false;
 }
 
 /*
@@ -276,6 +332,7 @@ _PG_init(void)
 				 errhint("Add zklock to shared_preload_libraries in postgresql.conf and restart the server.")));
 
 	define_gucs();
+	(void) zklock_session_timeout_ok(ERROR);
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = zklock_shmem_request_hook;
@@ -283,6 +340,7 @@ _PG_init(void)
 	shmem_startup_hook = zklock_shmem_startup_hook;
 
 	register_worker();
+	zklock_loss_init();
 
 	/* at shutdown the postmaster closes the session the worker left */
 	if (!IsUnderPostmaster)

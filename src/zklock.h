@@ -59,6 +59,16 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
  * Life of a request slot.  Transitions are made under ZklockShared->lock;
  * the comment on each state says who moves it on.
  */
+/*
+ * A point in time on the monotonic clock that decides safety (the lease,
+ * heartbeats, the COMMIT floor): microseconds of CLOCK_BOOTTIME, which NTP
+ * and operators cannot step.  TimestampTz (the wall clock) is only for
+ * display and for the user's own timeouts.
+ */
+typedef int64 ZklockMonoTime;
+
+#define ZKLOCK_MONO_PLUS_MS(t, ms)	((t) + (int64) (ms) * 1000)
+
 typedef enum ZklockSlotState
 {
 	ZKS_FREE = 0,				/* unused; a backend may claim it */
@@ -269,17 +279,22 @@ typedef struct ZklockShared
 									 * from the reader before them, ever */
 
 	/*
-	 * Lease: the time (TimestampTz) until which the session is known to be
-	 * alive on the server, 0 when nothing is known.  It is the send time
-	 * of the latest heartbeat the server answered plus the negotiated
-	 * session timeout minus zklock.lease_margin; the server cannot expire
-	 * the session before it.  Written by the worker only (it only ever
-	 * moves forward within a session, and drops to 0 when the session is
-	 * lost); read without the lock by backends at COMMIT, so a worker that
-	 * is stalled, even while holding the lock, cannot vouch for a lock.
+	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until
+	 * which the ZooKeeper leader provably counts the session alive, 0 when
+	 * nothing is proven.  It is the proven instant (zklock_lease_rules.c:
+	 * the handshake, a sync answered by a standalone server, or the chain
+	 * of syncs through an ensemble's leader) plus the negotiated session
+	 * timeout minus zklock.lease_margin.  Written by the worker only (it
+	 * only ever moves forward within a session, and drops to 0 when the
+	 * session is lost); read without the lock by backends at COMMIT and by
+	 * their cancel_on_loss timer, so a worker that is stalled, even while
+	 * holding the lock, cannot vouch for a lock.  The clock is
+	 * CLOCK_BOOTTIME: shared by every process, never stepped by NTP or an
+	 * operator, and running through a suspend as the servers' clocks do.
 	 */
 	pg_atomic_uint64 lease_until;
 	int			negotiated_timeout; /* ms */
+	int			server_mode;	/* ZklockServerMode of the connection */
 	char		server[128];
 	/* the pending-delete table (zklock_deletes), after the post ring */
 	int			ndeletes;		/* its size */
@@ -301,6 +316,9 @@ extern char *zklock_auth;
 extern int	zklock_acl;
 extern bool zklock_check_session_locks;
 extern bool zklock_commit_confirm;
+extern int	zklock_server_tick_time;
+extern int	zklock_commit_min_lease;
+extern bool zklock_cancel_on_loss;
 
 /* zklock.acl */
 typedef enum ZklockAclMode
@@ -334,7 +352,9 @@ extern void zklock_defer_wakes(void);
 extern void zklock_flush_wakes(void);
 extern const char *zklock_slot_state_name(ZklockSlotState state);
 extern const char *zklock_conn_state_name(ZklockConnState state);
-extern bool zklock_lease_valid(TimestampTz now, TimestampTz *until);
+extern bool zklock_lease_valid(ZklockMonoTime now, ZklockMonoTime *until);
+extern ZklockMonoTime zklock_mono_now(void);
+extern TimestampTz zklock_mono_to_timestamp(ZklockMonoTime t);
 
 /* zklock_session.c */
 extern void zklock_session_save(int64 session_id, const char *passwd);
@@ -385,5 +405,9 @@ typedef enum ZklockWaitKind
 
 /* zklock.c */
 extern uint32 zklock_wait_event(ZklockWaitKind kind);
+extern bool zklock_session_timeout_ok(int elevel);
+
+/* zklock_loss.c */
+extern void zklock_loss_init(void);
 
 #endif							/* ZKLOCK_H */

@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "zklock_lease_rules.h"
 #include "zklock_backend_int.h"
 
 HTAB *zklock_local_locks = NULL;
@@ -41,6 +42,7 @@ static bool lock_is_lost(LocalLock *ll);
 static bool xact_relies_on(LocalLock *ll);
 static void forget_lost_lock(LocalLock *ll);
 static bool confirm_lock(LocalLock *ll, char *why, size_t whylen);
+static void check_lease_at_commit(const char *when);
 static void check_locks_at_commit(void);
 static void xact_callback(XactEvent event, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -86,6 +88,7 @@ zklock_drop_hold(LocalLock *ll, bool xact)
 	}
 	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
 	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+	zklock_loss_watch_update();
 }
 
 /*
@@ -166,6 +169,7 @@ forget_lost_lock(LocalLock *ll)
 	}
 	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
 	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+	zklock_loss_watch_update();
 }
 
 /*
@@ -229,6 +233,43 @@ confirm_lock(LocalLock *ll, char *why, size_t whylen)
 }
 
 /*
+ * The lease must cover the rest of the commit: at least
+ * zklock.commit_min_lease left on the monotonic clock, or the commit
+ * fails.  when (or NULL) says what took the time before.
+ */
+static void
+check_lease_at_commit(const char *when)
+{
+	ZklockMonoTime now = zklock_mono_now();
+	ZklockMonoTime until;
+
+	(void) zklock_lease_valid(now, &until);
+	if (zklock_lease_covers(now, until, (int64) zklock_commit_min_lease * 1000))
+		return;
+	if (until == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+				 errdetail("The zklock worker has no live ZooKeeper session%s%s.",
+						   when ? " " : "", when ? when : ""),
+				 errhint("Retry the transaction once zk_status() shows the connection again.")));
+	if (until <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+				 errdetail("The zklock worker's ZooKeeper session was not proven alive by the leader in time: its lease ran out %ld ms ago%s%s.",
+						   (long) ((now - until) / 1000), when ? " " : "", when ? when : ""),
+				 errhint("Retry the transaction once zk_status() shows the connection again.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+			 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
+			 errdetail("Only %ld ms of the zklock worker's lease were left%s%s; zklock.commit_min_lease is %d ms.",
+					   (long) ((until - now) / 1000), when ? " " : "", when ? when : "",
+					   zklock_commit_min_lease),
+			 errhint("Retry the transaction; if this repeats, the lease is too short for zklock.commit_min_lease (see zk_status()).")));
+}
+
+/*
  * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
  * lock commits only while the lock is held and the worker's session is
  * provably alive (its lease).  Runs in the backend on shared memory read
@@ -240,7 +281,6 @@ check_locks_at_commit(void)
 	ListCell   *lc;
 	bool		relies = xact_lost;
 	const char *lost_path = xact_lost ? xact_lost_path : NULL;
-	TimestampTz until;
 
 	foreach(lc, xact_session_keys)
 	{
@@ -268,15 +308,7 @@ check_locks_at_commit(void)
 						lost_path + strlen(zklock_namespace ? zklock_namespace : "")),
 				 errdetail("The ZooKeeper session of this cluster ended while the transaction relied on the lock."),
 				 errhint("Retry the transaction.")));
-	if (!zklock_lease_valid(GetCurrentTimestamp(), &until))
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
-				 errdetail(until == 0 ?
-						   "The zklock worker has no live ZooKeeper session." :
-						   "The zklock worker's ZooKeeper session has not been heard from in time: its lease ran out %ld ms ago.",
-						   (long) ((GetCurrentTimestamp() - until) / 1000)),
-				 errhint("Retry the transaction once zk_status() shows the connection again.")));
+	check_lease_at_commit(NULL);
 
 	/* zklock.commit_confirm: a round trip of proof for every lock */
 	if (zklock_commit_confirm)
@@ -305,12 +337,7 @@ check_locks_at_commit(void)
 		list_free(keys);
 
 		/* the answers took time: the lease must still hold after them */
-		if (!zklock_lease_valid(GetCurrentTimestamp(), NULL))
-			ereport(ERROR,
-					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-					 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
-					 errdetail("The zklock worker's ZooKeeper session lease ran out while confirming the locks."),
-					 errhint("Retry the transaction once zk_status() shows the connection again.")));
+		check_lease_at_commit("while confirming the locks");
 	}
 }
 
@@ -577,6 +604,8 @@ zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	publish_counts(ll);
 	LWLockRelease(zklock_shared->lock);
+	if (!found)
+		zklock_loss_watch_update();
 	return ll;
 }
 
@@ -600,6 +629,7 @@ zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xa
 
 		if (half != NULL && half->slot == idx && half->serial == serial)
 			hash_search(zklock_local_locks, key, HASH_REMOVE, NULL);
+		zklock_loss_watch_update();
 		(void) zklock_withdraw_request(idx, serial, true);
 		PG_RE_THROW();
 	}

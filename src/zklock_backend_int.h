@@ -91,6 +91,9 @@ extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
 extern bool zklock_release_key(const LocalLockKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 
+/* zklock_loss.c */
+extern void zklock_loss_watch_update(void);
+
 /* zklock_wait.c */
 extern bool zklock_acquire_lock(ZklockAsk *ask, text *path);
 extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,

@@ -14,27 +14,53 @@
 
 #include "zklock.h"
 #include "zklock_worker_int.h"
+#include "zklock_lease_rules.h"
 
 static uint32 handle_gen = 0;	/* bumped for every handle opened */
 
 /*
- * Heartbeats keep the lease (ZklockShared.lease_until) fresh: a cheap
- * exists("/") every quarter of the negotiated session timeout.  The send
- * time of each one in flight is kept in a small ring; the completion's
- * data is its ticket (a counter), so a late or stale reply finds its own
- * send time or none.
+ * Heartbeats keep the lease (ZklockShared.lease_until) fresh: a sync of
+ * "/" every zklock_heartbeat_interval_ms.  A sync, not a read: a follower
+ * answers a read from its own copy even when it is cut off from the
+ * leader, but it passes a sync to the leader and answers only when the
+ * leader did (zklock_lease_rules.c says what that proves).  The send time
+ * of each one in flight is kept in a small ring; the completion's data is
+ * its ticket (a counter), so a late or stale reply finds its own send time
+ * or none.  Each entry also remembers the connection it was sent on: a
+ * chain of syncs proves something only within one connection.
  */
 #define HEARTBEAT_RING	64
-static TimestampTz hb_sent[HEARTBEAT_RING];
+static ZklockMonoTime hb_sent[HEARTBEAT_RING];
 static uint32 hb_ticket[HEARTBEAT_RING];
+static uint32 hb_conn[HEARTBEAT_RING];
 static uint32 hb_next_ticket = 1;
-static TimestampTz hb_last_sent = 0;
+static ZklockMonoTime hb_last_sent = 0;
+
+/*
+ * The answered syncs of the current connection, oldest first: the links
+ * of the chain.  Only the last few matter (the chain spans about 1.5 x
+ * zklock.server_tick_time).
+ */
+#define CHAIN_KEEP		32
+static ZklockSyncAnswer chain[CHAIN_KEEP];
+static int	chain_len = 0;
+static uint32 conn_serial = 0;	/* bumped for every connection made */
+
+/*
+ * The handshake: a lower bound of the send time of the connection request
+ * in flight, 0 when none is known.  Set by zklock_track_handshake from the
+ * client's state, used once when the connection is made.
+ */
+static ZklockMonoTime handshake_sent_after = 0;
+static int	handshake_last_state = 0;
 
 static ZklockConnState not_connected_state(void);
-static int lease_length_ms(void);
-static void lease_extend(TimestampTz sent);
+static void lease_extend(ZklockMonoTime proven);
+static void chain_append(ZklockMonoTime sent, ZklockMonoTime answered);
 static void auth_accepted(void);
-static void heartbeat_done(int rc, const struct Stat *stat, const void *data);
+static void heartbeat_done(int rc, const char *value, const void *data);
+static void config_done(int rc, const char *value, int value_len,
+						const struct Stat *stat, const void *data);
 static void auth_rejected(zhandle_t *zzh);
 static void auth_done(int rc, const void *data);
 static void session_watcher(zhandle_t *zzh, int type, int state,
@@ -56,29 +82,55 @@ not_connected_state(void)
 }
 
 /*
- * How long a lease lasts after the send time of an answered request: the
- * negotiated session timeout minus zklock.lease_margin, the margin being
- * at most half the timeout.
+ * The leader is proven to have counted the current session alive at the
+ * monotonic instant proven or later: the lock is good until proven + the
+ * lease length at least.
  */
-static int
-lease_length_ms(void)
+static void
+lease_extend(ZklockMonoTime proven)
 {
-	int			timeout = zklock_shared->negotiated_timeout;
+	ZklockMonoTime until = ZKLOCK_MONO_PLUS_MS(proven,
+											   zklock_lease_length_ms(zklock_shared->negotiated_timeout,
+																	  zklock_lease_margin));
 
-	return timeout - Min(zklock_lease_margin, timeout / 2);
+	if (until > (ZklockMonoTime) pg_atomic_read_u64(&zklock_shared->lease_until))
+		pg_atomic_write_u64(&zklock_shared->lease_until, (uint64) until);
 }
 
 /*
- * The server answered a request sent at sent, in the current session:
- * the session is alive until sent + lease length at least.
+ * Remember an answered sync of this connection as a link of the chain,
+ * dropping the oldest when full.
  */
 static void
-lease_extend(TimestampTz sent)
+chain_append(ZklockMonoTime sent, ZklockMonoTime answered)
 {
-	TimestampTz until = TimestampTzPlusMilliseconds(sent, lease_length_ms());
+	if (chain_len == CHAIN_KEEP)
+	{
+		memmove(&chain[0], &chain[1], sizeof(chain[0]) * (CHAIN_KEEP - 1));
+		chain_len--;
+	}
+	chain[chain_len].sent = sent;
+	chain[chain_len].answered = answered;
+	chain_len++;
+}
 
-	if (until > (TimestampTz) pg_atomic_read_u64(&zklock_shared->lease_until))
-		pg_atomic_write_u64(&zklock_shared->lease_until, (uint64) until);
+/*
+ * Follow the client's connection state after a call into it (before is the
+ * monotonic time just before the call): the call in which the state first
+ * turns to associating is the one that sent the connection request, so
+ * the request left after before.  An earlier bound than the real one only
+ * makes the lease shorter.
+ */
+void
+zklock_track_handshake(ZklockMonoTime before)
+{
+	int			state = zklock_zh ? zoo_state(zklock_zh) : 0;
+
+	if (state == ZOO_ASSOCIATING_STATE && handshake_last_state != ZOO_ASSOCIATING_STATE)
+		handshake_sent_after = before;
+	else if (state != ZOO_ASSOCIATING_STATE && state != ZOO_CONNECTED_STATE)
+		handshake_sent_after = 0;
+	handshake_last_state = state;
 }
 
 /*
@@ -111,57 +163,100 @@ auth_accepted(void)
 }
 
 /*
- * Completion of a heartbeat.  Any answer from the server in our session
- * counts, even an error about the node; connection loss or a closing
- * handle is no answer.  While the servers reject zklock.auth, an answer
- * also proves the credentials passed: they went ahead of the heartbeat on
- * its connection, and a server that rejects them closes it.
+ * Completion of a heartbeat (a sync).  Any answer from the server in our
+ * session counts; connection loss or a closing handle is no answer.  What
+ * the answer proves depends on the server: a standalone server touched
+ * the session when it read the sync; through an ensemble the chain of
+ * syncs decides (zklock_sync_proof).  While the servers reject
+ * zklock.auth, an answer also proves the credentials passed: they went
+ * ahead of the heartbeat on its connection, and a server that rejects
+ * them closes it.
  */
 static void
-heartbeat_done(int rc, const struct Stat *stat, const void *data)
+heartbeat_done(int rc, const char *value, const void *data)
 {
 	uint32		ticket = (uint32) (uintptr_t) data;
 	int			pos = ticket % HEARTBEAT_RING;
+	ZklockMonoTime now;
+	ZklockMonoTime proven;
 
 	if (hb_ticket[pos] != ticket)
 		return;					/* too old: its send time was overwritten */
 	hb_ticket[pos] = 0;
-	if (rc == ZOK || rc == ZNONODE || rc == ZNOAUTH)
+	if (hb_conn[pos] != conn_serial)
+		return;					/* sent on an earlier connection */
+	if (rc != ZOK && rc != ZNONODE && rc != ZNOAUTH)
+		return;
+
+	now = zklock_mono_now();
+	if (zklock_shared->server_mode == ZKLOCK_SERVER_STANDALONE)
+		proven = hb_sent[pos];
+	else
+		proven = zklock_sync_proof(chain, chain_len, hb_sent[pos],
+								   (int64) zklock_server_tick_time * 1000);
+	chain_append(hb_sent[pos], now);
+	if (proven > 0)
+		lease_extend(proven);
+	if (zklock_auth_failed_at != 0)
 	{
-		lease_extend(hb_sent[pos]);
-		if (zklock_auth_failed_at != 0)
-		{
-			LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-			auth_accepted();
-			LWLockRelease(zklock_shared->lock);
-		}
+		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+		auth_accepted();
+		LWLockRelease(zklock_shared->lock);
 	}
 }
 
 /*
- * Send a heartbeat when a quarter of the session timeout passed since the
- * last one (at once after connecting: hb_last_sent is reset then).
+ * Completion of the read of /zookeeper/config sent when a connection is
+ * made: a standalone server leaves it empty, a server of an ensemble lists
+ * the members.  Until it is known, and when the read fails, the
+ * connection counts as one to an ensemble (the safe side).
+ */
+static void
+config_done(int rc, const char *value, int value_len, const struct Stat *stat,
+			const void *data)
+{
+	ZklockServerMode mode;
+
+	if ((uint32) (uintptr_t) data != conn_serial)
+		return;
+	if (rc == ZOK)
+		mode = zklock_server_mode_from_config(value, value_len);
+	else if (rc == ZCONNECTIONLOSS || rc == ZCLOSING || rc == ZSESSIONEXPIRED)
+		return;
+	else
+		mode = ZKLOCK_SERVER_ENSEMBLE;
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	zklock_shared->server_mode = mode;
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Send a heartbeat when an interval passed since the last one (at once
+ * after connecting: hb_last_sent is reset then).
  */
 void
-zklock_heartbeat(TimestampTz now)
+zklock_heartbeat(ZklockMonoTime now)
 {
-	int			interval = Max(zklock_shared->negotiated_timeout / 4, 20);
+	int			interval;
 	uint32		ticket;
 	int			pos;
 
 	if (!zklock_connected || zklock_zh == NULL)
 		return;
-	if (hb_last_sent != 0 &&
-		now < TimestampTzPlusMilliseconds(hb_last_sent, interval))
+	interval = zklock_heartbeat_interval_ms(zklock_shared->negotiated_timeout,
+											zklock_server_tick_time,
+											(ZklockServerMode) zklock_shared->server_mode);
+	if (hb_last_sent != 0 && now < ZKLOCK_MONO_PLUS_MS(hb_last_sent, interval))
 		return;
 	ticket = hb_next_ticket++;
 	if (ticket == 0)
 		ticket = hb_next_ticket++;	/* 0 marks a free ring entry */
 	pos = ticket % HEARTBEAT_RING;
-	if (zoo_aexists(zklock_zh, "/", 0, heartbeat_done, (const void *) (uintptr_t) ticket) == ZOK)
+	if (zoo_async(zklock_zh, "/", heartbeat_done, (const void *) (uintptr_t) ticket) == ZOK)
 	{
 		hb_ticket[pos] = ticket;
 		hb_sent[pos] = now;
+		hb_conn[pos] = conn_serial;
 		hb_last_sent = now;
 	}
 }
@@ -172,15 +267,17 @@ zklock_heartbeat(TimestampTz now)
  * max_ms).
  */
 long
-zklock_lease_wakeup_ms(TimestampTz now, long max_ms)
+zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms)
 {
-	TimestampTz until;
+	ZklockMonoTime until;
 	long		ms = max_ms;
 
 	if (zklock_connected)
 	{
-		TimestampTz next = TimestampTzPlusMilliseconds(hb_last_sent,
-													   Max(zklock_shared->negotiated_timeout / 4, 20));
+		int			interval = zklock_heartbeat_interval_ms(zklock_shared->negotiated_timeout,
+															zklock_server_tick_time,
+															(ZklockServerMode) zklock_shared->server_mode);
+		ZklockMonoTime next = ZKLOCK_MONO_PLUS_MS(hb_last_sent, interval);
 
 		ms = Min(ms, (long) ((next - now) / 1000) + 1);
 	}
@@ -191,8 +288,8 @@ zklock_lease_wakeup_ms(TimestampTz now, long max_ms)
 }
 
 /*
- * The lease ran out without an answer: ZooKeeper may expire the session
- * (or has expired it) and give our locks to others, so every lock is lost
+ * The lease ran out without proof: ZooKeeper may expire the session (or
+ * has expired it) and give our locks to others, so every lock is lost
  * now, every wait fails, and the session is treated as expired: the
  * handle is closed (which ends the session at once when the server can
  * still be reached) and a new session is made.  Runs before anything
@@ -200,10 +297,10 @@ zklock_lease_wakeup_ms(TimestampTz now, long max_ms)
  * grants nothing on stale replies.
  */
 void
-zklock_check_lease(TimestampTz now)
+zklock_check_lease(ZklockMonoTime now)
 {
 	ZklockShared *sh = zklock_shared;
-	TimestampTz until;
+	ZklockMonoTime until;
 
 	if (zklock_lease_valid(now, &until) || until == 0)
 		return;
@@ -211,11 +308,6 @@ zklock_check_lease(TimestampTz now)
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
 	pg_atomic_write_u64(&sh->lease_until, 0);
 	sh->lease_expired_count++;
-	ereport(LOG,
-			(errmsg("zklock: the zookeeper session's lease ran out %ld ms ago without an answer from the server; treating the session as expired",
-					(long) ((now - until) / 1000)),
-			 errdetail("No request sent in the last %d ms was answered (session timeout %d ms, zklock.lease_margin %d ms).",
-					   lease_length_ms(), sh->negotiated_timeout, zklock_lease_margin)));
 	zklock_connected = false;
 	zklock_sweep_lost_session("lease ran out");
 	if (sh->have_session)
@@ -223,9 +315,17 @@ zklock_check_lease(TimestampTz now)
 	sh->have_session = false;
 	zklock_session_forget();
 	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
-	sh->state_since = now;
+	sh->state_since = GetCurrentTimestamp();
 	zklock_need_reconnect = true;
 	LWLockRelease(sh->lock);
+
+	/* said after letting go of the lock: a slow log must not stall backends */
+	ereport(LOG,
+			(errmsg("zklock: the zookeeper session's lease ran out %ld ms ago without proof from the leader; treating the session as expired",
+					(long) ((now - until) / 1000)),
+			 errdetail("No heartbeat proved the session alive on the leader in time (session timeout %d ms, zklock.lease_margin %d ms, zklock.server_tick_time %d ms, server %s).",
+					   sh->negotiated_timeout, zklock_lease_margin, zklock_server_tick_time,
+					   sh->server_mode == ZKLOCK_SERVER_STANDALONE ? "standalone" : "of an ensemble")));
 }
 
 /*
@@ -341,6 +441,19 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 							(unsigned long long) cid->client_id)));
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
+
+		/*
+		 * A new connection: a new chain, and a server of unknown kind
+		 * until its /zookeeper/config is read.  The handshake itself went
+		 * through the leader (a new session is created by it, a resumed
+		 * one revalidated and touched by it), after it was sent.
+		 */
+		conn_serial++;
+		chain_len = 0;
+		sh->server_mode = ZKLOCK_SERVER_UNKNOWN;
+		if (handshake_sent_after != 0)
+			lease_extend(handshake_sent_after);
+		handshake_sent_after = 0;
 		hb_last_sent = 0;		/* heartbeat before any request */
 		if (zklock_auth_failed_at == 0)
 		{
@@ -354,11 +467,13 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zklock_deletes_scan = true;
 
 		/*
-		 * The first request of the connection: the lease starts with its
-		 * answer, which arrives before the answer of any request sent after
-		 * it, so a grant on a new connection is never ahead of its proof.
+		 * The first requests of the connection: what kind of server it is,
+		 * then a heartbeat.  Their answers arrive before the answer of any
+		 * request sent after them.
 		 */
-		zklock_heartbeat(now);
+		if (zoo_agetconfig(zzh, 0, config_done, (const void *) (uintptr_t) conn_serial) != ZOK)
+			sh->server_mode = ZKLOCK_SERVER_ENSEMBLE;
+		zklock_heartbeat(zklock_mono_now());
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{
@@ -468,10 +583,10 @@ zklock_open_handle(void)
  * it has none).
  */
 void
-zklock_cut_stuck_attempt(int fd, TimestampTz now)
+zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 {
 	static int	attempt_fd = -1;
-	static TimestampTz attempt_start = 0;
+	static ZklockMonoTime attempt_start = 0;
 	int			state = zoo_state(zklock_zh);
 	int			timeout = zklock_shared->negotiated_timeout > 0 ?
 		zklock_shared->negotiated_timeout : zklock_session_timeout;
@@ -488,7 +603,7 @@ zklock_cut_stuck_attempt(int fd, TimestampTz now)
 		attempt_start = now;
 		return;
 	}
-	if (TimestampDifferenceExceeds(attempt_start, now, Max(1000, timeout / 6)))
+	if (now >= ZKLOCK_MONO_PLUS_MS(attempt_start, Max(1000, timeout / 6)))
 	{
 		elog(DEBUG1, "zklock: no answer to a connection attempt within %d ms: trying again",
 			 Max(1000, timeout / 6));

@@ -532,6 +532,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 	idx = ll->slot;
 	serial = ll->serial;
 	hash_search(zklock_local_locks, &key, HASH_REMOVE, NULL);
+	zklock_loss_watch_update();
 
 	/* turn the membership into a leave request */
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);

@@ -42,6 +42,8 @@
  */
 #include "postgres.h"
 
+#include <time.h>
+
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
@@ -49,6 +51,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "zklock_lease_rules.h"
 
 ZklockShared *zklock_shared = NULL;
 int		   *zklock_post_ring = NULL;
@@ -129,18 +132,45 @@ zklock_shmem_startup(void)
 }
 
 /*
- * Is the worker's session provably alive at now?  *until (if given) gets
- * the end of the lease, 0 when there is none.  Reads shared memory
- * without the lock: safe to call from a backend whatever the worker does.
+ * Is the worker's session provably alive at now (monotonic)?  *until (if
+ * given) gets the end of the lease, 0 when there is none.  Reads shared
+ * memory without the lock: safe to call from a backend whatever the worker
+ * does, and from a signal handler (one atomic read).
  */
 bool
-zklock_lease_valid(TimestampTz now, TimestampTz *until)
+zklock_lease_valid(ZklockMonoTime now, ZklockMonoTime *until)
 {
-	TimestampTz end = (TimestampTz) pg_atomic_read_u64(&zklock_shared->lease_until);
+	ZklockMonoTime end = (ZklockMonoTime) pg_atomic_read_u64(&zklock_shared->lease_until);
 
 	if (until)
 		*until = end;
-	return end != 0 && now < end;
+	return zklock_lease_covers(now, end, 0);
+}
+
+/*
+ * Now, on the clock that decides safety: CLOCK_BOOTTIME in microseconds.
+ * Async-signal-safe.
+ */
+ZklockMonoTime
+zklock_mono_now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+		(void) clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (ZklockMonoTime) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * The wall-clock time that a monotonic instant corresponds to now, for
+ * display only (zk_status().lease_until).  0 stays 0.
+ */
+TimestampTz
+zklock_mono_to_timestamp(ZklockMonoTime t)
+{
+	if (t == 0)
+		return 0;
+	return GetCurrentTimestamp() + (t - zklock_mono_now());
 }
 
 /*

@@ -12,6 +12,7 @@
 #include "utils/builtins.h"
 
 #include "zklock.h"
+#include "zklock_lease_rules.h"
 #include "zklock_backend_int.h"
 
 static char *hex_text(const char *p, int len);
@@ -153,12 +154,13 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[19];
-	bool		nulls[19];
+	Datum		values[20];
+	bool		nulls[20];
 	int64		counts[8];
-	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz lease_until;
+	ZklockMonoTime now = zklock_mono_now();
+	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
+	int			server_mode;
 	char		sid[32];
 	char		server[128];
 	ZklockConnState cs;
@@ -184,6 +186,7 @@ zk_status(PG_FUNCTION_ARGS)
 	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) sh->session_id);
 	strlcpy(server, sh->server, sizeof(server));
 	timeout = sh->negotiated_timeout;
+	server_mode = sh->server_mode;
 	worker_pid = sh->worker_pid;
 	since = sh->state_since;
 	counts[0] = sh->connected_count;
@@ -225,7 +228,8 @@ zk_status(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum(counts[0]);
 	values[10] = Int64GetDatum(counts[1]);
 	values[11] = Int64GetDatum(counts[2]);
-	values[12] = TimestampTzGetDatum(lease_until);
+	/* shown on the wall clock; decided on the monotonic one */
+	values[12] = TimestampTzGetDatum(zklock_mono_to_timestamp(lease_until));
 	nulls[12] = (lease_until == 0);
 	{
 		Interval   *left = palloc0(sizeof(Interval));
@@ -239,6 +243,12 @@ zk_status(PG_FUNCTION_ARGS)
 	values[16] = Int64GetDatum(counts[5]);
 	values[17] = Int64GetDatum(counts[6]);
 	values[18] = Int64GetDatum(counts[7]);
+	if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_STANDALONE)
+		values[19] = CStringGetTextDatum("standalone");
+	else if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_ENSEMBLE)
+		values[19] = CStringGetTextDatum("ensemble");
+	else
+		nulls[19] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -263,7 +273,7 @@ zk_locks(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock shared memory is not initialized")));
 	InitMaterializedSRF(fcinfo, 0);
-	lease_ok = zklock_lease_valid(GetCurrentTimestamp(), NULL);
+	lease_ok = zklock_lease_valid(zklock_mono_now(), NULL);
 
 	/* copy under the lock, build tuples after */
 	/* a table of more than ~650k slots is more than 1 GB */

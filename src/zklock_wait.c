@@ -374,7 +374,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 				 * Down: not connected, or connected without proof (the
 				 * lease ran out: a stalled worker cannot say so itself).
 				 */
-				if (cs != ZKC_CONNECTED || !zklock_lease_valid(now, NULL))
+				if (cs != ZKC_CONNECTED || !zklock_lease_valid(zklock_mono_now(), NULL))
 				{
 					if (down_since == 0)
 						down_since = now;
@@ -449,11 +449,12 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 							  (long) ((TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) - now + 999) / 1000));
 			else
 			{
-				TimestampTz until;
+				ZklockMonoTime mono = zklock_mono_now();
+				ZklockMonoTime until;
 
 				/* wake up when the lease would run out, to notice it */
-				if (zklock_lease_valid(now, &until))
-					wait_ms = Min(wait_ms, (long) ((until - now + 999) / 1000));
+				if (zklock_lease_valid(mono, &until))
+					wait_ms = Min(wait_ms, (long) ((until - mono + 999) / 1000));
 			}
 			if (wait_ms < 1)
 				wait_ms = 1;
@@ -476,7 +477,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	 * A lock is handed to the caller only while the session is provably
 	 * alive: a grant that arrives as the lease runs out is given back.
 	 */
-	if (outcome == WAIT_GRANTED && !zklock_lease_valid(GetCurrentTimestamp(), NULL))
+	if (outcome == WAIT_GRANTED && !zklock_lease_valid(zklock_mono_now(), NULL))
 	{
 		(void) zklock_withdraw_request(idx, serial, true);
 		ereport(ERROR,
@@ -531,6 +532,48 @@ zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *
 }
 
 /*
+ * A reentrant acquire counts one more hold of a lock this backend has:
+ * only while the lock is provably held, like a first acquire.  While the
+ * lease is not valid, wait (interruptibly) until it is again, the lock is
+ * found lost (then the caller asks for it anew), the acquire's timeout
+ * passes (false), or zklock.connect_timeout passes with the worker still
+ * unable to prove its session (an error, as for a first acquire).
+ */
+static bool
+await_provable_hold(ZklockAsk *ask, const LocalLockKey *key, int user_off)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = deadline_after(start, ask->timeout_ms);
+	TimestampTz down_deadline = TimestampTzPlusMilliseconds(start, zklock_connect_timeout);
+
+	for (;;)
+	{
+		TimestampTz now;
+
+		if (zklock_lease_valid(zklock_mono_now(), NULL))
+			return true;
+		zklock_backend_setup();		/* notices locks the worker lost */
+		if (zklock_find_hold(key, user_off) == NULL)
+			return true;
+		now = GetCurrentTimestamp();
+		if (ask->timeout_ms == 0 || (deadline != 0 && now >= deadline))
+			return false;
+		if (now >= down_deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("zookeeper lock \"%s\" cannot be proven held",
+							key->path + user_off),
+					 errdetail("The zklock worker's ZooKeeper session was not proven alive for %d ms (zklock.connect_timeout).",
+							   zklock_connect_timeout),
+					 errhint("Retry when zk_status() shows the connection again.")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, zklock_wait_event(ZKLOCK_WAIT_ACQUIRE));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Take a lock for this backend: count one more hold if we have it
  * already (reentrant kinds), otherwise ask the worker and wait.
  */
@@ -546,6 +589,10 @@ zklock_acquire_lock(ZklockAsk *ask, text *path)
 	zklock_make_lock_key(path, ask->kind, &key, &user_off);
 	zklock_backend_setup();
 
+	ll = zklock_find_hold(&key, user_off);
+	if (ll != NULL && !await_provable_hold(ask, &key, user_off))
+		return false;
+	/* the hold may have been found lost meanwhile */
 	ll = zklock_find_hold(&key, user_off);
 	if (zklock_kind_info(ask->kind)->before_acquire)
 		zklock_kind_info(ask->kind)->before_acquire(ask, &key, user_off, ll);

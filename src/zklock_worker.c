@@ -115,8 +115,22 @@ worker_exit(int code, Datum arg)
 static void
 reload_config(void)
 {
+	int			old_timeout = zklock_session_timeout;
+	int			old_margin = zklock_lease_margin;
+	int			old_tick = zklock_server_tick_time;
+
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	if (!zklock_session_timeout_ok(WARNING))
+	{
+		/* refused: the lease rules keep the values that were safe */
+		ereport(WARNING,
+				(errmsg("zklock: keeping zklock.session_timeout = %d ms, zklock.lease_margin = %d ms and zklock.server_tick_time = %d ms",
+						old_timeout, old_margin, old_tick)));
+		zklock_session_timeout = old_timeout;
+		zklock_lease_margin = old_margin;
+		zklock_server_tick_time = old_tick;
+	}
 	/* the servers' side may have been fixed: try the credentials again now */
 	if (zklock_auth_failed_at != 0)
 		zklock_auth_retry_at = 0;
@@ -143,8 +157,11 @@ process_zookeeper(int zkevents)
 
 	for (;;)
 	{
+		ZklockMonoTime before = zklock_mono_now();
 		int			rc = zookeeper_process(zklock_zh, zkevents);
 		struct pollfd pfd;
+
+		zklock_track_handshake(before);
 
 		/* the grants of this reply: the completions let go of the lock */
 		zklock_flush_wakes();
@@ -271,7 +288,7 @@ zklock_worker_main(Datum main_arg)
 		if (ConfigReloadPending)
 			reload_config();
 
-		zklock_check_lease(GetCurrentTimestamp());
+		zklock_check_lease(zklock_mono_now());
 		if (zklock_need_reconnect && zklock_zh != NULL)
 		{
 			zookeeper_close(zklock_zh);
@@ -283,7 +300,7 @@ zklock_worker_main(Datum main_arg)
 			zklock_open_handle();
 
 		/* a heartbeat due goes out ahead of the requests of this round */
-		zklock_heartbeat(GetCurrentTimestamp());
+		zklock_heartbeat(zklock_mono_now());
 		zklock_run_requests();
 		zklock_flush_wakes();
 
@@ -294,11 +311,14 @@ zklock_worker_main(Datum main_arg)
 			struct timeval tv = {0};
 			int			rc;
 
+			ZklockMonoTime before = zklock_mono_now();
+
 			rc = zookeeper_interest(zklock_zh, &fd, &interest, &tv);
+			zklock_track_handshake(before);
 			if (rc != ZOK)
 				zklock_wes_rebuild = true;
 			else
-				zklock_cut_stuck_attempt(fd, GetCurrentTimestamp());
+				zklock_cut_stuck_attempt(fd, zklock_mono_now());
 			if (rc == ZINVALIDSTATE)
 				zklock_need_reconnect = true;
 			timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
@@ -326,7 +346,7 @@ zklock_worker_main(Datum main_arg)
 		{
 			TimestampTz now = GetCurrentTimestamp();
 
-			timeout_ms = zklock_lease_wakeup_ms(now, timeout_ms);
+			timeout_ms = zklock_lease_wakeup_ms(zklock_mono_now(), timeout_ms);
 			if (zklock_deletes_next_retry != 0)
 				timeout_ms = Min(timeout_ms,
 								 Max((long) ((zklock_deletes_next_retry - now) / 1000) + 1, 1));
@@ -342,7 +362,7 @@ zklock_worker_main(Datum main_arg)
 		set_cork(true);
 
 		/* first of all after a wait (or a stall): is the lease still good? */
-		zklock_check_lease(GetCurrentTimestamp());
+		zklock_check_lease(zklock_mono_now());
 		if (zklock_need_reconnect)
 			continue;
 		for (i = 0; i < nevents; i++)

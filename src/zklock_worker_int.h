@@ -303,10 +303,11 @@ extern void zklock_participants_children_done(int rc,
 											  const struct String_vector *strings, const void *data);
 
 /* zklock_conn.c */
-extern void zklock_check_lease(TimestampTz now);
-extern void zklock_cut_stuck_attempt(int fd, TimestampTz now);
-extern void zklock_heartbeat(TimestampTz now);
-extern long zklock_lease_wakeup_ms(TimestampTz now, long max_ms);
+extern void zklock_check_lease(ZklockMonoTime now);
+extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
+extern void zklock_heartbeat(ZklockMonoTime now);
+extern void zklock_track_handshake(ZklockMonoTime before);
+extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
 extern void zklock_open_handle(void);
 
 #endif							/* ZKLOCK_WORKER_INT_H */

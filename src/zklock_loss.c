@@ -1,0 +1,312 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_loss.c
+ *	  zklock.cancel_on_loss: stop the work when a lock is lost.
+ *
+ * A backend that holds zklock locks with zklock.cancel_on_loss on runs a
+ * repeating timer (PostgreSQL's USER_TIMEOUT, every LOSS_CHECK_MS).  Its
+ * handler, in signal context, reads shared memory without any lock: the
+ * lease (one atomic read against the monotonic clock) and the state of
+ * each slot this backend holds, copied into a small array the handler can
+ * read (watch[]).  When a lock is lost, whether the worker said so or the
+ * lease ran out unnoticed (a stalled worker says nothing), and a statement
+ * is running, it asks for a query cancel as pg_cancel_backend would.
+ *
+ * The cancel then fails with PostgreSQL's "canceling statement due to user
+ * request" (57014).  zklock makes it its own error: every statement runs
+ * with an error context callback of ours (pushed by the ExecutorRun and
+ * ProcessUtility hooks, which also count the statements running), and that
+ * callback turns the cancel it asked for into SQLSTATE ZK001 naming the
+ * path, before any PL/pgSQL handler sees it.  A procedure can catch it with
+ * EXCEPTION WHEN SQLSTATE 'ZK001' (WHEN OTHERS does too; a plain cancel is
+ * never caught by WHEN OTHERS).
+ *
+ * One cancel per loss: once asked, the timer keeps quiet until the set of
+ * locks the backend holds changes (the lost lock is released or forgotten,
+ * or another is taken).  An idle session is not cancelled: its COMMIT
+ * fails instead.  The timer runs on PostgreSQL's timeout machinery, which
+ * schedules on the wall clock: a wall clock stepped back delays the cancel
+ * (never the COMMIT check, which is on the monotonic clock).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/utility.h"
+#include "utils/timeout.h"
+
+#include "zklock.h"
+#include "zklock_backend_int.h"
+
+#define LOSS_CHECK_MS	100
+#define LOSS_WATCH_MAX	64
+
+#define ERRCODE_ZKLOCK_LOCK_LOST	MAKE_SQLSTATE('Z','K','0','0','1')
+
+/* a lock the timer handler watches: its slot and the serial we hold */
+typedef struct LossWatch
+{
+	int			slot;
+	uint32		serial;
+} LossWatch;
+
+static LossWatch watch[LOSS_WATCH_MAX];
+static volatile sig_atomic_t watch_n = 0;	/* entries of watch[] in use */
+static volatile sig_atomic_t statements_running = 0;
+static volatile sig_atomic_t cancel_asked = false;	/* our cancel is pending */
+static volatile sig_atomic_t cancel_done = false;	/* asked for this set */
+
+static bool timer_registered = false;
+static bool timer_armed = false;
+static TimeoutId timer_id;
+
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+static bool watched_lock_lost(void);
+static void loss_timer_handler(void);
+static void loss_arm_timer(void);
+static void loss_error_callback(void *arg);
+static void enter_statement(ErrorContextCallback *cb);
+static void loss_executor_run(QueryDesc *queryDesc, ScanDirection direction,
+							  uint64 count, bool execute_once);
+static void loss_process_utility(PlannedStmt *pstmt, const char *queryString,
+								 bool readOnlyTree, ProcessUtilityContext context,
+								 ParamListInfo params, QueryEnvironment *queryEnv,
+								 DestReceiver *dest, QueryCompletion *qc);
+
+/*
+ * Is any watched lock lost: the lease ran out (or there is no session), or
+ * the worker moved its slot away from HELD?  Reads shared memory without
+ * the lock; safe in a signal handler.
+ */
+static bool
+watched_lock_lost(void)
+{
+	int			n = watch_n;
+	int			i;
+
+	if (n == 0)
+		return false;
+	if (!zklock_lease_valid(zklock_mono_now(), NULL))
+		return true;
+	for (i = 0; i < n; i++)
+	{
+		volatile ZklockSlot *slot = &zklock_shared->slots[watch[i].slot];
+
+		if (slot->serial != watch[i].serial || slot->state != ZKS_HELD)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The repeating timer, in signal context: ask for a cancel of the running
+ * statement when a watched lock is lost, as StatementCancelHandler does.
+ */
+static void
+loss_timer_handler(void)
+{
+	if (!zklock_cancel_on_loss || cancel_done || statements_running == 0 ||
+		proc_exit_inprogress)
+		return;
+	if (!watched_lock_lost())
+		return;
+	cancel_done = true;
+	cancel_asked = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+}
+
+/*
+ * Start the timer when this backend holds locks and wants them watched.
+ */
+static void
+loss_arm_timer(void)
+{
+	if (timer_armed || watch_n == 0 || !zklock_cancel_on_loss)
+		return;
+	if (!timer_registered)
+	{
+		timer_id = RegisterTimeout(USER_TIMEOUT, loss_timer_handler);
+		timer_registered = true;
+	}
+	enable_timeout_every(timer_id,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOSS_CHECK_MS),
+						 LOSS_CHECK_MS);
+	timer_armed = true;
+}
+
+/*
+ * The set of locks this backend holds changed: copy their slots for the
+ * handler, and start or stop the timer.  Called by the registry
+ * (zklock_backend.c) after every change.
+ */
+void
+zklock_loss_watch_update(void)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	int			n = 0;
+
+	watch_n = 0;				/* the handler sees nothing while we fill */
+	if (zklock_local_locks != NULL)
+	{
+		hash_seq_init(&seq, zklock_local_locks);
+		while ((ll = hash_seq_search(&seq)) != NULL)
+		{
+			if (n < LOSS_WATCH_MAX)
+			{
+				watch[n].slot = ll->slot;
+				watch[n].serial = ll->serial;
+				n++;
+			}
+		}
+	}
+	cancel_done = false;
+	watch_n = n;
+	if (n == 0 && timer_armed)
+	{
+		disable_timeout(timer_id, false);
+		timer_armed = false;
+	}
+	else
+		loss_arm_timer();
+}
+
+/*
+ * Error context callback of every statement: the cancel we asked for
+ * becomes our own error, naming the lost lock.
+ */
+static void
+loss_error_callback(void *arg)
+{
+	HASH_SEQ_STATUS seq;
+	LocalLock  *ll;
+	const char *path = NULL;
+	bool		lease_ok;
+
+	if (!cancel_asked || geterrcode() != ERRCODE_QUERY_CANCELED ||
+		zklock_local_locks == NULL)
+		return;
+	cancel_asked = false;
+
+	/* the lost lock: one the worker lost, else any (the lease ran out) */
+	lease_ok = zklock_lease_valid(zklock_mono_now(), NULL);
+	hash_seq_init(&seq, zklock_local_locks);
+	while ((ll = hash_seq_search(&seq)) != NULL)
+	{
+		volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+		bool		lost = slot->serial != ll->serial || slot->state != ZKS_HELD;
+
+		if (lost || (!lease_ok && path == NULL))
+			path = ll->key.path;
+		if (lost)
+		{
+			hash_seq_term(&seq);
+			break;
+		}
+	}
+	if (path == NULL)
+		return;
+	if (zklock_namespace && strncmp(path, zklock_namespace, strlen(zklock_namespace)) == 0)
+		path += strlen(zklock_namespace);
+	errcode(ERRCODE_ZKLOCK_LOCK_LOST);
+	errmsg("zookeeper lock \"%s\" was lost", path);
+	errdetail(lease_ok ?
+			  "The zklock worker found the lock gone; the statement was cancelled because zklock.cancel_on_loss is on." :
+			  "The zklock worker's ZooKeeper session is no longer proven alive by the leader (its lease ran out); the statement was cancelled because zklock.cancel_on_loss is on.");
+	errhint("Work done under the lock since it was lost is not protected: roll back, acquire the lock again and redo it.");
+}
+
+/*
+ * A statement starts: push our error context callback (cb lives in the
+ * caller's frame) and count it as running.
+ */
+static void
+enter_statement(ErrorContextCallback *cb)
+{
+	cb->callback = loss_error_callback;
+	cb->arg = NULL;
+	cb->previous = error_context_stack;
+	error_context_stack = cb;
+	/* a cancel of ours that an idle session swallowed is not pending */
+	if (statements_running == 0 && !QueryCancelPending)
+		cancel_asked = false;
+	statements_running++;
+	loss_arm_timer();
+}
+
+/*
+ * ExecutorRun hook: run the statement with our error context callback and
+ * counted as running.
+ */
+static void
+loss_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
+				  bool execute_once)
+{
+	ErrorContextCallback cb;
+
+	enter_statement(&cb);
+	PG_TRY();
+	{
+		if (prev_executor_run)
+			prev_executor_run(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		statements_running--;
+		error_context_stack = cb.previous;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * ProcessUtility hook (CALL, DO, COMMIT, ...): as loss_executor_run.
+ */
+static void
+loss_process_utility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	ErrorContextCallback cb;
+
+	enter_statement(&cb);
+	PG_TRY();
+	{
+		if (prev_process_utility)
+			prev_process_utility(pstmt, queryString, readOnlyTree, context,
+								 params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		statements_running--;
+		error_context_stack = cb.previous;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Install the hooks (from _PG_init).
+ */
+void
+zklock_loss_init(void)
+{
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = loss_executor_run;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = loss_process_utility;
+}
