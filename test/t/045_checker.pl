@@ -35,7 +35,20 @@
 #      cluster (every other client of A dies mid-transaction too), shared
 #      memory with the lease and the lock table is rebuilt, and the new
 #      worker must close the previous ZooKeeper session so the dead holder's
-#      node does not block everyone until the session times out.
+#      node does not block everyone until the session times out;
+#   6. the follower cluster A's worker is connected to (A's proxies to the
+#      other servers, and everybody else's to this one, refuse connections
+#      meanwhile) is cut off from the other two servers while its clients keep their
+#      link to it (issue 18): it answers reads and pings from its stale
+#      state for syncLimit x tickTime (10 s), while the leader expires A's
+#      session after the session timeout and gives A's mutex and lease to
+#      others.  It starts
+#      while long sections of A hold the mutex and a lease; they end (and
+#      COMMIT) inside the stale window, after others took over, and their
+#      COMMIT must be refused;
+#   7. a minority partition: the leader is cut off from both followers (all
+#      clients keep their links); the followers elect a new leader, the old
+#      one steps down, and rejoins as a follower once healed.
 #
 # The history.  Every holder records (client, fencing token, enter, exit)
 # from its own clock: PostgreSQL's clock_timestamp() and Java's
@@ -52,10 +65,15 @@
 #
 # Settings: zklock.session_timeout 4s, zklock.lease_margin 1s (default),
 # zklock.connect_timeout 2s; the clusters reach ZooKeeper through one proxy
-# per server each (so one cluster can be cut off alone), Curator connects
-# to the ensemble directly (session timeout 10 s).
+# per server each (so one cluster can be cut off alone), and so do the
+# Curator peers (session timeout 10 s).  The ensemble: tickTime
+# 500 ms (zklock.server_tick_time 500, the harness's setting), syncLimit
+# 20; each server runs in a network namespace of its own and the test in
+# its own (test/perl/ZklockNet.pm), so that faults 6 and 7 cut only the
+# traffic between servers.
 use strict;
 use warnings;
+BEGIN { require ZklockNet; ZklockNet::enter_private_network(); }
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -63,6 +81,7 @@ use Time::HiRes qw(time usleep);
 use ZklockTest;
 use ZklockFault;
 use ZklockProxy;
+use ZklockNet;
 
 my $MUTEX = '/chk/m';
 my $SEM = '/chk/s';
@@ -71,7 +90,10 @@ my %HOLD_MS = (mutex => 20, semaphore => 50);    # the work of a section
 my $FAULT_SECS = 8;         # black hole and stall: session timeout is 4 s
 my $HANG_SECS = 20;         # an iteration still running after this is a hang
 my $MIN_SECTIONS = 10;      # per kind of client and recipe: not vacuous
-my $LOOP_CAP_MS = 200_000;  # Curator loops end by stoploop, at the latest here
+my $LOOP_CAP_MS = 300_000;  # Curator loops end by stoploop, at the latest here
+my $TICK_MS = 500;          # the ensemble's tickTime (= zklock.server_tick_time)
+my $SYNC_LIMIT = 20;        # a follower cut off serves stale reads for 10 s
+my $CUT_HOLD = 7.5;         # fault 6: the long sections end ~7 s into the cut
 my %EXPECTED_SQLSTATE = (
 	'08006' => 'ZooKeeper unreachable, or the session lost while waiting',
 	'40000' => 'COMMIT refused: a lock was lost or the lease not valid');
@@ -91,8 +113,8 @@ my $t_begin = time;
 ############################################################################
 # ZooKeeper, proxies, clusters, Curator
 ############################################################################
-my $zk = start_ensemble(3);
-my @members = ensemble_members();
+my $zk = start_netns_ensemble(tick => $TICK_MS, sync_limit => $SYNC_LIMIT);
+my @members = netns_members();
 note('ensemble: ' . $zk);
 
 my $conf = qq{zklock.session_timeout = '4s'
@@ -104,7 +126,7 @@ restart_after_crash = on
 my (%node, %proxies);
 for my $c ('A', 'B')
 {
-	$proxies{$c} = [ map { ZklockProxy->start("127.0.0.1:$_->{client}") } @members ];
+	$proxies{$c} = [ map { ZklockProxy->start($_->{connect}) } @members ];
 	my $hosts = join(',', map { $_->connect } @{ $proxies{$c} });
 	$node{$c} = new_zklock_node("chk$c", $hosts, $conf);
 	is(status_row($node{$c})->{session_timeout}, '4000', "cluster $c: negotiated session timeout 4 s");
@@ -146,7 +168,14 @@ END $$;
 };
 $node{$_}->safe_psql('postgres', $setup) for ('A', 'B');
 
-my %peer = map { $_ => new_peer($zk, $_) } ('cur1', 'cur2');
+# The Curator peers reach the servers through proxies of their own (pass
+# through but in fault 6).
+my %peer;
+for my $p ('cur1', 'cur2')
+{
+	$proxies{$p} = [ map { ZklockProxy->start($_->{connect}) } @members ];
+	$peer{$p} = new_peer(join(',', map { $_->connect } @{ $proxies{$p} }), $p);
+}
 
 ############################################################################
 # The SQL clients: per cluster 2 sessions on the mutex and 2 on the
@@ -295,7 +324,7 @@ sub all_healthy
 		my $st = try_status($node{$c}) or return 0;
 		return 0 unless $st->{state} eq 'connected';
 	}
-	my $m = ensemble_modes();
+	my $m = netns_modes();
 	return 0 unless (grep { defined $m->{ $_->{id} } } @members) == @members;
 	return 0 unless grep { ($m->{ $_->{id} } // '') eq 'leader' } @members;
 	return 1;
@@ -310,8 +339,8 @@ sub log_since
 
 # long_sections($c, $hold, [$recipe, $name], ...): sessions of cluster $c
 # that enter sections lasting $hold seconds (all started at once); returns
-# once every one of them holds (zk_locks).  Faults 1 and 2 start while such
-# sections hold the mutex and a lease, and those sections end after
+# once every one of them holds (zk_locks).  Faults 1, 2 and 6 start while
+# such sections hold the mutex and a lease, and those sections end after
 # ZooKeeper gave their locks to others: their COMMIT must be refused.
 # Fault 5 kills one.
 my %long;    # name => { s, cluster, recipe, pid, r }
@@ -485,22 +514,22 @@ quietly(sub {
 	########################################################################
 	{
 		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
-		my $old = ensemble_leader();
+		my $old = netns_leader();
 		ok($old, 'fault 3: found the leader: server ' . ($old ? $old->{id} : '?'));
 		my $old_pid = $old->{pid};
-		kill_ensemble_member($old, 'KILL');
+		kill_netns_member($old, 'KILL');
 		my $t_kill = time;
 		fault_note('leader kill', "ZooKeeper server $old->{id} (pid $old_pid), SIGKILL");
 		ok(!kill(0, $old_pid), "fault 3: the old leader's process $old_pid is gone");
-		my $new = drive_until(sub { ensemble_leader() }, 30, 'a new leader');
+		my $new = drive_until(sub { netns_leader() }, 30, 'a new leader');
 		ok($new && $new->{id} != $old->{id},
 			'fault 3: a new leader was elected: server ' . ($new ? $new->{id} : '?'));
 		note(sprintf('election took %.1f s', time - $t_kill));
 		drive_for(4);
-		restart_ensemble_member($old, 0);
-		ok(drive_until(sub { defined ensemble_modes()->{ $old->{id} } }, 60, "server $old->{id} to serve"),
+		restart_netns_member($old, 0);
+		ok(drive_until(sub { defined netns_mode($old) }, 60, "server $old->{id} to serve"),
 			"fault 3: the old leader (server $old->{id}) serves again, as "
-			  . (ensemble_modes()->{ $old->{id} } // '?'));
+			  . (netns_mode($old) // '?'));
 		ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 3');
 		interrupted('fault 3', \%before);
 	}
@@ -511,21 +540,21 @@ quietly(sub {
 	########################################################################
 	{
 		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
-		my $leader = ensemble_leader();
+		my $leader = netns_leader();
 		my @order = sort { ($a == $leader) <=> ($b == $leader) || $a->{id} <=> $b->{id} } @members;
 		fault_note('rolling restart', 'ZooKeeper servers ' . join(', ', map { $_->{id} } @order) . ', SIGTERM then start');
 		for my $e (@order)
 		{
 			my $old_pid = $e->{pid};
-			my $was = ensemble_modes()->{ $e->{id} } // '?';
-			kill_ensemble_member($e, 'TERM');
-			restart_ensemble_member($e, 0);
+			my $was = netns_mode($e) // '?';
+			kill_netns_member($e, 'TERM');
+			restart_netns_member($e, 0);
 			my $ok = drive_until(
-				sub { defined ensemble_modes()->{ $e->{id} } && ensemble_leader() },
+				sub { defined netns_mode($e) && netns_leader() },
 				60, "server $e->{id} to serve again");
 			ok($ok && $e->{pid} != $old_pid,
 				"fault 4: server $e->{id} ($was, pid $old_pid) restarted as pid $e->{pid}, serves as "
-				  . (ensemble_modes()->{ $e->{id} } // '?'));
+				  . (netns_mode($e) // '?'));
 		}
 		ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 4');
 		interrupted('fault 4', \%before);
@@ -563,6 +592,92 @@ quietly(sub {
 		$t_victim_kill = $t_kill;
 	}
 	ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 5');
+	drive_for(3);
+
+	########################################################################
+	# 6. The follower cluster A's worker is on is cut off from the other
+	#    servers; A keeps its link to it (issue 18).
+	########################################################################
+	{
+		my ($F) = netns_followers();
+		ok($F, 'fault 6: found a follower: server ' . ($F ? $F->{id} : '?'));
+		my ($fi) = grep { $members[$_] == $F } 0 .. $#members;
+		my @others = grep { $_ != $fi } 0 .. $#members;
+		# cluster A's worker reaches F only; everybody else is moved off F,
+		# so that the waiters next in line are on the majority (a waiter
+		# on F would be granted there but never hear of it, and keep the
+		# mutex from the others until its own session expired)
+		$proxies{A}[$_]->set_mode('cut') for @others;
+		$proxies{$_}[$fi]->set_mode('cut') for ('B', 'cur1', 'cur2');
+		my $fproxy = $proxies{A}[$fi]->connect;
+		my $on_f = drive_until(
+			sub {
+				my $st = try_status($node{A});
+				return $st && $st->{state} eq 'connected' && ($st->{server} // '') eq $fproxy ? $st : 0;
+			},
+			30, "cluster A on follower $F->{id}");
+		ok($on_f, "fault 6: cluster A's worker is connected to follower $F->{id} only (through $fproxy)");
+		my $before = $on_f || status_row($node{A});
+		# they end (and COMMIT) about 7 s into the cut: after the leader
+		# gave their locks to others, while F still answers from its stale
+		# state (syncLimit x tickTime = 10 s)
+		long_sections('A', $CUT_HOLD, [ 'mutex', 'A-long-m6' ], [ 'semaphore', 'A-long-s6' ]);
+		my $d0 = netns_dropped();
+		isolate_member($F);
+		my $t_cut = time;
+		fault_note('follower cut off', "server $F->{id} (cluster A's server) cut off from the other servers");
+		drive_until(sub { !grep { !$long{$_}{s}->done } ('A-long-m6', 'A-long-s6') },
+			$CUT_HOLD + 10, 'the long sections of fault 6 to end');
+		my $t_ended = time - $t_cut;
+		my $mode_then = netns_mode($F) // 'not serving';
+		drive_for(8 - (time - $t_cut)) if time - $t_cut < 8;
+		heal_member($F);
+		$proxies{A}[$_]->set_mode('pass') for @others;
+		$proxies{$_}[$fi]->set_mode('pass') for ('B', 'cur1', 'cur2');
+		note(sprintf('fault 6: the long sections ended %.1f s into the cut; server %d then said: %s; healed after %.1f s',
+				$t_ended, $F->{id}, $mode_then, time - $t_cut));
+		cmp_ok(netns_dropped(), '>', $d0, 'fault 6: the cut dropped traffic between the servers');
+		is($mode_then, 'follower',
+			"fault 6: server $F->{id} still served as a follower when the long sections ended (the stale window)");
+		my $after = drive_until(sub { connected_in_new_session($node{A}, $before->{session_id}) },
+			40, 'cluster A in a new session');
+		ok($after, 'fault 6: cluster A is connected again, in a new session');
+		$after ||= status_row($node{A});
+		cmp_ok($after->{locks_lost}, '>=', $before->{locks_lost} + 2,
+			"fault 6: cluster A counted its long sections' locks lost ($before->{locks_lost} -> $after->{locks_lost})");
+		note("cluster A: session $before->{session_id} -> $after->{session_id}");
+		end_long_section($_, 'fault 6') for ('A-long-m6', 'A-long-s6');
+	}
+	ok(drive_until(\&all_healthy, 60, 'everything healthy'), 'healthy again after fault 6');
+	drive_for(3);
+
+	########################################################################
+	# 7. A minority partition: the leader is cut off from both followers.
+	########################################################################
+	{
+		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
+		my $old = netns_leader();
+		ok($old, 'fault 7: found the leader: server ' . ($old ? $old->{id} : '?'));
+		my @majority = grep { $_ != $old } @members;
+		my $d0 = netns_dropped();
+		isolate_member($old);
+		my $t_cut = time;
+		fault_note('minority partition', "leader (server $old->{id}) cut off from servers "
+			  . join(' and ', map { $_->{id} } @majority));
+		my $new = drive_until(sub { (grep { (netns_mode($_) // '') eq 'leader' } @majority)[0] },
+			40, 'a new leader in the majority');
+		ok($new, sprintf('fault 7: the majority elected a new leader: server %s (%.1f s into the partition)',
+				$new ? $new->{id} : '?', time - $t_cut));
+		ok(drive_until(sub { (netns_mode($old) // '') ne 'leader' }, 20, 'the old leader to step down'),
+			"fault 7: the old leader (server $old->{id}) stepped down");
+		drive_for(2);
+		heal_member($old);
+		cmp_ok(netns_dropped(), '>', $d0, 'fault 7: the partition dropped traffic between the servers');
+		ok(drive_until(sub { defined netns_mode($old) }, 60, "server $old->{id} to serve"),
+			"fault 7: server $old->{id} serves again, as " . (netns_mode($old) // '?'));
+		ok(drive_until(\&all_healthy, 60, 'everything healthy'), 'healthy again after fault 7');
+		interrupted('fault 7', \%before);
+	}
 	$t_healed = time;
 
 	# Load after the last fault: everybody must make progress again.
@@ -575,7 +690,7 @@ quietly(sub {
 	ok($drained, 'every SQL iteration finished (no hang)');
 	$t_load_end = time;
 });
-is(scalar @faults, 5, 'the nemesis injected its 5 faults');
+is(scalar @faults, 7, 'the nemesis injected its 7 faults');
 
 # Curator: events and counts.
 my @sections;    # { recipe, client, who, token, enter, exit, susp }
@@ -797,8 +912,8 @@ for my $name (sort keys %long)
 
 # The faults bit: sections whose COMMIT was refused overlapped committed
 # sections of others (had zklock let them commit, the checks above would
-# have failed).  For the long mutex sections of faults 1 and 2 this must
-# be so: ZooKeeper gave their mutex to others before they ended.
+# have failed).  For the long mutex sections of faults 1, 2 and 6 this
+# must be so: ZooKeeper gave their mutex to others before they ended.
 my %refused_overlaps;
 for my $x (@refused)
 {
@@ -808,7 +923,7 @@ for my $x (@refused)
 	note(sprintf('refused %s section of %s [%d, %d] (%s): %d committed sections of others overlap it',
 			$x->{recipe}, $x->{client}, $x->{enter}, $x->{exit}, $x->{sqlstate}, scalar @others));
 }
-for my $name ('A-long-m1', 'B-long-m1')
+for my $name ('A-long-m1', 'B-long-m1', 'A-long-m6')
 {
 	cmp_ok($refused_overlaps{$name} // 0, '>', 0,
 		"$name: others entered the mutex while it still ran (its lock was really lost)");
@@ -850,6 +965,6 @@ for my $c (@sql)
 $_->quit for values %peer;
 $node{$_}->stop for ('A', 'B');
 $_->stop for map { @$_ } values %proxies;
-stop_ensemble();
+stop_netns_ensemble();
 note(sprintf('045_checker took %.0f s', time - $t_begin));
 done_testing();
