@@ -14,9 +14,19 @@
 # The root runs in its own mount and PID namespaces: /proc, /dev and /sys
 # are mounted for it there, so they vanish with it, and every process
 # started inside (ZooKeeper, PostgreSQL, Java peers) is killed when the test
-# command ends.  It shares the host's network: its servers bind 127.0.0.1
-# on free ports like everywhere else.  Packages come from the mirror the
-# host's apt uses.  Run as root.  Environment knobs:
+# command ends.  The root is entered with pivot_root, not chroot: it becomes
+# "/" of that mount namespace and the host's tree is detached from it.  The
+# kernel refuses a new user namespace to a chrooted process (EPERM), and
+# the TAP tests that cut ZooKeeper servers off from one another
+# (test/perl/ZklockNet.pm) run in user and network namespaces of their own,
+# as an unprivileged user; after pivot_root the root is a machine like any
+# other for them.  It shares the host's network otherwise: its servers bind
+# 127.0.0.1 on free ports like everywhere else.  Packages come from the
+# mirror the host's apt uses.  Run as root.  Environment knobs:
+#   TAP_TESTS            the TAP tests to run, as for test/all.sh (the one
+#                        variable passed into the root's empty environment),
+#                        e.g. TAP_TESTS=test/t/057_isolated_follower.pl
+#                        bash test/debian-root.sh trixie tap
 #   ZKLOCK_ROOT_PARENT   folder for the root (default /var/tmp)
 #   ZKLOCK_KEEP_ROOT=1   keep the root afterwards (its path is printed)
 #   ZKLOCK_ROOT_TIMEOUT  seconds for the test command (default 3600)
@@ -35,7 +45,7 @@ TIMEOUT=${ZKLOCK_ROOT_TIMEOUT:-3600}
 log() { echo "[debian-root $RELEASE $(date +%H:%M:%S)] $*"; }
 die() { echo "debian-root.sh: $*" >&2; exit 1; }
 
-[ "$(id -u)" -eq 0 ] || die "run me as root (debootstrap, chroot and mounts need it)"
+[ "$(id -u)" -eq 0 ] || die "run me as root (debootstrap, pivot_root and mounts need it)"
 
 # host_mirror: the URL of the host's first Debian archive source (not the
 # security archive), from deb822 .sources files or one-line .list files.
@@ -103,24 +113,34 @@ mkdir -p "$ROOT/src/zklock"
 tar -C "$REPO" --exclude=./.git -cf - . | tar -C "$ROOT/src/zklock" -xf -
 
 # the test command, in new mount and PID namespaces, with an empty
-# environment; quoted for the inner shell
+# environment (TAP_TESTS aside); quoted for the inner shell
 args=""
 for a in "$@"; do args="$args $(printf '%q' "$a")"; done
-log "running 'bash test/all.sh$args' inside (empty environment)"
+tap_env=""
+[ -z "${TAP_TESTS:-}" ] || tap_env="TAP_TESTS=$(printf '%q' "$TAP_TESTS") "
+log "running '${tap_env}bash test/all.sh$args' inside (empty environment)"
 status=0
 timeout --kill-after=30 "$TIMEOUT" \
 	unshare --mount --pid --fork --kill-child --propagation private \
 	/bin/bash -c '
 		set -e
-		root=$1; shift
+		root=$1 args=$2 tap_tests=$3
+		# the root becomes a mount of its own (pivot_root needs one), and
+		# what it needs is mounted on it
+		mount --bind "$root" "$root"
 		mount -t proc proc "$root/proc"
 		mount --rbind /dev "$root/dev"
 		mount -t tmpfs -o mode=1777 shm "$root/dev/shm"
 		mount --rbind /sys "$root/sys"
 		mount -t tmpfs -o mode=1777 tmp "$root/tmp"
-		exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-			/bin/bash -c "cd /src/zklock && bash test/all.sh $*"
-	' inner "$ROOT" "$args" || status=$?
+		cd "$root"
+		mkdir -p .oldroot
+		pivot_root . .oldroot
+		# "/" is the Debian root now (its own env, bash, umount); the
+		# tree of the host is detached from this mount namespace
+		exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ${tap_tests:+"TAP_TESTS=$tap_tests"} \
+			/bin/bash -c "umount -l /.oldroot && rmdir /.oldroot && cd /src/zklock && bash test/all.sh $args"
+	' inner "$ROOT" "$args" "${TAP_TESTS:-}" || status=$?
 t2=$(date +%s)
 log "test command $([ $status -eq 0 ] && echo passed || echo "FAILED (exit $status)") in $((t2 - t1)) s; $((t2 - t0)) s with the root"
 exit $status
