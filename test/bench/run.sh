@@ -4,8 +4,8 @@
 #	Lock-cycle benchmark: raw C client vs Curator vs zklock through SQL,
 #	in one run, against one private ZooKeeper server started here.
 #
-# Usage: run.sh [--only raw,curator,sql] [--shapes 1,8d,...] [--runs N]
-#               [--seconds N] [--pg-seconds N]
+# Usage: run.sh [--only raw,curator,sql] [--shapes idle,1,8d,...] [--runs N]
+#               [--seconds N] [--pg-seconds N] [--idle-seconds N]
 #               [--fsync-only | --nofsync-only]
 #
 #	raw      test/bench/raw_cycle.c (libzookeeper_st): create
@@ -23,6 +23,23 @@
 #	8s, 32s, 200s  mutex, 8 / 32 / 200 sessions on one shared path
 #	r8, w8     read lock / write lock, 8 sessions on one path
 #	sem16      semaphore of 4 leases, 16 sessions on one path
+#	idle       not a shape: what an idle client costs ZooKeeper (below)
+#
+# idle: with nothing to do, zklock's worker still sends heartbeats (a sync
+# of / every quarter of the negotiated session timeout against a
+# standalone server, every zklock.server_tick_time / 4 against a server of
+# an ensemble), and an idle Curator client the ZooKeeper Java client's
+# pings (one every third of the session timeout).  Counted by the servers
+# themselves: the per-connection "recved" of the four-letter word cons,
+# matched to each client's session id, over --idle-seconds (20 s), for
+# zklock (a PostgreSQL cluster with zklock connected, no SQL run) and for
+# Curator (test/bench/CuratorIdle.java: one CuratorFramework holding
+# nothing), both asking for a 60 s session, side by side in the same
+# window on (a) the standalone server of the first forceSync pass and
+# (b) a 3-server ensemble on 127.0.0.1 started for it (tickTime 2000 as in
+# Debian's zoo.cfg, which caps sessions at 20 ticks = 40 s; both clients
+# on one follower; zklock.server_tick_time = 2000).  Takes about 30 s;
+# part of the default run, or alone with --shapes idle.
 #
 # Every shape runs once with the ZooKeeper server at forceSync=no and once
 # at forceSync=yes (the server is restarted on a fresh data directory
@@ -37,7 +54,8 @@
 # Run as root or as an unprivileged user.  As root, the PostgreSQL part runs
 # as user "zklock" (initdb and pg_ctl refuse root).  Everything started here
 # is stopped on exit.  Environment: BENCH_SECONDS, BENCH_PG_SECONDS,
-# BENCH_WARMUP, BENCH_RUNS, BENCH_SHAPES (comma list), BENCH_ZK_FSYNC
+# BENCH_IDLE_SECONDS, BENCH_WARMUP, BENCH_RUNS, BENCH_SHAPES (comma list,
+# idle included), BENCH_ZK_FSYNC
 # (both, yes or no), BENCH_ZK_DIR (where ZooKeeper's data directories go,
 # default /var/tmp: /tmp may be a tmpfs), BENCH_KEEP (keep the work
 # directories).
@@ -55,6 +73,9 @@ WARMUP=${BENCH_WARMUP:-2}		# server / JVM / backend warm-up, excluded
 ZK_FSYNC=${BENCH_ZK_FSYNC:-both}	# ZooKeeper forceSync: both, yes, no
 RUNS=${BENCH_RUNS:-1}			# measurements per system and shape
 SEM_MAX=4						# leases of the semaphore shape
+IDLE_SECS=${BENCH_IDLE_SECONDS:-20}	# window of the idle measurement
+ZK_TICK=2000					# tickTime of every server started here (Debian's)
+IDLE_TIMEOUT=60000				# session timeout both idle clients ask for (Curator's default)
 
 # shapes: name, sessions (threads, clients, in-flight slots), kind; kind is
 # distinct|shared (mutex), read|write (read/write lock) or semaphore
@@ -162,6 +183,7 @@ unix_socket_directories = '$pgtmp'
 max_connections = 250
 shared_preload_libraries = 'zklock'
 zklock.hosts = '127.0.0.1:$zkport'
+zklock.server_tick_time = $ZK_TICK
 zklock.max_requests = 1024
 fsync = off
 synchronous_commit = off
@@ -313,9 +335,113 @@ sql_cleanup() {
 	fi
 }
 
-# re-entry point for the PostgreSQL part (as the unprivileged user)
+###########################################################################
+# Idle part, PostgreSQL side: runs as the unprivileged user.
+#	idle_part OUT STOPFILE MAXSECS NAME=HOST:PORT...
+# One cluster per NAME with zklock connected to HOST:PORT, no SQL run once
+# connected.  Writes to OUT, once every worker is connected, a line
+#	zklock NAME SESSION_ID TIMEOUT_MS SERVER_MODE SERVER
+# per cluster and then READY; waits (at most MAXSECS) until STOPFILE exists,
+# writes "zklock-end NAME SESSION_ID STATE" per cluster (was the session
+# the same all along?), then stops the clusters.
+###########################################################################
+idle_part() {
+	local out=$1 stopfile=$2 maxsecs=$3
+	shift 3
+	local spec name hosts first="" pgtmp pgport i state
+	local -a names=() dirs=() ports=()
+
+	trap 'idle_cleanup' EXIT
+	trap 'exit 130' INT TERM
+	IDLE_DIRS=()
+	for spec in "$@"; do
+		name=${spec%%=*}
+		hosts=${spec#*=}
+		# under the main part's work directory, named as pg_stop_left expects
+		pgtmp=$(mktemp -d "${BENCH_PG_PARENT:-/tmp}/zklock-bench-pg.XXXXXX")
+		IDLE_DIRS+=("$pgtmp")
+		pgport=$(free_port)
+		if [ -z "$first" ]; then
+			"$PGBIN/initdb" -D "$pgtmp/data" -A trust --no-sync -E UTF8 --locale=C \
+				>"$pgtmp/initdb.log" 2>&1 || { cat "$pgtmp/initdb.log" >&2; die "initdb failed"; }
+			cat >>"$pgtmp/data/postgresql.conf" <<EOC
+
+# zklock benchmark, idle part
+listen_addresses = ''
+shared_preload_libraries = 'zklock'
+zklock.session_timeout = $IDLE_TIMEOUT
+zklock.server_tick_time = $ZK_TICK
+fsync = off
+log_min_messages = warning
+EOC
+			# the others are copies of this fresh cluster: cheaper than initdb
+			first=$pgtmp/template
+			cp -a "$pgtmp/data" "$first"
+		else
+			cp -a "$first" "$pgtmp/data"
+		fi
+		cat >>"$pgtmp/data/postgresql.conf" <<EOC
+port = $pgport
+unix_socket_directories = '$pgtmp'
+zklock.hosts = '$hosts'
+EOC
+		names+=("$name"); dirs+=("$pgtmp"); ports+=("$pgport")
+	done
+	for i in "${!names[@]}"; do
+		"$PGBIN/pg_ctl" -D "${dirs[$i]}/data" -l "${dirs[$i]}/postgres.log" -w -t 60 start >/dev/null \
+			|| { tail -n 30 "${dirs[$i]}/postgres.log" >&2; die "postgres (${names[$i]}) did not start"; }
+	done
+	idle_psql() { "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "${dirs[$1]}" -p "${ports[$1]}" -d postgres -At -c "$2"; }
+	for i in "${!names[@]}"; do
+		idle_psql "$i" "CREATE EXTENSION zklock" \
+			|| { tail -n 30 "${dirs[$i]}/postgres.log" >&2; die "CREATE EXTENSION zklock failed"; }
+	done
+	# server_mode through to_jsonb: a build without that column says "?"
+	local status="SELECT state, session_id, session_timeout, coalesce(to_jsonb(s)->>'server_mode', '?'), server FROM zk_status() s"
+	for i in "${!names[@]}"; do
+		state=""
+		for _ in $(seq 1 300); do
+			state=$(idle_psql "$i" "SELECT state FROM zk_status()" 2>/dev/null || true)
+			[ "$state" = connected ] && break
+			sleep 0.1
+		done
+		[ "$state" = connected ] || { tail -n 30 "${dirs[$i]}/postgres.log" >&2; die "zklock worker (${names[$i]}) not connected (state '$state')"; }
+	done
+	for i in "${!names[@]}"; do
+		idle_psql "$i" "$status" | awk -F'|' -v n="${names[$i]}" '{ print "zklock", n, $2, $3, $4, $5 }' >>"$out"
+	done
+	echo READY >>"$out"
+
+	# idle: no SQL until told to stop (bounded)
+	local deadline=$((SECONDS + maxsecs))
+	while [ ! -e "$stopfile" ] && [ $SECONDS -lt "$deadline" ]; do
+		sleep 0.2
+	done
+	for i in "${!names[@]}"; do
+		idle_psql "$i" "$status" | awk -F'|' -v n="${names[$i]}" '{ print "zklock-end", n, $2, $1 }' >>"$out"
+	done
+	[ -e "$stopfile" ] || die "idle part: not told to stop within ${maxsecs}s"
+}
+
+idle_cleanup() {
+	trap '' INT TERM
+	local d
+	for d in "${IDLE_DIRS[@]}"; do
+		if [ -f "$d/data/postmaster.pid" ]; then
+			"$PGBIN/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1 || true
+		fi
+		[ -n "${BENCH_KEEP:-}" ] || rm -rf "$d"
+	done
+}
+
+# re-entry points for the PostgreSQL parts (as the unprivileged user)
 if [ "${1:-}" = "--sql-part" ]; then
 	sql_part "$2" "$3" "${4:-}"
+	exit 0
+fi
+if [ "${1:-}" = "--idle-part" ]; then
+	shift
+	idle_part "$@"
 	exit 0
 fi
 
@@ -335,6 +461,7 @@ while [ $# -gt 0 ]; do
 		--runs=*) RUNS=${1#--runs=}; shift ;;
 		--seconds) SECS=$2; shift 2 ;;
 		--pg-seconds) PG_SECS=$2; shift 2 ;;
+		--idle-seconds) IDLE_SECS=$2; shift 2 ;;
 		--fsync|--fsync-only) ZK_FSYNC=yes; shift ;;
 		--nofsync-only|--no-fsync) ZK_FSYNC=no; shift ;;
 		-h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
@@ -351,8 +478,21 @@ case $ZK_FSYNC in
 	yes|no) FSYNC_PASSES=$ZK_FSYNC ;;
 	*) die "BENCH_ZK_FSYNC takes both, yes or no" ;;
 esac
+[[ "$IDLE_SECS" =~ ^[1-9][0-9]*$ ]] || die "--idle-seconds takes a positive number"
 SHAPES=$(select_shapes "$SHAPE_NAMES")
-[ -n "$SHAPES" ] || die "--shapes: none of '$SHAPE_NAMES' is a shape (names: 1 8d 32d 8s 32s 200s r8 w8 sem16)"
+# idle: in a full run, or when named among the shapes
+IDLE=""
+if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",idle,"* ]]; then
+	IDLE=1
+fi
+[ -n "$SHAPES" ] || [ -n "$IDLE" ] \
+	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16)"
+if [ -n "$IDLE" ] && ! want sql && ! want curator; then
+	log "idle: measures zklock and Curator, neither is in --only: skipped"
+	IDLE=""
+	[ -n "$SHAPES" ] || die "nothing to run"
+fi
+[ -n "$SHAPES" ] || FSYNC_PASSES=${FSYNC_PASSES%% *}	# idle alone: one server
 CLK_TCK=$(getconf CLK_TCK)
 
 # check the extension first: no point in running the rest without it
@@ -370,6 +510,9 @@ WORK=""			# work directory: clients, results, logs
 ZK_DIR=""		# ZooKeeper's data directories
 PG_PARENT=""	# the PostgreSQL part's clusters
 ZK_PID=""		# the ZooKeeper server running now
+ENS_PIDS=()		# the idle part's ensemble
+ENS_PORTS=()	# its client ports
+IDLE_PIDS=()	# the idle part's clients (the PostgreSQL side, CuratorIdle)
 
 # zk_stop: stop the server started by zk_start, if any (also the exit trap)
 zk_stop() {
@@ -399,10 +542,36 @@ pg_stop_left() {
 	done
 }
 
+# ens_stop: stop the idle part's ensemble, if any (also at exit)
+ens_stop() {
+	local pid
+	for pid in "${ENS_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${ENS_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	ENS_PIDS=()
+}
+
+# idle_clients_stop: the idle part's clients still running (at exit)
+idle_clients_stop() {
+	local pid
+	for pid in "${IDLE_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${IDLE_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	IDLE_PIDS=()
+}
+
 # cleanup: everything started here goes, the directories too
 cleanup() {
 	trap '' INT TERM	# no second signal in the middle of it
+	idle_clients_stop
 	zk_stop
+	ens_stop
 	pg_stop_left
 	if [ -z "${BENCH_KEEP:-}" ]; then
 		rm -rf ${WORK:+"$WORK"} ${ZK_DIR:+"$ZK_DIR"}
@@ -434,15 +603,85 @@ fi
 RESULTS=$WORK/results
 : >"$RESULTS"
 
+# ens_launch: the idle part's 3-server ensemble on 127.0.0.1 (tickTime as
+# in Debian's zoo.cfg, so sessions are capped at 20 ticks), launched now
+# and waited for by ens_wait: its election overlaps the builds below
+ens_launch() {
+	local -a ports=()
+	local p i servers=""
+	while [ ${#ports[@]} -lt 9 ]; do
+		p=$(free_port)
+		[[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+	done
+	for i in 1 2 3; do
+		servers="${servers}server.$i=127.0.0.1:${ports[$((i + 2))]}:${ports[$((i + 5))]}"$'\n'
+	done
+	for i in 1 2 3; do
+		ENS_PORTS+=("${ports[$((i - 1))]}")
+		rm -rf "${ZK_DIR:?}/ens-$i"
+		mkdir -p "$ZK_DIR/ens-$i"
+		echo "$i" >"$ZK_DIR/ens-$i/myid"
+		cat >"$WORK/zoo-ens-$i.cfg" <<EOC
+tickTime=$ZK_TICK
+initLimit=10
+syncLimit=5
+dataDir=$ZK_DIR/ens-$i
+clientPort=${ports[$((i - 1))]}
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+$servers
+EOC
+		java -Xmx256m -cp /usr/share/java/zookeeper.jar \
+			org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zoo-ens-$i.cfg" \
+			>"$WORK/zookeeper-ens-$i.log" 2>&1 &
+		ENS_PIDS+=($!)
+	done
+	ENS_LAUNCHED=$SECONDS
+	log "idle: starting a 3-server ensemble on 127.0.0.1:${ENS_PORTS[0]},${ENS_PORTS[1]},${ENS_PORTS[2]} (tickTime $ZK_TICK)"
+}
+
+# ens_wait: until every server of the ensemble serves (60 s at most); sets
+# ENS_FOLLOWER (client port of a follower) and ENS_MODES
+ens_wait() {
+	local i mode n pid deadline=$((SECONDS + 60))
+	while :; do
+		n=0
+		ENS_MODES=""
+		ENS_FOLLOWER=""
+		for i in 0 1 2; do
+			mode=$(four_letter "${ENS_PORTS[$i]}" srvr | sed -n 's/^Mode: //p')
+			ENS_MODES="$ENS_MODES${ENS_MODES:+ }${mode:-none}"
+			case $mode in
+				leader) n=$((n + 1)) ;;
+				follower) n=$((n + 1)); [ -n "$ENS_FOLLOWER" ] || ENS_FOLLOWER=${ENS_PORTS[$i]} ;;
+			esac
+		done
+		[ $n = 3 ] && [ -n "$ENS_FOLLOWER" ] && break
+		for pid in "${ENS_PIDS[@]}"; do
+			kill -0 "$pid" 2>/dev/null || { tail -n 20 "$WORK"/zookeeper-ens-*.log >&2; die "idle: a server of the ensemble exited"; }
+		done
+		[ $SECONDS -lt "$deadline" ] || { tail -n 20 "$WORK"/zookeeper-ens-*.log >&2; die "idle: the ensemble did not form in 60 s (modes: $ENS_MODES)"; }
+		sleep 0.3
+	done
+	log "idle: ensemble up (modes: $ENS_MODES), clients go to the follower on port $ENS_FOLLOWER"
+}
+
+[ -z "$IDLE" ] || ens_launch
+
 # build the clients
-if want raw; then
+if want raw && [ -n "$SHAPES" ]; then
 	log "building raw_cycle"
 	gcc -O2 -Wall -o "$WORK/raw_cycle" "$HERE/raw_cycle.c" -lzookeeper_st
 fi
 if want curator; then
-	log "building CuratorBench"
+	java_src=()
+	[ -z "$SHAPES" ] || java_src+=("$HERE/CuratorBench.java")
+	[ -z "$IDLE" ] || java_src+=("$HERE/CuratorIdle.java")
+	log "building$(for f in "${java_src[@]}"; do printf ' %s' "$(basename "$f" .java)"; done)"
 	mkdir -p "$WORK/classes"
-	javac -nowarn -encoding UTF-8 -d "$WORK/classes" -cp "$JAVA_CP_CURATOR" "$HERE/CuratorBench.java"
+	javac -nowarn -encoding UTF-8 -d "$WORK/classes" -cp "$JAVA_CP_CURATOR" "${java_src[@]}"
 fi
 
 # zk_start yes|no: private ZooKeeper server with that forceSync, on a
@@ -453,7 +692,7 @@ zk_start() {
 	rm -rf "${ZK_DIR:?}/data-$fsync"
 	mkdir -p "$ZK_DIR/data-$fsync"
 	cat >"$WORK/zoo-$fsync.cfg" <<EOF
-tickTime=2000
+tickTime=$ZK_TICK
 dataDir=$ZK_DIR/data-$fsync
 clientPort=$ZK_PORT
 clientPortAddress=127.0.0.1
@@ -547,11 +786,136 @@ sql_round() {
 	sed "s/^/$fsync $round /" "$WORK/sql.results" >>"$RESULTS"
 }
 
+# cons_snapshot LABEL PORT: the sessions connected to the server on PORT,
+# one line "LABEL SID RECVED TIMEOUT" each (SID in lower case without 0x
+# and leading zeros); connections without a session (the four-letter word
+# asking) are left out
+cons_snapshot() {
+	four_letter "$2" cons | awk -v label="$1" '/sid=/ {
+		line = $0
+		sub(/^[^(]*\(/, "", line); sub(/\)[^)]*$/, "", line)
+		n = split(line, kv, ",")
+		sid = ""; rec = ""; to = ""
+		for (i = 1; i <= n; i++) {
+			eq = index(kv[i], "=")
+			k = substr(kv[i], 1, eq - 1); v = substr(kv[i], eq + 1)
+			if (k == "sid") sid = v; else if (k == "recved") rec = v; else if (k == "to") to = v
+		}
+		sid = tolower(sid); sub(/^0x/, "", sid); sub(/^0+/, "", sid)
+		if (sid != "") print label, sid, rec, to
+	}'
+}
+
+# idle_measure FSYNC: the idle part (see the header), on the standalone
+# server running now and on the ensemble launched at the start; writes
+# "SERVER SYSTEM COUNT SECS TIMEOUT_MS MODE" lines to $WORK/idle.results
+idle_measure() {
+	local fsync=$1 stop=$WORK/idle.stop zout=$WORK/idle.zklock cout=$WORK/idle.curator
+	local maxsecs=$((IDLE_SECS + 120)) deadline pid t0 t1 i k
+	local -a specs
+	local t_start=$SECONDS
+
+	IDLE_ENS_AHEAD=$((SECONDS - ENS_LAUNCHED))
+	ens_wait
+	specs=("standalone=127.0.0.1:$ZK_PORT" "ensemble=127.0.0.1:$ENS_FOLLOWER")
+	rm -f "$stop"
+	: >"$zout"
+	: >"$cout"
+	IDLE_PIDS=()
+	if want sql; then
+		log "idle: two PostgreSQL clusters with zklock (session_timeout $IDLE_TIMEOUT ms, server_tick_time $ZK_TICK ms), one per server"
+		local envs=(env BENCH_KEEP="${BENCH_KEEP:-}" PGBIN="$PGBIN" BENCH_PG_PARENT="$PG_PARENT")
+		if [ "$(id -u)" = 0 ]; then
+			chown "$PG_USER" "$zout"
+			runuser -u "$PG_USER" -- "${envs[@]}" \
+				bash "$HERE/run.sh" --idle-part "$zout" "$stop" "$maxsecs" "${specs[@]}" &
+		else
+			"${envs[@]}" bash "$HERE/run.sh" --idle-part "$zout" "$stop" "$maxsecs" "${specs[@]}" &
+		fi
+		IDLE_PIDS+=($!)
+	fi
+	if want curator; then
+		log "idle: CuratorIdle, one CuratorFramework per server (Curator's default session timeout, $IDLE_TIMEOUT ms)"
+		java -Xmx128m -cp "$WORK/classes:$JAVA_CP_CURATOR" CuratorIdle "$stop" "$maxsecs" "${specs[@]}" \
+			>"$cout" 2>"$WORK/curator-idle.err" &
+		IDLE_PIDS+=($!)
+	fi
+	# both ready: every session made, nothing more to do
+	deadline=$((SECONDS + 90))
+	while :; do
+		k=0
+		if ! want sql || grep -q '^READY' "$zout"; then k=$((k + 1)); fi
+		if ! want curator || grep -q '^READY' "$cout"; then k=$((k + 1)); fi
+		[ $k = 2 ] && break
+		for pid in "${IDLE_PIDS[@]}"; do
+			kill -0 "$pid" 2>/dev/null || { cat "$WORK/curator-idle.err" >&2; die "idle: a client exited before it was ready"; }
+		done
+		[ $SECONDS -lt "$deadline" ] || die "idle: clients not ready in 90 s"
+		sleep 0.2
+	done
+	# the sessions' ids: "SYSTEM SERVER SID TIMEOUT MODE"
+	{
+		awk '$1 == "zklock" { s = tolower($3); sub(/^0x/, "", s); sub(/^0+/, "", s); print "zklock", $2, s, $4, $5 }' "$zout"
+		awk '$1 == "SESSION" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+			s = tolower(f["sid"]); sub(/^0x/, "", s); sub(/^0+/, "", s)
+			print "curator", f["name"], s, f["timeout"], "-" }' "$cout"
+	} >"$WORK/idle.sessions"
+	log "idle: sessions: $(tr '\n' ';' <"$WORK/idle.sessions")"
+	sleep 1		# whatever the connections still had to say
+
+	idle_snapshots() {
+		cons_snapshot standalone "$ZK_PORT"
+		for i in 0 1 2; do cons_snapshot ensemble "${ENS_PORTS[$i]}"; done
+	}
+	t0=$(date +%s%N)
+	idle_snapshots >"$WORK/idle.cons0"
+	log "idle: counting what the servers receive for ${IDLE_SECS}s, no SQL, nothing held"
+	sleep "$IDLE_SECS"
+	t1=$(date +%s%N)
+	idle_snapshots >"$WORK/idle.cons1"
+
+	touch "$stop"
+	for pid in "${IDLE_PIDS[@]}"; do
+		wait "$pid" || log "idle: warning: a client exited with status $?"
+	done
+	IDLE_PIDS=()
+	# did zklock keep its sessions, connected, all along?
+	awk '$1 == "zklock-end" && $4 != "connected" { print "idle: warning: zklock (" $2 ") ended " $4 }' "$zout" | while read -r l; do log "$l"; done
+	ens_stop
+
+	# per session: received at the end minus at the start, summed over the
+	# servers of its kind; "-" when the session changed connections (a
+	# connection's count starts again at 0)
+	awk -v secs="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')" '
+		FILENAME ~ /sessions$/ { sys[NR] = $1; srv[NR] = $2; sid[NR] = $3; to[NR] = $4; mode[NR] = $5; n = NR; next }
+		FILENAME ~ /cons0$/ { r0[$1, $2] += $3; c0[$1, $2]++; next }
+		{ r1[$1, $2] += $3; c1[$1, $2]++; t1[$1, $2] = $4 }
+		END {
+			for (i = 1; i <= n; i++) {
+				k = srv[i] SUBSEP sid[i]
+				cnt = (c0[k] && c0[k] == c1[k] && r1[k] >= r0[k]) ? r1[k] - r0[k] : "-"
+				print srv[i], sys[i], cnt, secs, (t1[k] != "" ? t1[k] : to[i]), mode[i]
+			}
+		}' "$WORK/idle.sessions" "$WORK/idle.cons0" "$WORK/idle.cons1" >"$WORK/idle.results"
+	while read -r l; do log "  idle: $l"; done <"$WORK/idle.results"
+	IDLE_FSYNC=$fsync
+	IDLE_TOOK=$((SECONDS - t_start))
+}
+
 # the passes: one server per forceSync setting, RUNS rounds on each, a
-# round being the three systems one after the other on every shape
+# round being the three systems one after the other on every shape; the
+# idle part on the first pass's server, before anything else runs on it
 ZK_STATS=""
+IDLE_TOOK=""
 for fsync in $FSYNC_PASSES; do
 	zk_start "$fsync"
+	if [ -n "$IDLE" ] && [ -z "$IDLE_TOOK" ]; then
+		idle_measure "$fsync"
+	fi
+	if [ -z "$SHAPES" ]; then
+		zk_stop
+		break		# idle alone: one server is enough
+	fi
 
 	# the server's JIT warms up on whatever runs first: give it the same
 	# start for everyone, with a raw run that is not counted
@@ -582,6 +946,7 @@ done
 systems=""
 for w in raw curator sql; do want "$w" && systems="$systems $w"; done
 
+if [ -n "$SHAPES" ]; then
 echo
 echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only)."
 # versions as installed (Debian 12: ZooKeeper 3.8, Curator 5.4, PostgreSQL 15;
@@ -662,6 +1027,16 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 				printf "PostgreSQL floor (pgbench SELECT 1; SELECT 1;, 1 client): %s tx/s, p50 %s us, p99 %s us, cpu %s µs/tx\n",
 					num(med(fs, "floor", "1", "cps")), num(med(fs, "floor", "1", "p50")),
 					num(med(fs, "floor", "1", "p99")), num(med(fs, "floor", "1", "cpu"))
+			# uncontended latency: shape 1, every system measured, side by side
+			line = ""
+			for (j = 1; j <= nsys; j++) {
+				s = syslist[j]
+				if (!((fs SUBSEP s SUBSEP "1" SUBSEP "p50") in cnt)) continue
+				line = line (line == "" ? "" : "; ") sprintf("%s p50 %s us, p99 %s us", name[s],
+					num(med(fs, s, "1", "p50")), num(med(fs, s, "1", "p99")))
+			}
+			if (line != "")
+				printf "Uncontended latency (shape 1: mutex, 1 in flight, own path; one acquire + release): %s\n", line
 			# the ratios in words, one line per shape
 			printf "\nforceSync=%s, zklock against the others:\n", fs
 			for (i = 1; i <= ns; i++) {
@@ -682,8 +1057,67 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 			}
 		}
 	}' "$RESULTS"
+fi
+
+###########################################################################
+# Idle: requests per second with nothing to do
+###########################################################################
+if [ -n "$IDLE" ]; then
+	echo
+	echo "Idle: requests per second each client sends ZooKeeper with nothing to do (no SQL, nothing held), counted by"
+	echo "  the server: cons \"recved\" of the client's session, the clients side by side in one ${IDLE_SECS}s window, each asking"
+	echo "  for a ${IDLE_TIMEOUT} ms session; servers with tickTime $ZK_TICK (sessions capped at 20 ticks), zklock.server_tick_time $ZK_TICK."
+	echo "  standalone = the benchmark's server (forceSync=$IDLE_FSYNC); ensemble = 3 servers on 127.0.0.1, clients on a follower."
+	awk -v tick="$ZK_TICK" '
+		function ms(v) { return v % 1000 == 0 ? sprintf("%d s", v / 1000) : (v >= 1000 ? sprintf("%.1f s", v / 1000) : sprintf("%.0f ms", v)) }
+		{ n++; srv[n] = $1; sys[n] = $2; cnt[n] = $3; secs[n] = $4; to[n] = $5; mode[n] = $6
+		  rate[$1, $2] = ($3 == "-" || $4 <= 0) ? "-" : $3 / $4 }
+		END {
+			fmt = "%-10s %-8s %8s %7s %9s %10s  %s\n"
+			printf fmt, "server", "client", "requests", "req/s", "expected", "session", "what it sends (expected)"
+			printf fmt, "----------", "--------", "--------", "-------", "---------", "----------", "------------------------"
+			for (i = 1; i <= n; i++) {
+				if (sys[i] == "zklock") {
+					iv = to[i] / 4
+					if (mode[i] == "ensemble" && tick / 4 < iv) iv = tick / 4
+					if (mode[i] == "standalone")
+						what = "sync / every " ms(iv) " (timeout/4; zk_status: standalone server)"
+					else if (mode[i] == "ensemble")
+						what = "sync / every " ms(iv) " (server_tick_time/4; zk_status: server of an ensemble)"
+					else
+						what = "heartbeat every " ms(iv) "? (timeout/4; this build shows no server_mode)"
+				} else {
+					iv = to[i] / 3
+					what = "ping every " ms(iv) " (timeout/3)"
+				}
+				expect[srv[i], sys[i]] = 1000 / iv
+				printf fmt, srv[i], (sys[i] == "zklock" ? "zklock" : "Curator"), cnt[i],
+					(rate[srv[i], sys[i]] == "-" ? "-" : sprintf("%.3f", rate[srv[i], sys[i]])),
+					sprintf("%.3f", 1000 / iv), to[i] " ms", what
+			}
+			for (k = 1; k <= 2; k++) {
+				sv = (k == 1) ? "standalone" : "ensemble"
+				z = rate[sv, "zklock"]; c = rate[sv, "curator"]
+				if (z == "" || c == "" || z == "-" || c == "-") continue
+				printf "%s: zklock %.3f req/s idle, Curator %.3f: %s (expected %.1fx)\n", sv, z, c,
+					(c > 0 ? sprintf("zklock %.1fx Curator", z / c) : "Curator sent nothing in the window"),
+					expect[sv, "zklock"] / expect[sv, "curator"]
+			}
+			# the heartbeat before issue 18, computed (not measured): exists / every quarter of the timeout
+			line = ""
+			for (i = 1; i <= n; i++)
+				if (sys[i] == "zklock")
+					line = line (line == "" ? "" : ", ") sprintf("%s %.3f req/s", srv[i], 4000 / to[i])
+			if (line != "")
+				print "Before issue 18 zklock sent an exists / every quarter of the negotiated timeout on any server: " line " (computed, not measured)."
+			print "(The counts are whole requests in the window: a client sending one every 10 s or more shows 1 or 2.  A sync received by a"
+			print " follower also goes to the leader and back; an exists or a ping does not.)"
+		}' "$WORK/idle.results"
+	echo "The idle part took ${IDLE_TOOK}s after the standalone server was up: waiting for the ensemble (launched ${IDLE_ENS_AHEAD}s before,"
+	echo "  its election overlapping the builds), the clusters and Curator, the ${IDLE_SECS}s window, the stops."
+fi
 
 elapsed=$((SECONDS - BENCH_START))
 echo
-echo "ZooKeeper at the end of each pass: $ZK_STATS"
-echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "$FSYNC_PASSES" | sed 's/ / and /'), $RUNS run(s) of $(echo "$SHAPES" | wc -w) shape(s), systems:$(for w in $systems; do printf ' %s' "$w"; done)."
+[ -z "$ZK_STATS" ] || echo "ZooKeeper at the end of each pass: $ZK_STATS"
+echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "$FSYNC_PASSES" | sed 's/ / and /'), $RUNS run(s) of $(echo "$SHAPES" | wc -w) shape(s)$([ -z "$IDLE" ] || echo ' and the idle part'), systems:$(for w in $systems; do printf ' %s' "$w"; done)."
