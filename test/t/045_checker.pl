@@ -38,14 +38,16 @@
 #      node does not block everyone until the session times out;
 #   6. the follower cluster A's worker is connected to (A's proxies to the
 #      other servers, and everybody else's to this one, refuse connections
-#      meanwhile) is cut off from the other two servers while its clients keep their
-#      link to it (issue 18): it answers reads and pings from its stale
-#      state for syncLimit x tickTime (10 s), while the leader expires A's
-#      session after the session timeout and gives A's mutex and lease to
-#      others.  It starts
-#      while long sections of A hold the mutex and a lease; they end (and
-#      COMMIT) inside the stale window, after others took over, and their
-#      COMMIT must be refused;
+#      meanwhile) is cut off from the other two servers while its clients
+#      keep their link to it (issue 18): it answers reads and pings from
+#      its stale state for syncLimit x tickTime (10 s), while the leader
+#      expires A's session after the session timeout and gives A's mutex
+#      and lease to others.  It starts while long sections of A hold the mutex and a
+#      lease and A's other clients pause (the follower answers a session
+#      only while none of its writes waits for the leader: an idle holder
+#      is the case that matters); the long sections end (and COMMIT)
+#      inside the stale window, after others took over, and their COMMIT
+#      must be refused;
 #   7. a minority partition: the leader is cut off from both followers (all
 #      clients keep their links); the followers elect a new leader, the old
 #      one steps down, and rejoins as a follower once healed.
@@ -203,6 +205,7 @@ my %outcome;        # client => { ok, timeout, indeterminate, hang, unexpected, 
 my @refused;        # sections whose COMMIT failed: { recipe, client, who, enter, exit, sqlstate }
 my @oplog;          # [ time, client, outcome ] for the history file
 my $stopping = 0;   # no new iterations once set
+my %paused;         # cluster => 1: its clients start no new iteration (fault 6)
 
 sub iteration_sql
 {
@@ -280,7 +283,7 @@ sub pump_clients
 				diag("$c->{name}: unexpected result out=[$r->{out}] err=[$r->{err}]");
 			}
 		}
-		next if $stopping;
+		next if $stopping || $paused{ $c->{cluster} };
 		$c->{sess}->start(iteration_sql($c));
 		$c->{busy} = 1;
 		$c->{hung} = 0;
@@ -603,6 +606,14 @@ quietly(sub {
 		ok($F, 'fault 6: found a follower: server ' . ($F ? $F->{id} : '?'));
 		my ($fi) = grep { $members[$_] == $F } 0 .. $#members;
 		my @others = grep { $_ != $fi } 0 .. $#members;
+		# A's own clients pause: ZooKeeper answers a session's requests in
+		# order, so a write of A's in flight (forwarded to a leader it
+		# cannot reach) would hold back every later answer of the follower
+		# to A and end even an answer-based lease; a session holding locks
+		# and otherwise idle is what the stale follower keeps answering
+		$paused{A} = 1;
+		ok(drive_until(sub { !grep { $_->{cluster} eq 'A' && $_->{busy} } @sql }, 15, "cluster A's clients to pause"),
+			"fault 6: cluster A's clients paused");
 		# cluster A's worker reaches F only; everybody else is moved off F,
 		# so that the waiters next in line are on the majority (a waiter
 		# on F would be granted there but never hear of it, and keep the
@@ -622,6 +633,9 @@ quietly(sub {
 		# gave their locks to others, while F still answers from its stale
 		# state (syncLimit x tickTime = 10 s)
 		long_sections('A', $CUT_HOLD, [ 'mutex', 'A-long-m6' ], [ 'semaphore', 'A-long-s6' ]);
+		ok(drive_until(sub { my $st = try_status($node{A}); $st && "$st->{requests_queued} $st->{deletes_pending}" eq '0 0' },
+				5, "cluster A's worker to have nothing in flight"),
+			"fault 6: cluster A's worker has no request queued and no delete pending");
 		my $d0 = netns_dropped();
 		isolate_member($F);
 		my $t_cut = time;
@@ -632,6 +646,7 @@ quietly(sub {
 		my $mode_then = netns_mode($F) // 'not serving';
 		drive_for(8 - (time - $t_cut)) if time - $t_cut < 8;
 		heal_member($F);
+		$paused{A} = 0;
 		$proxies{A}[$_]->set_mode('pass') for @others;
 		$proxies{$_}[$fi]->set_mode('pass') for ('B', 'cur1', 'cur2');
 		note(sprintf('fault 6: the long sections ended %.1f s into the cut; server %d then said: %s; healed after %.1f s',
