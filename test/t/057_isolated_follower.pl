@@ -26,9 +26,13 @@
 # its stale state for 10 s), zklock.session_timeout 4 s: Curator gets the
 # lock about 4.5 s after the cut, well inside the stale window, which the
 # test checks (the follower still says 'follower' when Curator has the
-# lock).  Before issue 18 the lease was renewed by any answer of the
-# connected server, so the COMMIT succeeded after Curator had the lock,
-# zk_locks said 'held' and zk_status 'connected'.
+# lock).  zklock sends nothing but its own heartbeats during the cut until
+# the COMMIT: a server answers a session's requests in order, so a write
+# waiting for the leader would hold back its answers to the session, and
+# an idle holder is the case the stale follower keeps answering.  Before
+# issue 18 the lease was renewed by any answer of the connected server, so
+# the COMMIT succeeded about 4 s after the cut, after Curator had the lock,
+# zk_locks said 'held' and zk_status 'connected' (2ab9e3f: both parts).
 #
 # Each server runs in its own network namespace and the test in its own
 # (test/perl/ZklockNet.pm): the cut drops only the traffic between servers.
