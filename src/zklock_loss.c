@@ -4,8 +4,10 @@
  *	  zklock.cancel_on_loss: stop the work when a lock is lost.
  *
  * A backend that holds zklock locks with zklock.cancel_on_loss on runs a
- * repeating timer (PostgreSQL's USER_TIMEOUT, every LOSS_CHECK_MS).  Its
- * handler, in signal context, reads shared memory without any lock: the
+ * repeating timer of its own, every LOSS_CHECK_MS on CLOCK_BOOTTIME (a
+ * POSIX timer signalling LOSS_SIGNAL, a real-time signal PostgreSQL does
+ * not use): PostgreSQL's own timeouts schedule on the wall clock, which a
+ * step back would delay.  Its handler, in signal context, reads shared memory without any lock: the
  * lease (one atomic read against the monotonic clock) and the state of
  * each slot this backend holds, copied into a small array the handler can
  * read (watch[]).  When a lock is lost, whether the worker said so or the
@@ -24,27 +26,26 @@
  * One cancel per loss: once asked, the timer keeps quiet until the set of
  * locks the backend holds changes (the lost lock is released or forgotten,
  * or another is taken).  An idle session is not cancelled: its COMMIT
- * fails instead.  The timer runs on PostgreSQL's timeout machinery, which
- * schedules on the wall clock: a wall clock stepped back delays the cancel
- * (never the COMMIT check, which is on the monotonic clock).
+ * fails instead.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <signal.h>
+#include <time.h>
 
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
-#include "utils/timeout.h"
 
 #include "zklock.h"
 #include "zklock_backend_int.h"
 
 #define LOSS_CHECK_MS	100
+#define LOSS_SIGNAL		(SIGRTMIN + 4)
 #define LOSS_WATCH_MAX	64
 
 #define ERRCODE_ZKLOCK_LOCK_LOST	MAKE_SQLSTATE('Z','K','0','0','1')
@@ -62,15 +63,16 @@ static volatile sig_atomic_t statements_running = 0;
 static volatile sig_atomic_t cancel_asked = false;	/* our cancel is pending */
 static volatile sig_atomic_t cancel_done = false;	/* asked for this set */
 
-static bool timer_registered = false;
+static bool timer_created = false;
 static bool timer_armed = false;
-static TimeoutId timer_id;
+static timer_t timer_id;
 
 static ExecutorRun_hook_type prev_executor_run = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
 static bool watched_lock_lost(void);
-static void loss_timer_handler(void);
+static void loss_timer_handler(SIGNAL_ARGS);
+static void loss_set_timer(long ms);
 static void loss_arm_timer(void);
 static void loss_error_callback(void *arg);
 static void enter_statement(ErrorContextCallback *cb);
@@ -111,18 +113,36 @@ watched_lock_lost(void)
  * statement when a watched lock is lost, as StatementCancelHandler does.
  */
 static void
-loss_timer_handler(void)
+loss_timer_handler(SIGNAL_ARGS)
 {
-	if (!zklock_cancel_on_loss || cancel_done || statements_running == 0 ||
-		proc_exit_inprogress)
-		return;
-	if (!watched_lock_lost())
-		return;
-	cancel_done = true;
-	cancel_asked = true;
-	InterruptPending = true;
-	QueryCancelPending = true;
-	SetLatch(MyLatch);
+	int			save_errno = errno;
+
+	if (zklock_cancel_on_loss && !cancel_done && statements_running > 0 &&
+		!proc_exit_inprogress && watched_lock_lost())
+	{
+		cancel_done = true;
+		cancel_asked = true;
+		InterruptPending = true;
+		QueryCancelPending = true;
+		SetLatch(MyLatch);
+	}
+	errno = save_errno;
+}
+
+/*
+ * Set the timer to fire every ms milliseconds (0 stops it).
+ */
+static void
+loss_set_timer(long ms)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (ms % 1000) * 1000000L;
+	its.it_interval = its.it_value;
+	if (timer_settime(timer_id, 0, &its, NULL) != 0)
+		elog(WARNING, "zklock: could not set the cancel_on_loss timer: %m");
 }
 
 /*
@@ -133,14 +153,23 @@ loss_arm_timer(void)
 {
 	if (timer_armed || watch_n == 0 || !zklock_cancel_on_loss)
 		return;
-	if (!timer_registered)
+	if (!timer_created)
 	{
-		timer_id = RegisterTimeout(USER_TIMEOUT, loss_timer_handler);
-		timer_registered = true;
+		struct sigevent sev;
+
+		pqsignal(LOSS_SIGNAL, loss_timer_handler);
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_SIGNAL;
+		sev.sigev_signo = LOSS_SIGNAL;
+		if (timer_create(CLOCK_BOOTTIME, &sev, &timer_id) != 0 &&
+			timer_create(CLOCK_MONOTONIC, &sev, &timer_id) != 0)
+		{
+			elog(WARNING, "zklock: could not create the cancel_on_loss timer: %m");
+			return;
+		}
+		timer_created = true;
 	}
-	enable_timeout_every(timer_id,
-						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOSS_CHECK_MS),
-						 LOSS_CHECK_MS);
+	loss_set_timer(LOSS_CHECK_MS);
 	timer_armed = true;
 }
 
@@ -174,7 +203,7 @@ zklock_loss_watch_update(void)
 	watch_n = n;
 	if (n == 0 && timer_armed)
 	{
-		disable_timeout(timer_id, false);
+		loss_set_timer(0);
 		timer_armed = false;
 	}
 	else
