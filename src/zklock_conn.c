@@ -448,6 +448,13 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		 * through the leader (a new session is created by it, a resumed
 		 * one revalidated and touched by it), after it was sent.
 		 */
+		if (sh->negotiated_timeout < zklock_min_session_timeout_ms(zklock_lease_margin,
+																  zklock_commit_min_lease,
+																  zklock_server_tick_time))
+			ereport(elevel,
+					(errmsg("zklock: the server negotiated a session timeout of %d ms, too short for COMMIT to find zklock.commit_min_lease of lease left through an ensemble",
+							sh->negotiated_timeout),
+					 errhint("Raise the servers' maxSessionTimeout or lower zklock.commit_min_lease or zklock.server_tick_time.")));
 		conn_serial++;
 		chain_len = 0;
 		sh->server_mode = ZKLOCK_SERVER_UNKNOWN;
