@@ -42,12 +42,12 @@
 #      keep their link to it (issue 18): it answers reads and pings from
 #      its stale state for syncLimit x tickTime (10 s), while the leader
 #      expires A's session after the session timeout and gives A's mutex
-#      and lease to others.  It starts while long sections of A hold the mutex and a
-#      lease and A's other clients pause (the follower answers a session
-#      only while none of its writes waits for the leader: an idle holder
-#      is the case that matters); the long sections end (and COMMIT)
-#      inside the stale window, after others took over, and their COMMIT
-#      must be refused;
+#      and lease to others.  It starts while long sections of A hold the
+#      mutex and a lease and A's other clients pause (the follower answers
+#      a session only while none of its writes waits for the leader: an
+#      idle holder is the case that matters); the long sections end (and
+#      COMMIT) inside the stale window, after others took over, and their
+#      COMMIT must be refused;
 #   7. a minority partition: the leader is cut off from both followers (all
 #      clients keep their links); the followers elect a new leader, the old
 #      one steps down, and rejoins as a follower once healed.
