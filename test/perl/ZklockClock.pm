@@ -66,6 +66,7 @@ use warnings;
 
 use ZklockTest;
 use PostgreSQL::Test::Utils;
+use File::Spec;
 use Time::HiRes qw(time usleep);
 use Test::More;
 
@@ -101,7 +102,9 @@ sub new_faketime_node
 	# (test/install-deps.sh installs it), not a reason to skip.
 	die "libfaketime not found at $LIBFAKETIME (Debian package libfaketime)\n"
 	  unless -r $LIBFAKETIME;
-	my $file = PostgreSQL::Test::Utils::tempdir('faketime') . '/offset';
+	# absolute: PostgreSQL 17's tempdir() may be relative to the test's
+	# directory, and the postmaster runs in its data directory
+	my $file = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('faketime') . '/offset');
 	_write_offset($file, 0);
 	my $node;
 	{
