@@ -263,6 +263,31 @@ sub restart_worker
 push @EXPORT, qw(start_zk_with_jvm_options restart_zk_with_jvm_options
   deletes_pending restart_worker);
 
+# lease_left($node): zk_status().lease_remaining in seconds, -1 without one.
+sub lease_left
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', q{SELECT coalesce(extract(epoch FROM lease_remaining), -1) FROM zk_status()});
+}
+
+# lock_state($node, $pid, $path): what zk_locks says of pid's lock on path
+# ('held', 'lost', 'waiting', ...), 'none' when it lists none.
+sub lock_state
+{
+	my ($node, $pid, $path) = @_;
+	return $node->safe_psql('postgres', qq{SELECT coalesce(max(state), 'none') FROM zk_locks WHERE pid = $pid AND path = '$path'});
+}
+
+# committed($node, $tag): how many rows of table work_done carry $tag (the
+# work a transaction wrote under a lock, and COMMIT did or did not keep).
+sub committed
+{
+	my ($node, $tag) = @_;
+	return $node->safe_psql('postgres', qq{SELECT count(*) FROM work_done WHERE tag = '$tag'});
+}
+
+push @EXPORT, qw(lease_left lock_state committed);
+
 # Leave no server behind, even when a test dies half-way.
 END
 {

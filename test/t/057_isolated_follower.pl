@@ -60,14 +60,8 @@ my $node = new_zklock_node('iso', netns_connect($F->{id}), qq{zklock.session_tim
 zklock.server_tick_time = $TICK
 zklock.connect_timeout = '2s'
 });
-$node->safe_psql('postgres', q{CREATE TABLE work(tag text, pid int)});
+$node->safe_psql('postgres', q{CREATE TABLE work_done(tag text, pid int)});
 
-# committed($tag): rows committed under $tag
-sub committed
-{
-	my ($tag) = @_;
-	return $node->safe_psql('postgres', "SELECT count(*) FROM work WHERE tag = '$tag'");
-}
 
 # ensure_on_follower(): zklock's only server must be a follower of the
 # ensemble; if the one it uses no longer is, move zklock to one (reload).
@@ -116,7 +110,7 @@ sub cut_off
 	$s->value('SET zklock.commit_confirm = ' . ($confirm ? 'on' : 'off'));
 	$s->value('BEGIN');
 	is($s->value("SELECT zk_mutex_acquire_xact('$path')"), 't', "the SQL session holds $path for its transaction");
-	$s->value("INSERT INTO work VALUES ('$tag', pg_backend_pid())");
+	$s->value("INSERT INTO work_done VALUES ('$tag', pg_backend_pid())");
 	$peer->acquire('c', $path, 60_000);
 	ok(wait_children_count($peer, $path, 2, 10), 'a Curator client on the two other servers waits for it');
 	my $before = status_row($node);
@@ -180,7 +174,7 @@ sub cut_off
 	my @held_after = grep { defined $g && $_->[0] >= $g && $_->[1] eq 'held' } @polls;
 	is(scalar @held_after, 0, "zk_locks never said 'held' once Curator had the lock (then: "
 		  . ($lock_then // '?') . ', zk_status ' . ($conn_then // '?') . ')');
-	is(committed($tag), '0', 'the row of that transaction is not committed');
+	is(committed($node, $tag), '0', 'the row of that transaction is not committed');
 	is($node->safe_psql('postgres', "SELECT count(*) FROM zk_locks WHERE path = '$path' AND state = 'held'"),
 		'0', "zk_locks shows no holder of $path");
 

@@ -63,22 +63,6 @@ my $lease_s = $timeout_s - 1;    # session timeout - zklock.lease_margin
 my $window = $timeout_s + 2;
 
 $node->safe_psql('postgres', q{CREATE TABLE work_done(tag text PRIMARY KEY)});
-sub committed
-{
-	my ($tag) = @_;
-	return $node->safe_psql('postgres', qq{SELECT count(*) FROM work_done WHERE tag = '$tag'});
-}
-
-sub lease_left
-{
-	return $node->safe_psql('postgres', q{SELECT coalesce(extract(epoch FROM lease_remaining), -1) FROM zk_status()});
-}
-
-sub lock_state
-{
-	my ($pid, $path) = @_;
-	return $node->safe_psql('postgres', qq{SELECT coalesce(max(state), 'none') FROM zk_locks WHERE pid = $pid AND path = '$path'});
-}
 
 # A statement that ends (bounded): cancelled and collected when it hangs.
 sub finish
@@ -136,7 +120,7 @@ sub trouble
 	return "new session $s->{session_id}" if $s->{session_id} ne $st0->{session_id};
 	return "leases_expired $s->{leases_expired}" if $s->{leases_expired} ne $st0->{leases_expired};
 	return "locks_lost $s->{locks_lost}" if $s->{locks_lost} ne $st0->{locks_lost};
-	my $ls = lock_state($pid, $path);
+	my $ls = lock_state($node, $pid, $path);
 	return "zk_locks says $ls for $path" if $ls ne 'held';
 	return undef;
 }
@@ -186,14 +170,14 @@ sub idle_step
 	my $seen = nothing_within($window, sub { trouble($st0, $pid, $h->pid, $hp) });
 	is($seen, undef, "for ${window} s after the step (more than the session timeout) the session and the lock stay as they were")
 	  or diag("instead: $seen");
-	is(lock_state($h->pid, $hp), 'held', "zk_locks: h still holds $hp");
+	is(lock_state($node, $h->pid, $hp), 'held', "zk_locks: h still holds $hp");
 	my $s = status_row($node);
 	is($s->{state}, 'connected', 'zk_status: connected');
 	is($s->{session_id}, $st0->{session_id}, 'zk_status: the same session');
 	is($s->{leases_expired}, $st0->{leases_expired}, 'zk_status: no lease ran out');
 	is($s->{locks_lost}, $st0->{locks_lost}, 'zk_status: no lock lost');
 	ok(!$peer->has_reply(qr/^acquired \Q$pid\E$/), "the Curator client did not get $hp");
-	my $left = lease_left();
+	my $left = lease_left($node);
 	ok($left > 0 && $left <= $lease_s + 0.05,
 		"zk_status: the lease has ${left} s left: more than 0, at most the session timeout minus the margin ($lease_s s)");
 	unlike(substr(slurp_file($node->logfile), $log_at), qr/lease ran out/, 'the log says no lease ran out');
@@ -201,7 +185,7 @@ sub idle_step
 	$x->start('COMMIT');
 	my $r = finish($x, 20);
 	is($r->{sqlstate}, undef, "COMMIT of x's transaction (_xact lock on $xp) succeeds") or diag($r->{err});
-	is(committed($tag), '1', '... and its row is committed');
+	is(committed($node, $tag), '1', '... and its row is committed');
 	clean_up($hp, $xp, $pid);
 	return;
 }
@@ -234,9 +218,9 @@ subtest 'a clock stepped back 20 s while the worker is stalled does not let COMM
 	ok(abs($b - clock_offset($node)) < 2, sprintf('a backend\'s clock reads %+.1f s off the real clock', $b));
 	sessions_read_back('after the step of -20 s', $x);
 
-	ok(wait_until(sub { lease_left() == 0 }, $lease_s + 3, 'lease_remaining 0'),
+	ok(wait_until(sub { lease_left($node) == 0 }, $lease_s + 3, 'lease_remaining 0'),
 		sprintf('zk_status: the lease runs out while the worker is stopped (%.1f s after SIGSTOP)', time - $t0))
-	  or diag('lease_remaining: ' . lease_left() . ' s');
+	  or diag('lease_remaining: ' . lease_left($node) . ' s');
 	ok(!$peer->has_reply(qr/^(acquired|error) cst(\s|$)/), '... before the Curator client gets the lock');
 	is($peer->acquire_result('cst', $timeout_s + 20), 'acquired',
 		'ZooKeeper expires the stalled session: the Curator client gets the lock');
@@ -246,7 +230,7 @@ subtest 'a clock stepped back 20 s while the worker is stalled does not let COMM
 	my $r = finish($x, 20);
 	is($r->{sqlstate}, '40000', 'COMMIT of the transaction that relied on the lock fails with 40000')
 	  or diag("COMMIT: err=[$r->{err}]");
-	is(committed($tag), '0', '... and its row is not committed');
+	is(committed($node, $tag), '0', '... and its row is not committed');
 	$x->query('ROLLBACK');
 
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
@@ -271,14 +255,14 @@ subtest 'a clock stepped forward 60 s during a short stall of the worker changes
 	my $t0 = time;
 	step_clock($node, 60);
 	sessions_read_back('after the step of +60 s', $x);
-	my $left = lease_left();
+	my $left = lease_left($node);
 	ok($left > 0.5, "zk_status: with the worker stopped, the lease still has ${left} s left after the step");
 	$x->start('COMMIT');
 	my $r = finish($x, 20);
 	my $el = time - $t0;
 	is($r->{sqlstate}, undef, sprintf('COMMIT of x\'s transaction, %.1f s into the stall, succeeds', $el))
 	  or diag("COMMIT: err=[$r->{err}]");
-	is(committed($tag), '1', '... and its row is committed');
+	is(committed($node, $tag), '1', '... and its row is committed');
 	ok(kill('CONT', $wpid), sprintf('worker continued (SIGCONT) after %.1f s, less than the lease', time - $t0));
 
 	read_back('after the stall');
@@ -324,7 +308,7 @@ subtest 'with zklock.cancel_on_loss, a clock stepped back 20 s does not delay th
 	my $wpid = worker_pid($node);
 	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP)");
 	my $t1 = time;
-	my $left = lease_left();
+	my $left = lease_left($node);
 	my $t_done;
 	my $curator_first;
 	# bounded by the step (20 s) and more: a late cancel shows how late
@@ -344,7 +328,7 @@ subtest 'with zklock.cancel_on_loss, a clock stepped back 20 s does not delay th
 	cmp_ok(($t_done // time) - ($t1 + $left), '<', 0.5, '... within 0.5 s after the lease ran out');
 	ok(!$curator_first, '... before the Curator client got the lock');
 	$c->query('ROLLBACK');
-	is(committed($tag), '0', 'the row of the cancelled transaction is not committed');
+	is(committed($node, $tag), '0', 'the row of the cancelled transaction is not committed');
 
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	is($peer->acquire_result('cca', $timeout_s + 20), 'acquired', 'the Curator client gets the lock');

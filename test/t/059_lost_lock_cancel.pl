@@ -66,22 +66,6 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 
-sub committed
-{
-	my ($tag) = @_;
-	return $node->safe_psql('postgres', qq{SELECT count(*) FROM work_done WHERE tag = '$tag'});
-}
-
-sub lease_left
-{
-	return $node->safe_psql('postgres', q{SELECT coalesce(extract(epoch FROM lease_remaining), -1) FROM zk_status()});
-}
-
-sub lock_state
-{
-	my ($pid, $path) = @_;
-	return $node->safe_psql('postgres', qq{SELECT coalesce(max(state), 'none') FROM zk_locks WHERE pid = $pid AND path = '$path'});
-}
 
 # psql as app059, verbose errors: ($sqlstate, $stdout, $stderr)
 sub as_app
@@ -139,7 +123,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 	$r = $s->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'COMMIT fails with 40000: less lease left than zklock.commit_min_lease')
 	  or diag("COMMIT: err=[$r->{err}]");
-	is(committed('floor-30s'), '0', '... and the row is not committed');
+	is(committed($node, 'floor-30s'), '0', '... and the row is not committed');
 	$s->query('ROLLBACK');
 	ok(wait_no_zklock_rows($node, '/t059/floor'), '... and the lock is released');
 	$peer->acquire('cfl', "$NS/t059/floor", 5000);
@@ -151,7 +135,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 	$r = $s->query('COMMIT');
 	is($r->{sqlstate}, undef, 'a transaction that relies on no zklock lock commits whatever the setting')
 	  or diag($r->{err});
-	is(committed('floor-nolock'), '1', '... its row is committed');
+	is(committed($node, 'floor-nolock'), '1', '... its row is committed');
 
 	$s->value('SET zklock.check_session_locks_at_commit = on');
 	$s->value('BEGIN');
@@ -164,7 +148,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 		'... nothing is prepared');
 	$node->safe_psql('postgres', q{ROLLBACK PREPARED 't059_floor'})
 	  if $node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid = 't059_floor'}) ne '0';
-	is(committed('floor-prepared'), '0', '... nor committed');
+	is(committed($node, 'floor-prepared'), '0', '... nor committed');
 	$s->query('ROLLBACK');
 	$s->query('SELECT zk_release_all()');
 	$s->value('RESET zklock.check_session_locks_at_commit');
@@ -177,7 +161,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 	$s->value(q{INSERT INTO work_done VALUES ('floor-default')});
 	$r = $s->query('COMMIT');
 	is($r->{sqlstate}, undef, 'with the default, COMMIT succeeds') or diag("COMMIT: err=[$r->{err}]");
-	is(committed('floor-default'), '1', '... and the row is committed');
+	is(committed($node, 'floor-default'), '1', '... and the row is committed');
 
 	my ($code, $out, $err) = as_app(q{SET zklock.commit_min_lease = '1s'});
 	is($code, '42501', 'a user who is not a superuser cannot set zklock.commit_min_lease') or diag($err);
@@ -225,7 +209,7 @@ subtest 'a reentrant acquire never says true once the lease ran out' => sub {
 
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	ok(wait_new_session($s0), 'the worker notices the session is gone and opens a new one');
-	ok(wait_until(sub { lock_state($s->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: s's lock on $p is lost");
+	ok(wait_until(sub { lock_state($node, $s->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: s's lock on $p is lost");
 	is(scalar @{ lock_children($peer, "$NS$p") }, 1, "ZooKeeper has one node under $p: Curator's");
 	is($peer->release('cr'), 'released', 'Curator releases');
 	$r = $s->query(qq{SELECT zk_mutex_acquire('$p', '10s')});
@@ -274,7 +258,7 @@ subtest 'zklock.cancel_on_loss: a session expiry cancels the running statement o
 	my ($t_lost, $t_done);
 	wait_until(
 		sub {
-			$t_lost //= time if lock_state($ha->pid, $p) eq 'lost';
+			$t_lost //= time if lock_state($node, $ha->pid, $p) eq 'lost';
 			if ($ha->done) { $t_done = time; return 1; }
 			return 0;
 		},
@@ -331,7 +315,7 @@ subtest 'zklock.cancel_on_loss: the backend cancels by itself when the lease run
 	my $wpid = worker_pid($node);
 	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP)");
 	my $t1 = time;
-	my $left = lease_left();    # the stopped worker cannot extend it any more
+	my $left = lease_left($node);    # the stopped worker cannot extend it any more
 	my $t2 = time;
 	note("lease left after SIGSTOP: $left s");
 	my $t_done;
@@ -351,7 +335,7 @@ subtest 'zklock.cancel_on_loss: the backend cancels by itself when the lease run
 	}
 	ok(!$curator_first, '... before the Curator client got the lock');
 	$hb->query('ROLLBACK');
-	is(committed('cancel-lease'), '0', 'the row of the cancelled transaction is not committed');
+	is(committed($node, 'cancel-lease'), '0', 'the row of the cancelled transaction is not committed');
 
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	is($peer->acquire_result('ccb', $timeout_s + 20), 'acquired', 'the Curator client gets the lock');
@@ -375,7 +359,7 @@ subtest 'zklock.cancel_on_loss: a PL/pgSQL handler for SQLSTATE ZK001 gets contr
 	my $old = status_row($node)->{session_id};
 	my $wpid = worker_pid($node);
 	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP) until the lease runs out");
-	my $left = lease_left();
+	my $left = lease_left($node);
 	$r = finish($c, $left + 5);
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	ok(!$r->{hung}, 'the procedure ends early');
@@ -415,14 +399,14 @@ subtest 'without zklock.cancel_on_loss the statement runs on and COMMIT fails' =
 	ok(!$d->done, 'the statement still runs after the lease ran out');
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	ok(wait_new_session($old), 'the worker is connected in a new session');
-	ok(wait_until(sub { lock_state($d->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: the lock on $p is lost");
+	ok(wait_until(sub { lock_state($node, $d->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: the lock on $p is lost");
 	ok(!$d->done, 'the statement still runs after the worker found the lock lost');
 	$blk->value('SELECT pg_advisory_unlock(592)');
 	my $r = finish($d, 10);
 	is($r->{sqlstate}, undef, 'it ends normally once its advisory lock is free') or diag($r->{err});
 	$r = $d->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'COMMIT fails with 40000') or diag("COMMIT: err=[$r->{err}]");
-	is(committed('cancel-off'), '0', '... and the row is not committed');
+	is(committed($node, 'cancel-off'), '0', '... and the row is not committed');
 	$d->query('ROLLBACK');
 	$d->query('SELECT pg_advisory_unlock_all()');
 	is($peer->release('cof'), 'released', 'Curator releases');
