@@ -62,7 +62,6 @@ zklock.connect_timeout = '2s'
 });
 $node->safe_psql('postgres', q{CREATE TABLE work_done(tag text, pid int)});
 
-
 # ensure_on_follower(): zklock's only server must be a follower of the
 # ensemble; if the one it uses no longer is, move zklock to one (reload).
 sub ensure_on_follower
