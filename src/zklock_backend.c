@@ -86,9 +86,15 @@ zklock_drop_hold(LocalLock *ll, bool xact)
 		LWLockRelease(zklock_shared->lock);
 		return;
 	}
-	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
-	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
-	zklock_loss_watch_update();
+	{
+		int			idx = ll->slot;
+		uint32		serial = ll->serial;
+
+		/* unwatched first: a lock given back is not a lock lost */
+		hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+		zklock_loss_watch_update();
+		(void) zklock_withdraw_request(idx, serial, true);
+	}
 }
 
 /*
