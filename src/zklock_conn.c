@@ -56,6 +56,7 @@ static int	handshake_last_state = 0;
 
 static ZklockConnState not_connected_state(void);
 static void lease_extend(ZklockMonoTime proven);
+static int	heartbeat_interval_ms(void);
 static void chain_append(ZklockMonoTime sent, ZklockMonoTime answered);
 static void auth_accepted(void);
 static void heartbeat_done(int rc, const char *value, const void *data);
@@ -231,6 +232,17 @@ config_done(int rc, const char *value, int value_len, const struct Stat *stat,
 }
 
 /*
+ * Time between heartbeats on the current connection (zklock_lease_rules.c).
+ */
+static int
+heartbeat_interval_ms(void)
+{
+	return zklock_heartbeat_interval_ms(zklock_shared->negotiated_timeout,
+										zklock_server_tick_time,
+										(ZklockServerMode) zklock_shared->server_mode);
+}
+
+/*
  * Send a heartbeat when an interval passed since the last one (at once
  * after connecting: hb_last_sent is reset then).
  */
@@ -243,9 +255,7 @@ zklock_heartbeat(ZklockMonoTime now)
 
 	if (!zklock_connected || zklock_zh == NULL)
 		return;
-	interval = zklock_heartbeat_interval_ms(zklock_shared->negotiated_timeout,
-											zklock_server_tick_time,
-											(ZklockServerMode) zklock_shared->server_mode);
+	interval = heartbeat_interval_ms();
 	if (hb_last_sent != 0 && now < ZKLOCK_MONO_PLUS_MS(hb_last_sent, interval))
 		return;
 	ticket = hb_next_ticket++;
@@ -274,10 +284,7 @@ zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms)
 
 	if (zklock_connected)
 	{
-		int			interval = zklock_heartbeat_interval_ms(zklock_shared->negotiated_timeout,
-															zklock_server_tick_time,
-															(ZklockServerMode) zklock_shared->server_mode);
-		ZklockMonoTime next = ZKLOCK_MONO_PLUS_MS(hb_last_sent, interval);
+		ZklockMonoTime next = ZKLOCK_MONO_PLUS_MS(hb_last_sent, heartbeat_interval_ms());
 
 		ms = Min(ms, (long) ((next - now) / 1000) + 1);
 	}

@@ -19,7 +19,8 @@
  * with an error context callback of ours (pushed by the ExecutorRun and
  * ProcessUtility hooks, which also count the statements running), and that
  * callback turns the cancel it asked for into SQLSTATE ZK001 naming the
- * path, before any PL/pgSQL handler sees it.  A procedure can catch it with
+ * path, before any PL/pgSQL handler sees it.  With zklock.cancel_on_loss
+ * off the hooks only call through: a statement pays nothing for it.  A procedure can catch it with
  * EXCEPTION WHEN SQLSTATE 'ZK001' (WHEN OTHERS does too; a plain cancel is
  * never caught by WHEN OTHERS).
  *
@@ -283,6 +284,15 @@ loss_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 {
 	ErrorContextCallback cb;
 
+	if (!zklock_cancel_on_loss)
+	{
+		/* not asked for: no frame, no counting, nothing on the hot path */
+		if (prev_executor_run)
+			prev_executor_run(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+		return;
+	}
 	enter_statement(&cb);
 	PG_TRY();
 	{
@@ -310,6 +320,16 @@ loss_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	ErrorContextCallback cb;
 
+	if (!zklock_cancel_on_loss)
+	{
+		if (prev_process_utility)
+			prev_process_utility(pstmt, queryString, readOnlyTree, context,
+								 params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+		return;
+	}
 	enter_statement(&cb);
 	PG_TRY();
 	{
