@@ -99,7 +99,7 @@ sub new_faketime_node
 {
 	my ($name, $zk, $extra_conf, %opts) = @_;
 	# A missing libfaketime fails the test: it is a dependency
-	# (test/install-deps.sh installs it), not a reason to skip.
+	# (test/install-deps.sh installs it).
 	die "libfaketime not found at $LIBFAKETIME (Debian package libfaketime)\n"
 	  unless -r $LIBFAKETIME;
 	# absolute: PostgreSQL 17's tempdir() may be relative to the test's

@@ -286,7 +286,22 @@ sub committed
 	return $node->safe_psql('postgres', qq{SELECT count(*) FROM work_done WHERE tag = '$tag'});
 }
 
-push @EXPORT, qw(lease_left lock_state committed);
+# finish_statement($node, $session, $timeout): the result of the statement
+# $session runs, collected within $timeout seconds; one that still runs
+# then is cancelled, collected, and marked {hung} = 1.
+sub finish_statement
+{
+	my ($node, $s, $timeout) = @_;
+	my $r = $s->result($timeout);
+	return $r if $r->{done};
+	diag('[' . $s->name . "] still running after ${timeout}s: cancelled");
+	$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s->pid . ')');
+	$r = $s->result(10);
+	$r->{hung} = 1;
+	return $r;
+}
+
+push @EXPORT, qw(lease_left lock_state committed finish_statement);
 
 # Leave no server behind, even when a test dies half-way.
 END

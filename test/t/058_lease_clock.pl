@@ -64,18 +64,6 @@ my $window = $timeout_s + 2;
 
 $node->safe_psql('postgres', q{CREATE TABLE work_done(tag text PRIMARY KEY)});
 
-# A statement that ends (bounded): cancelled and collected when it hangs.
-sub finish
-{
-	my ($s, $timeout) = @_;
-	my $r = $s->result($timeout);
-	return $r if $r->{done};
-	diag("[" . $s->name . "] still running after ${timeout}s: cancelled");
-	$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s->pid . ')');
-	$r = $s->result(10);
-	$r->{hung} = 1;
-	return $r;
-}
 
 my $h = ZklockTest::Session->new($node, 'h');        # holds a session lock, idle
 my $x = ZklockTest::Session->new($node, 'x');        # holds an _xact lock, has written a row
@@ -183,7 +171,7 @@ sub idle_step
 	unlike(substr(slurp_file($node->logfile), $log_at), qr/lease ran out/, 'the log says no lease ran out');
 
 	$x->start('COMMIT');
-	my $r = finish($x, 20);
+	my $r = finish_statement($node, $x, 20);
 	is($r->{sqlstate}, undef, "COMMIT of x's transaction (_xact lock on $xp) succeeds") or diag($r->{err});
 	is(committed($node, $tag), '1', '... and its row is committed');
 	clean_up($hp, $xp, $pid);
@@ -227,7 +215,7 @@ subtest 'a clock stepped back 20 s while the worker is stalled does not let COMM
 	note(sprintf('Curator got %s %.1f s after SIGSTOP', $xp, time - $t0));
 
 	$x->start('COMMIT');
-	my $r = finish($x, 20);
+	my $r = finish_statement($node, $x, 20);
 	is($r->{sqlstate}, '40000', 'COMMIT of the transaction that relied on the lock fails with 40000')
 	  or diag("COMMIT: err=[$r->{err}]");
 	is(committed($node, $tag), '0', '... and its row is not committed');
@@ -258,7 +246,7 @@ subtest 'a clock stepped forward 60 s during a short stall of the worker changes
 	my $left = lease_left($node);
 	ok($left > 0.5, "zk_status: with the worker stopped, the lease still has ${left} s left after the step");
 	$x->start('COMMIT');
-	my $r = finish($x, 20);
+	my $r = finish_statement($node, $x, 20);
 	my $el = time - $t0;
 	is($r->{sqlstate}, undef, sprintf('COMMIT of x\'s transaction, %.1f s into the stall, succeeds', $el))
 	  or diag("COMMIT: err=[$r->{err}]");
@@ -319,7 +307,7 @@ subtest 'with zklock.cancel_on_loss, a clock stepped back 20 s does not delay th
 			1;
 		}, $left + 25, 'the statement to end');
 	$curator_first //= $peer->has_reply(qr/^(acquired|error) cca(\s|$)/);
-	$r = finish($c, 1);
+	$r = finish_statement($node, $c, 1);
 	ok(defined $t_done && !$r->{hung},
 		defined $t_done
 		? sprintf('the statement is cancelled, %.1f s after SIGSTOP (lease left then: %.1f s)', $t_done - $t1, $left)

@@ -77,18 +77,6 @@ sub as_app
 	return (sqlstate_of($err), $out, $err);
 }
 
-# A statement that ends (bounded): cancelled and collected when it hangs.
-sub finish
-{
-	my ($s, $timeout) = @_;
-	my $r = $s->result($timeout);
-	return $r if $r->{done};
-	diag('[' . $s->name . "] still running after ${timeout}s: cancelled");
-	$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s->pid . ')');
-	$r = $s->result(10);
-	$r->{hung} = 1;
-	return $r;
-}
 
 # true once backend $pid runs a statement (matching $like) and waits in it
 sub wait_running
@@ -199,7 +187,7 @@ subtest 'a reentrant acquire never says true once the lease ran out' => sub {
 	is($node->safe_psql('postgres', 'SELECT lease_remaining FROM zk_status()'), '00:00:00',
 		'zk_status: lease_remaining 00:00:00');
 	$s->start(qq{SELECT zk_mutex_acquire('$p', '1s')});
-	my $r = finish($s, 15);
+	my $r = finish_statement($node, $s, 15);
 	my $el = time - $t0;
 	isnt($r->{out}, 't', 'the reentrant acquire by the old holder does not say true')
 	  or diag("out=[$r->{out}] err=[$r->{err}]");
@@ -263,7 +251,7 @@ subtest 'zklock.cancel_on_loss: a session expiry cancels the running statement o
 			return 0;
 		},
 		15, 'the pg_sleep to end');
-	my $r = finish($ha, 1);
+	my $r = finish_statement($node, $ha, 1);
 	ok(defined $t_done, sprintf('the pg_sleep ends early, %.1f s after the session was closed', ($t_done // time) - $t_closed));
 	is($r->{sqlstate}, 'ZK001', 'with SQLSTATE ZK001') or diag("out=[$r->{out}] err=[$r->{err}]");
 	like($r->{err}, qr/zookeeper lock "\Q$p\E" was lost/, 'naming the path as the user wrote it');
@@ -284,7 +272,7 @@ subtest 'zklock.cancel_on_loss: a session expiry cancels the running statement o
 	is($r->{out}, '1', 'ci, idle when its lock was lost, runs its next statement');
 	is($r->{sqlstate}, undef, '... without being cancelled') or diag($r->{err});
 	$blk->value('SELECT pg_advisory_unlock(591)');
-	$r = finish($o, 10);
+	$r = finish_statement($node, $o, 10);
 	is($r->{sqlstate}, undef, 'co gets its advisory lock once it is free, no error') or diag($r->{err});
 	$r = $ha->query('SELECT 1');
 	is($r->{out}, '1', 'ca goes on with its next statement');
@@ -321,7 +309,7 @@ subtest 'zklock.cancel_on_loss: the backend cancels by itself when the lease run
 	my $t_done;
 	wait_until(sub { return 0 unless $hb->done; $t_done = time; 1 }, $left + 5, 'the pg_sleep to end');
 	my $curator_first = $peer->has_reply(qr/^(acquired|error) ccb(\s|$)/);
-	$r = finish($hb, 1);
+	$r = finish_statement($node, $hb, 1);
 	ok(defined $t_done, 'the pg_sleep ends early while the worker is still stopped');
 	is($r->{sqlstate}, 'ZK001', 'with SQLSTATE ZK001') or diag("out=[$r->{out}] err=[$r->{err}]");
 	like($r->{err}, qr/zookeeper lock "\Q$p\E" was lost/, 'naming the path');
@@ -360,7 +348,7 @@ subtest 'zklock.cancel_on_loss: a PL/pgSQL handler for SQLSTATE ZK001 gets contr
 	my $wpid = worker_pid($node);
 	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP) until the lease runs out");
 	my $left = lease_left($node);
-	$r = finish($c, $left + 5);
+	$r = finish_statement($node, $c, $left + 5);
 	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
 	ok(!$r->{hung}, 'the procedure ends early');
 	is($r->{sqlstate}, undef, 'without an error: the handler caught it') or diag("err=[$r->{err}]");
@@ -402,7 +390,7 @@ subtest 'without zklock.cancel_on_loss the statement runs on and COMMIT fails' =
 	ok(wait_until(sub { lock_state($node, $d->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: the lock on $p is lost");
 	ok(!$d->done, 'the statement still runs after the worker found the lock lost');
 	$blk->value('SELECT pg_advisory_unlock(592)');
-	my $r = finish($d, 10);
+	my $r = finish_statement($node, $d, 10);
 	is($r->{sqlstate}, undef, 'it ends normally once its advisory lock is free') or diag($r->{err});
 	$r = $d->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'COMMIT fails with 40000') or diag("COMMIT: err=[$r->{err}]");
