@@ -275,6 +275,36 @@ enter_statement(ErrorContextCallback *cb)
 }
 
 /*
+ * The next ExecutorRun: the previous hook's, or PostgreSQL's own.
+ */
+static void
+call_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
+				  bool execute_once)
+{
+	if (prev_executor_run)
+		prev_executor_run(queryDesc, direction, count, execute_once);
+	else
+		standard_ExecutorRun(queryDesc, direction, count, execute_once);
+}
+
+/*
+ * The next ProcessUtility: the previous hook's, or PostgreSQL's own.
+ */
+static void
+call_process_utility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
  * ExecutorRun hook: run the statement with our error context callback and
  * counted as running.
  */
@@ -287,19 +317,13 @@ loss_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 	if (!zklock_cancel_on_loss)
 	{
 		/* not asked for: no frame, no counting, nothing on the hot path */
-		if (prev_executor_run)
-			prev_executor_run(queryDesc, direction, count, execute_once);
-		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+		call_executor_run(queryDesc, direction, count, execute_once);
 		return;
 	}
 	enter_statement(&cb);
 	PG_TRY();
 	{
-		if (prev_executor_run)
-			prev_executor_run(queryDesc, direction, count, execute_once);
-		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+		call_executor_run(queryDesc, direction, count, execute_once);
 	}
 	PG_FINALLY();
 	{
@@ -322,23 +346,15 @@ loss_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	if (!zklock_cancel_on_loss)
 	{
-		if (prev_process_utility)
-			prev_process_utility(pstmt, queryString, readOnlyTree, context,
-								 params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
+		call_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
 		return;
 	}
 	enter_statement(&cb);
 	PG_TRY();
 	{
-		if (prev_process_utility)
-			prev_process_utility(pstmt, queryString, readOnlyTree, context,
-								 params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
+		call_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
 	}
 	PG_FINALLY();
 	{
