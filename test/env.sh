@@ -17,6 +17,8 @@
 #   Debian 12 (bookworm)  PostgreSQL 15, ZooKeeper 3.8, Curator 5.4, JDK 17
 #   Debian 13 (trixie)    PostgreSQL 17, ZooKeeper 3.9, Curator 5.7, JDK 21
 # Exported: ZKLOCK_DEBIAN (codename), PG_MAJOR, PGBIN, PG_CONFIG.
+# ZKLOCK_PGBIN points them at another (relocated) copy of the server, so
+# a developer can test a build without installing it system-wide.
 
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}"
 unset LANGUAGE LC_CTYPE LC_COLLATE LC_MESSAGES LC_MONETARY LC_NUMERIC LC_TIME
@@ -51,5 +53,5 @@ zklock_default_pg_major() {
 }
 
 export PG_MAJOR=${ZKLOCK_PG_MAJOR:-$(zklock_default_pg_major)}
-export PGBIN=/usr/lib/postgresql/$PG_MAJOR/bin
+export PGBIN=${ZKLOCK_PGBIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
 export PG_CONFIG=$PGBIN/pg_config
