@@ -5,6 +5,7 @@ OBJS = \
 	src/zklock.o \
 	src/zklock_shmem.o \
 	src/zklock_worker.o \
+	src/zklock_worker_log.o \
 	src/zklock_recipes.o \
 	src/zklock_conn.o \
 	src/zklock_request.o \

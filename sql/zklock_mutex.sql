@@ -132,6 +132,17 @@ COMMIT PREPARED 'zklock_regress_ok';
 SELECT path FROM my_locks();
 SELECT zk_mutex_release('/zklock_regress/p2');
 
+-- but under zklock.check_session_locks_at_commit a session lock taken in
+-- the transaction is relied on: PREPARE is refused, the lock stays held
+SET zklock.check_session_locks_at_commit = on;
+BEGIN;
+SELECT zk_mutex_acquire('/zklock_regress/p3');
+PREPARE TRANSACTION 'zklock_regress_p3';
+SELECT count(*) FROM pg_prepared_xacts;
+SELECT path FROM my_locks();
+SELECT zk_mutex_release('/zklock_regress/p3');
+RESET zklock.check_session_locks_at_commit;
+
 -- namespace: the prefix is applied, zk_locks shows the user's path
 SET zklock.namespace = '/zklock_regress_ns';
 SELECT zk_mutex_acquire('/n');

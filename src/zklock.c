@@ -305,6 +305,7 @@ zklock_wait_event(ZklockWaitKind kind)
 		[ZKLOCK_WAIT_ACQUIRE] = "ZkLockAcquire",
 		[ZKLOCK_WAIT_REQUEST] = "ZkLockRequest",
 		[ZKLOCK_WAIT_WORKER] = "ZkLockWorkerMain",
+		[ZKLOCK_WAIT_TABLE] = "ZkLockTable",
 	};
 	static uint32 ids[ZKLOCK_WAIT_KINDS];
 

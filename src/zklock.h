@@ -226,6 +226,13 @@ typedef struct ZklockSlot
 	char		aux_uuid[ZKLOCK_UUID_LEN + 1];	/* lease: our P/locks node's id */
 	char		aux_node[ZKLOCK_NODE_NAME_SIZE];	/* lease: our P/locks node */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
+
+	/*
+	 * Written by the owner without the lock: (pid << 32 | serial) of a
+	 * request or lock its backend gives back (zklock_give_back), 0 when
+	 * none.  The worker acts on it under the lock.
+	 */
+	pg_atomic_uint64 give_back;
 } ZklockSlot;
 
 /*
@@ -330,6 +337,8 @@ typedef enum ZklockAclMode
 /* zklock_shmem.c */
 extern ZklockShared *zklock_shared;
 extern int *zklock_post_ring;	/* the post ring, after the slots */
+extern pg_atomic_uint64 *zklock_give_back_bits;	/* slots given back, a bit
+												 * each, after the deletes */
 extern ZklockDelete *zklock_deletes;	/* pending deletes, after the ring */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
@@ -344,6 +353,12 @@ extern void zklock_slot_hold(ZklockSlot *slot);
 extern void zklock_slot_done(ZklockSlot *slot);
 extern void zklock_slot_lose(ZklockSlot *slot);
 extern void zklock_slot_free(ZklockSlot *slot);
+extern bool zklock_give_up_new_request(int idx);
+extern bool zklock_give_back_slot(int idx);
+extern void zklock_give_back(int idx, int pid, uint32 serial);
+extern bool zklock_give_back_pending(const ZklockSlot *slot);
+extern int	zklock_take_give_backs(int *withdraw);
+extern void zklock_lock_table(LWLockMode mode);
 extern void zklock_post(int idx);
 extern void zklock_post_all(void);
 extern void zklock_wake_worker(void);
@@ -400,6 +415,7 @@ typedef enum ZklockWaitKind
 	ZKLOCK_WAIT_ACQUIRE = 0,	/* a backend waits for a lock or lease */
 	ZKLOCK_WAIT_REQUEST,		/* a backend waits for any other request */
 	ZKLOCK_WAIT_WORKER,			/* the worker's main loop */
+	ZKLOCK_WAIT_TABLE,			/* a backend waits for the shared lock */
 	ZKLOCK_WAIT_KINDS
 } ZklockWaitKind;
 

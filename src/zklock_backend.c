@@ -21,6 +21,7 @@
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "zklock.h"
 #include "zklock_lease_rules.h"
@@ -37,7 +38,7 @@ char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
 char *zklock_node_data_appname = NULL;	/* application_name in node_data */
 
 static void publish_counts(LocalLock *ll);
-static void release_xact_holds(SubTransactionId only_subid);
+static void release_due_holds(void);
 static bool lock_is_lost(LocalLock *ll);
 static bool xact_relies_on(LocalLock *ll);
 static void forget_lost_lock(LocalLock *ll);
@@ -45,6 +46,8 @@ static bool confirm_lock(LocalLock *ll, char *why, size_t whylen);
 static void check_lease_at_commit(const char *when);
 static void check_locks_at_commit(void);
 static void xact_callback(XactEvent event, void *arg);
+static void xact_release_callback(ResourceReleasePhase phase, bool isCommit,
+								  bool isTopLevel, void *arg);
 static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 static void backend_exit(int code, Datum arg);
@@ -52,7 +55,8 @@ static void report_lost_locks(void);
 
 /*
  * Copy the shared-table counts of a local lock, so zk_locks can show them.
- * Caller holds the lock.
+ * Without the lock: only this backend writes them (its own slot, which
+ * it holds), they are aligned 32-bit stores, and they are for display.
  */
 static void
 publish_counts(LocalLock *ll)
@@ -81,9 +85,7 @@ zklock_drop_hold(LocalLock *ll, bool xact)
 
 	if (ll->session_count + ll->xact_count > 0)
 	{
-		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 		publish_counts(ll);
-		LWLockRelease(zklock_shared->lock);
 		return;
 	}
 	{
@@ -93,16 +95,16 @@ zklock_drop_hold(LocalLock *ll, bool xact)
 		/* unwatched first: a lock given back is not a lock lost */
 		hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
 		zklock_loss_watch_update();
-		(void) zklock_withdraw_request(idx, serial, true);
+		zklock_withdraw_request(idx, serial);
 	}
 }
 
 /*
- * Release every transaction-level hold, or only those of one aborted
- * subtransaction.
+ * Release the transaction-level holds whose (sub)transaction has ended
+ * (marked due).  Lock-free: it runs while the transaction ends.
  */
 static void
-release_xact_holds(SubTransactionId only_subid)
+release_due_holds(void)
 {
 	List	   *keep = NIL;
 	ListCell   *lc;
@@ -113,7 +115,7 @@ release_xact_holds(SubTransactionId only_subid)
 		XactHold   *h = (XactHold *) lfirst(lc);
 		LocalLock  *ll;
 
-		if (only_subid != InvalidSubTransactionId && h->subid != only_subid)
+		if (!h->due)
 		{
 			keep = lappend(keep, h);
 			continue;
@@ -173,7 +175,7 @@ forget_lost_lock(LocalLock *ll)
 		xact_lost = true;
 		strlcpy(xact_lost_path, ll->key.path, sizeof(xact_lost_path));
 	}
-	(void) zklock_withdraw_request(ll->slot, ll->serial, true);
+	zklock_withdraw_request(ll->slot, ll->serial);
 	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
 	zklock_loss_watch_update();
 }
@@ -198,7 +200,7 @@ confirm_lock(LocalLock *ll, char *why, size_t whylen)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	/* our own slot: only the worker's move to LOST can change it */
-	LWLockAcquire(zklock_shared->lock, LW_SHARED);
+	zklock_lock_table(LW_SHARED);
 	memset(&key, 0, sizeof(key));
 	strlcpy(key.path, slot->path, sizeof(key.path));
 	user_off = slot->user_path_off;
@@ -349,20 +351,34 @@ check_locks_at_commit(void)
 
 /*
  * Transaction callback: refuse PREPARE and commit where they would be
- * wrong, release transaction-level locks at the end.
+ * wrong; at the end, mark the transaction-level holds due, for
+ * xact_release_callback to release.
+ *
+ * PREPARE is refused (0A000) whenever the transaction relies on a zklock
+ * lock: an _xact hold, a session lock taken in it under
+ * zklock.check_session_locks_at_commit, or a lock noted lost in it.
+ * COMMIT PREPARED may run any time later, from any session, when nothing
+ * holds or checks the lock: it cannot be made safe.
  */
 static void
 xact_callback(XactEvent event, void *arg)
 {
+	ListCell   *lc;
+
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (xact_holds != NIL)
+			if (xact_holds != NIL || xact_session_keys != NIL || xact_lost)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that holds a zklock transaction-level lock"),
-						 errdetail("ZooKeeper locks belong to the session's connection and cannot outlive it in a prepared transaction.")));
-			check_locks_at_commit();
+						 errmsg("cannot PREPARE a transaction that relies on a zookeeper lock"),
+						 errdetail("%s",
+								   xact_holds != NIL ?
+								   "It holds a zklock transaction-level lock." :
+								   xact_lost ?
+								   "A zookeeper lock it relied on was lost." :
+								   "It took a session lock and zklock.check_session_locks_at_commit is on."),
+						 errhint("COMMIT PREPARED could run after the lock was released or lost; commit the transaction instead.")));
 			break;
 		case XACT_EVENT_PRE_COMMIT:
 			check_locks_at_commit();
@@ -375,12 +391,16 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
 			/*
-			 * A backend on its way out aborts here before PostgreSQL gives
-			 * back its own locks: leave ours to backend_exit, which comes
-			 * after them.
+			 * PostgreSQL gives back the transaction's own locks (heavyweight,
+			 * advisory) after this callback: ours go after them
+			 * (xact_release_callback), so the next holder, who may be handed
+			 * the lock in microseconds, never finds this transaction still
+			 * holding anything.  A backend on its way out leaves them to
+			 * backend_exit, which comes after its abort as well.
 			 */
-			if (xact_holds != NIL && !proc_exit_inprogress)
-				release_xact_holds(InvalidSubTransactionId);
+			if (!proc_exit_inprogress)
+				foreach(lc, xact_holds)
+					((XactHold *) lfirst(lc))->due = true;
 			list_free_deep(xact_session_keys);
 			xact_session_keys = NIL;
 			xact_lost = false;
@@ -389,8 +409,23 @@ xact_callback(XactEvent event, void *arg)
 }
 
 /*
+ * Resource release callback: once PostgreSQL has released the locks of a
+ * transaction or subtransaction that ended (the after-locks phase; the
+ * first one after the end callbacks marked holds due is the ending
+ * transaction's own), release the zklock holds marked due.
+ */
+static void
+xact_release_callback(ResourceReleasePhase phase, bool isCommit,
+					  bool isTopLevel, void *arg)
+{
+	if (phase == RESOURCE_RELEASE_AFTER_LOCKS && xact_holds != NIL)
+		release_due_holds();
+}
+
+/*
  * Subtransaction callback: a rolled-back savepoint releases what was taken
- * inside it; a released savepoint hands its holds to the parent.
+ * inside it (marked due, released after its locks); a released savepoint
+ * hands its holds to the parent.
  */
 static void
 subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -401,7 +436,16 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	if (xact_holds == NIL)
 		return;
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		release_xact_holds(mySubid);
+	{
+		/* released after the subtransaction's own locks, as at the end */
+		foreach(lc, xact_holds)
+		{
+			XactHold   *h = (XactHold *) lfirst(lc);
+
+			if (h->subid == mySubid)
+				h->due = true;
+		}
+	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 	{
 		foreach(lc, xact_holds)
@@ -426,26 +470,28 @@ static void
 backend_exit(int code, Datum arg)
 {
 	int			i;
-	bool		wake = false;
 
 	if (zklock_shared == NULL)
 		return;
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+
+	/*
+	 * Without the lock (a stalled worker must not keep a terminated backend
+	 * alive): a slot whose pid is ours was filled by us and only we change
+	 * its serial; should it have been freed and reused meanwhile, its pid
+	 * is another's and the worker ignores the wish.
+	 */
 	for (i = 0; i < zklock_shared->nslots; i++)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[i];
-		bool		held = false;
+		uint32		serial;
 
 		if (slot->pid != MyProcPid || slot->procno != ZKLOCK_MY_PROCNO)
 			continue;
-		if (zklock_give_back_slot(i, true, &held))
-			wake = true;
+		pg_read_barrier();
+		serial = slot->serial;
+		if (slot->state != ZKS_FREE)
+			zklock_give_back(i, MyProcPid, serial);
 	}
-	if (wake)
-		zklock_post_all();
-	LWLockRelease(zklock_shared->lock);
-	if (wake)
-		zklock_wake_worker();
 }
 
 /*
@@ -509,7 +555,7 @@ report_lost_locks(void)
 		if (ll->lost_reported || !lock_is_lost(ll))
 			continue;
 		ll->lost_reported = true;
-		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		zklock_lock_table(LW_SHARED);
 		appendStringInfo(&names, "%s\"%s\"", n > 0 ? ", " : "",
 						 slot->serial == ll->serial ?
 						 slot->path + slot->user_path_off : ll->key.path);
@@ -538,6 +584,9 @@ zklock_backend_setup(void)
 
 	if (backend_ready)
 	{
+		/* holds of a transaction that ended without its release phase */
+		if (xact_holds != NIL)
+			release_due_holds();
 		/* only look through our locks when the worker lost some */
 		if (zklock_shared->lost_epoch != seen_lost_epoch)
 		{
@@ -559,6 +608,7 @@ zklock_backend_setup(void)
 							  HASH_ELEM | HASH_BLOBS);
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
+	RegisterResourceReleaseCallback(xact_release_callback, NULL);
 	on_shmem_exit(backend_exit, (Datum) 0);
 	zklock_build_node_data();
 	seen_lost_epoch = zklock_shared->lost_epoch;
@@ -600,6 +650,7 @@ zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 
 		h->key = *key;
 		h->subid = GetCurrentSubTransactionId();
+		h->due = false;
 		xact_holds = lappend(xact_holds, h);
 		MemoryContextSwitchTo(old);
 		ll->xact_count++;
@@ -607,9 +658,7 @@ zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 	else
 		ll->session_count++;
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	publish_counts(ll);
-	LWLockRelease(zklock_shared->lock);
 	if (!found)
 		zklock_loss_watch_update();
 	return ll;
@@ -636,7 +685,7 @@ zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xa
 		if (half != NULL && half->slot == idx && half->serial == serial)
 			hash_search(zklock_local_locks, key, HASH_REMOVE, NULL);
 		zklock_loss_watch_update();
-		(void) zklock_withdraw_request(idx, serial, true);
+		zklock_withdraw_request(idx, serial);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

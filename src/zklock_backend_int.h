@@ -40,6 +40,8 @@ typedef struct XactHold
 {
 	LocalLockKey key;
 	SubTransactionId subid;
+	bool		due;			/* its (sub)transaction ended: release it once
+								 * PostgreSQL has released its own locks */
 } XactHold;
 
 /* What a backend asks the worker for */
@@ -98,7 +100,6 @@ extern void zklock_loss_watch_update(void);
 extern bool zklock_acquire_lock(ZklockAsk *ask, text *path);
 extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
 							 int user_off, uint32 *serial);
-extern bool zklock_give_up_new_request(int idx);
 extern void zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind,
 							int64 timeout_ms, bool xact);
 extern int64 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op,
@@ -114,9 +115,7 @@ extern WaitOutcome zklock_wait_for_request(int idx, uint32 serial,
 										   int64 timeout_ms,
 										   const char *user_path, int64 *value,
 										   uint32 *needed);
-extern bool zklock_give_back_slot(int idx, bool release_if_held, bool *held);
-extern bool zklock_withdraw_request(int idx, uint32 serial,
-									bool release_if_held);
+extern void zklock_withdraw_request(int idx, uint32 serial);
 
 /* zklock_args.c */
 extern bool zklock_bool_arg(FunctionCallInfo fcinfo, int argno);

@@ -535,7 +535,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 	zklock_loss_watch_update();
 
 	/* turn the membership into a leave request */
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	zklock_lock_table(LW_EXCLUSIVE);
 	if (zklock_shared->slots[idx].serial == serial &&
 		zklock_shared->slots[idx].state == ZKS_HELD)
 	{
@@ -552,7 +552,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 		ereport(WARNING,
 				(errmsg("double barrier membership \"%s\" was lost when the zookeeper session ended",
 						key.path + user_off)));
-		(void) zklock_withdraw_request(idx, serial, true);
+		(void) zklock_withdraw_request(idx, serial);
 		PG_RETURN_BOOL(false);
 	}
 	zklock_wake_worker();

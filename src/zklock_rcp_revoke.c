@@ -255,7 +255,7 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 		bool		asked;
 		char		path[ZKLOCK_FULL_PATH_SIZE];
 
-		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		zklock_lock_table(LW_SHARED);
 		asked = slot->serial == ll->serial && slot->revoke_requested;
 		strlcpy(path, slot->path + slot->user_path_off, sizeof(path));
 		LWLockRelease(zklock_shared->lock);

@@ -391,7 +391,7 @@ give_back_leases(const int *slots, const uint32 *serials, int taken)
 	while (taken > 0)
 	{
 		taken--;
-		(void) zklock_withdraw_request(slots[taken], serials[taken], true);
+		(void) zklock_withdraw_request(slots[taken], serials[taken]);
 	}
 }
 

@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include "utils/memutils.h"
+
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
@@ -406,10 +408,23 @@ zklock_run_requests(void)
 {
 	ZklockShared *sh = zklock_shared;
 	static TimestampTz next_local_check = 0;
+	static int *given_back = NULL;
+	int			ngiven;
 	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+
+	/*
+	 * Slots given back without the lock (zklock_give_back) first: a backend
+	 * gives back before it claims its next request, so its release reaches
+	 * ZooKeeper before its next acquire.
+	 */
+	if (given_back == NULL)
+		given_back = MemoryContextAlloc(TopMemoryContext, sizeof(int) * sh->nslots);
+	ngiven = zklock_take_give_backs(given_back);
+	for (i = 0; i < ngiven; i++)
+		withdraw(given_back[i]);
 	if (now >= next_local_check)
 	{
 		zklock_lk_check_local_waits();

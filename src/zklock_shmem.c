@@ -36,7 +36,17 @@
  *
  * The backend that filled a slot is the only one to submit, resubmit,
  * cancel, release or drop it; the worker is the only one to start, hold,
- * finish (done), lose or free it.
+ * finish (done), lose or free it.  One exception: a backend that gives a
+ * slot back without waiting for the lock (a release, a withdrawn wait,
+ * backend exit: zklock_give_back) writes its wish into the slot, and the
+ * worker makes the backend's transition for it (zklock_take_give_backs).
+ *
+ * The lock is the worker's for as long as it is stalled (a stopped
+ * process, a blocked log pipe), and an LWLock wait ignores cancel and
+ * terminate.  So a backend never waits for it uninterruptibly: where it
+ * may serve interrupts it takes it with zklock_lock_table (tries, and
+ * sleeps serving interrupts between tries); where it may not (transaction
+ * end, abort, exit) it does not take it at all (zklock_give_back).
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +55,9 @@
 #include <time.h>
 
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "port/pg_bitutils.h"
+#include "storage/pmsignal.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -56,6 +69,10 @@
 ZklockShared *zklock_shared = NULL;
 int		   *zklock_post_ring = NULL;
 ZklockDelete *zklock_deletes = NULL;
+pg_atomic_uint64 *zklock_give_back_bits = NULL;
+
+/* words of the give-back bitmap */
+#define GIVE_BACK_WORDS(nslots)	(((nslots) + 63) / 64)
 
 /*
  * Entries of the post ring: room for several posts of every slot.
@@ -82,15 +99,26 @@ deletes_offset(void)
 }
 
 /*
+ * Where the give-back bitmap starts: after the pending-delete table.
+ */
+static Size
+give_back_offset(void)
+{
+	return MAXALIGN(add_size(deletes_offset(),
+							 mul_size(sizeof(ZklockDelete),
+									  zklock_delete_table_size(zklock_max_requests))));
+}
+
+/*
  * Bytes of shared memory the request table needs: the slots, the post
- * ring and the pending-delete table.
+ * ring, the pending-delete table and the give-back bitmap.
  */
 static Size
 zklock_shmem_size(void)
 {
-	return add_size(deletes_offset(),
-					mul_size(sizeof(ZklockDelete),
-							 zklock_delete_table_size(zklock_max_requests)));
+	return add_size(give_back_offset(),
+					mul_size(sizeof(pg_atomic_uint64),
+							 GIVE_BACK_WORDS(zklock_max_requests)));
 }
 
 /*
@@ -128,6 +156,16 @@ zklock_shmem_startup(void)
 	}
 	zklock_post_ring = (int *) &zklock_shared->slots[zklock_shared->nslots];
 	zklock_deletes = (ZklockDelete *) ((char *) zklock_shared + deletes_offset());
+	zklock_give_back_bits = (pg_atomic_uint64 *) ((char *) zklock_shared + give_back_offset());
+	if (!found)
+	{
+		int			i;
+
+		for (i = 0; i < zklock_shared->nslots; i++)
+			pg_atomic_init_u64(&zklock_shared->slots[i].give_back, 0);
+		for (i = 0; i < GIVE_BACK_WORDS(zklock_shared->nslots); i++)
+			pg_atomic_init_u64(&zklock_give_back_bits[i], 0);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -430,4 +468,169 @@ zklock_slot_free(ZklockSlot *slot)
 {
 	Assert(slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE);
 	slot->state = ZKS_FREE;
+}
+
+
+/* ---------------------------------------------------------------------
+ * Giving a slot back, and the backends' way of taking the lock.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Give up a request the worker has not picked up yet.  It is simply freed,
+ * unless its slot already owns nodes (a double barrier leave is made from
+ * a held membership): deleting those is the worker's job, as for a
+ * request it works on.  Returns true when the slot was handed to the
+ * worker: the caller posts it and wakes the worker.  Caller holds the
+ * lock exclusively.
+ */
+bool
+zklock_give_up_new_request(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
+		slot->aux_uuid[0] == '\0')
+	{
+		zklock_slot_drop(slot);
+		return false;
+	}
+	zklock_slot_cancel(slot);
+	return true;
+}
+
+/*
+ * Slot idx goes back, whatever state it is in: a request the worker has
+ * not seen is dropped (zklock_give_up_new_request), one it works on is
+ * cancelled, an answer or a lost lock is freed, a held lock is released.
+ * Returns true when the worker must act on the slot: the caller posts it
+ * (and, in a backend, wakes the worker).  Caller holds the lock
+ * exclusively.
+ */
+bool
+zklock_give_back_slot(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	switch (slot->state)
+	{
+		case ZKS_NEW:
+			return zklock_give_up_new_request(idx);
+		case ZKS_DONE:
+		case ZKS_LOST:
+			zklock_slot_drop(slot);
+			return false;
+		case ZKS_ACTIVE:
+			zklock_slot_cancel(slot);
+			return true;
+		case ZKS_HELD:
+			zklock_slot_release(slot);
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Backend: give slot idx back (as zklock_give_back_slot would) without
+ * taking the lock, so it works where waiting is not allowed (transaction
+ * end, abort, exit) and whatever the worker does.  The wish goes into
+ * the slot as (pid, serial), a slot reused meanwhile by another request
+ * does not match it, and a bit tells the worker which slot to look at;
+ * the worker acts on it in its next pass, before it picks up new
+ * requests.  Lock-free: two atomic writes and a latch.
+ */
+void
+zklock_give_back(int idx, int pid, uint32 serial)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	pg_atomic_write_u64(&slot->give_back, ((uint64) (uint32) pid << 32) | serial);
+	/* the wish is visible before its bit (fetch_or is a full barrier) */
+	(void) pg_atomic_fetch_or_u64(&zklock_give_back_bits[idx / 64],
+								  UINT64CONST(1) << (idx % 64));
+	zklock_wake_worker();
+}
+
+/*
+ * Does the backend that filled slot want it back (written, not yet acted
+ * on)?  zk_locks and the claim of a slot count such a slot as withdrawn.
+ * Reads without the lock.
+ */
+bool
+zklock_give_back_pending(const ZklockSlot *slot)
+{
+	uint64		wish = pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &slot->give_back));
+
+	return wish != 0 &&
+		(int) (uint32) (wish >> 32) == slot->pid && (uint32) wish == slot->serial;
+}
+
+/*
+ * Worker: act on the slots given back since the last call: each one whose
+ * wish still names its request makes the backend's transition
+ * (zklock_give_back_slot); those the worker must now withdraw are put in
+ * withdraw (room for every slot), and their number is returned.  Caller
+ * holds the lock exclusively.
+ */
+int
+zklock_take_give_backs(int *withdraw)
+{
+	ZklockShared *sh = zklock_shared;
+	int			n = 0;
+	int			w;
+
+	for (w = 0; w < GIVE_BACK_WORDS(sh->nslots); w++)
+	{
+		uint64		bits;
+
+		if (pg_atomic_read_u64(&zklock_give_back_bits[w]) == 0)
+			continue;
+		bits = pg_atomic_exchange_u64(&zklock_give_back_bits[w], 0);
+		while (bits != 0)
+		{
+			int			b = pg_rightmost_one_pos64(bits);
+			int			idx = w * 64 + b;
+			ZklockSlot *slot;
+
+			bits &= bits - 1;
+			if (idx >= sh->nslots)
+				continue;
+			slot = &sh->slots[idx];
+			if (zklock_give_back_pending(slot) && slot->state != ZKS_FREE &&
+				zklock_give_back_slot(idx))
+				withdraw[n++] = idx;
+			pg_atomic_write_u64(&slot->give_back, 0);
+		}
+	}
+	return n;
+}
+
+/*
+ * Backend: take the shared lock in mode, serving interrupts while it
+ * waits: try, and between tries sleep a little (10 us, doubling up to
+ * 1 ms; a signal ends the sleep) and CHECK_FOR_INTERRUPTS, so cancel,
+ * statement_timeout, terminate and a fast shutdown end the wait even
+ * while a stalled worker holds the lock.  Not for code that runs with
+ * interrupts held: that gives slots back with zklock_give_back.
+ */
+void
+zklock_lock_table(LWLockMode mode)
+{
+	long		pause_us = 10;
+
+	if (LWLockConditionalAcquire(zklock_shared->lock, mode))
+		return;
+	pgstat_report_wait_start(zklock_wait_event(ZKLOCK_WAIT_TABLE));
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!PostmasterIsAlive())
+			proc_exit(1);
+		pg_usleep(pause_us);
+		if (LWLockConditionalAcquire(zklock_shared->lock, mode))
+			break;
+		pause_us = Min(pause_us * 2, 1000);
+	}
+	pgstat_report_wait_end();
 }

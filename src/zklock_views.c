@@ -112,7 +112,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 		ll = zklock_find_hold(&key, user_off);
 		if (ll == NULL)
 			continue;
-		LWLockAcquire(zklock_shared->lock, LW_SHARED);
+		zklock_lock_table(LW_SHARED);
 		token = zklock_shared->slots[ll->slot].czxid;
 		LWLockRelease(zklock_shared->lock);
 		if (token != 0)
@@ -180,7 +180,7 @@ zk_status(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	LWLockAcquire(sh->lock, LW_SHARED);
+	zklock_lock_table(LW_SHARED);
 	cs = sh->conn_state;
 	have_session = sh->have_session;
 	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) sh->session_id);
@@ -203,6 +203,8 @@ zk_status(PG_FUNCTION_ARGS)
 
 		if (st != ZKS_FREE)
 			used++;
+		if (zklock_give_back_pending(&sh->slots[i]))
+			continue;			/* given back: neither held nor queued */
 		if (st == ZKS_NEW || st == ZKS_ACTIVE)
 			queued++;
 		else if (st == ZKS_HELD)
@@ -278,15 +280,18 @@ zk_locks(PG_FUNCTION_ARGS)
 	/* copy under the lock, build tuples after */
 	/* a table of more than ~650k slots is more than 1 GB */
 	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
-	LWLockAcquire(sh->lock, LW_SHARED);
+	zklock_lock_table(LW_SHARED);
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *s = &sh->slots[i];
 
-		/* holders and waiters; withdrawn entries and requests are neither */
+		/*
+		 * Holders and waiters; withdrawn entries and requests are neither,
+		 * nor is one its backend gave back (the worker has yet to act).
+		 */
 		if ((s->state == ZKS_NEW || s->state == ZKS_ACTIVE ||
 			 s->state == ZKS_HELD || s->state == ZKS_LOST) &&
-			s->kind != ZKK_NONE)
+			s->kind != ZKK_NONE && !zklock_give_back_pending(s))
 			memcpy(&copy[n++], s, sizeof(ZklockSlot));
 	}
 	LWLockRelease(sh->lock);

@@ -50,87 +50,18 @@ static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
 static TimestampTz deadline_after(TimestampTz start, int64 timeout_ms);
 
 /*
- * Give up a request the worker has not picked up yet.  It is simply freed,
- * unless its slot already owns nodes (a double barrier leave is made from
- * a held membership): deleting those is the worker's job, as for a
- * request it works on.  Returns true when the slot was handed to the
- * worker: the caller posts it and wakes the worker.  Caller holds the
- * lock exclusively.
+ * Give up a request or a lock of this backend: a request the worker has
+ * not seen is dropped, one it works on is cancelled, a held lock is
+ * released, an answer or a lost lock is freed (zklock_give_back_slot).
+ * Without the lock: it runs where waiting is not allowed (transaction end,
+ * abort, an error being handled) and must not wait for a stalled worker;
+ * the worker acts on it in its next pass, before any request of ours that
+ * follows.
  */
-bool
-zklock_give_up_new_request(int idx)
+void
+zklock_withdraw_request(int idx, uint32 serial)
 {
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-
-	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
-		slot->aux_uuid[0] == '\0')
-	{
-		zklock_slot_drop(slot);
-		return false;
-	}
-	zklock_slot_cancel(slot);
-	return true;
-}
-
-/*
- * Give up a request or a lock: a request the worker has not seen is
- * dropped (see give_up_new_request), one it works on is cancelled, a held
- * lock is released when release_if_held (otherwise it is kept and true is
- * returned).
- */
-bool
-zklock_withdraw_request(int idx, uint32 serial, bool release_if_held)
-{
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-	bool		held = false;
-	bool		wake = false;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	if (slot->serial == serial && slot->pid == MyProcPid)
-		wake = zklock_give_back_slot(idx, release_if_held, &held);
-	if (wake)
-		zklock_post(idx);
-	LWLockRelease(zklock_shared->lock);
-	if (wake)
-		zklock_wake_worker();
-	return held;
-}
-
-/*
- * The backend gives slot idx back, whatever state it is in: a request the
- * worker has not seen is dropped (zklock_give_up_new_request), one it
- * works on is cancelled, an answer or a lost lock is freed, and a held
- * lock is released when release_if_held (otherwise it is kept and *held
- * set).  Returns true when the worker must act on the slot: the caller
- * posts it and wakes the worker.  Caller holds the lock exclusively.
- */
-bool
-zklock_give_back_slot(int idx, bool release_if_held, bool *held)
-{
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-
-	switch (slot->state)
-	{
-		case ZKS_NEW:
-			return zklock_give_up_new_request(idx);
-		case ZKS_DONE:
-		case ZKS_LOST:
-			zklock_slot_drop(slot);
-			return false;
-		case ZKS_ACTIVE:
-			zklock_slot_cancel(slot);
-			return true;
-		case ZKS_HELD:
-			if (!release_if_held)
-			{
-				*held = true;
-				return false;
-			}
-			zklock_slot_release(slot);
-			return true;
-		default:
-			return false;
-	}
+	zklock_give_back(idx, MyProcPid, serial);
 }
 
 /* pause between two looks for a slot the worker is giving back (ms) */
@@ -160,7 +91,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	{
 		int			withdrawing = 0;
 
-		LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+		zklock_lock_table(LW_EXCLUSIVE);
 		for (i = 0; i < sh->nslots; i++)
 		{
 			int			j = (hint + i) % sh->nslots;
@@ -171,7 +102,8 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 				break;
 			}
 			if (sh->slots[j].state == ZKS_CANCEL ||
-				sh->slots[j].state == ZKS_RELEASE)
+				sh->slots[j].state == ZKS_RELEASE ||
+				zklock_give_back_pending(&sh->slots[j]))
 				withdrawing++;
 		}
 		if (idx >= 0 || withdrawing == 0 ||
@@ -265,7 +197,7 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
 	SlotLook	look = LOOK_PENDING;
 	bool		wake = false;
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	zklock_lock_table(LW_EXCLUSIVE);
 	*cs = zklock_shared->conn_state;
 	if (slot->serial == serial && slot->pid == MyProcPid)
 	{
@@ -468,7 +400,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	PG_CATCH();
 	{
 		/* cancel, statement_timeout, lock_timeout, errors: leave nothing */
-		(void) zklock_withdraw_request(idx, serial, true);
+		(void) zklock_withdraw_request(idx, serial);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -479,7 +411,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	 */
 	if (outcome == WAIT_GRANTED && !zklock_lease_valid(zklock_mono_now(), NULL))
 	{
-		(void) zklock_withdraw_request(idx, serial, true);
+		(void) zklock_withdraw_request(idx, serial);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("zookeeper lock \"%s\" was granted but cannot be proven held", user_path),

@@ -228,6 +228,7 @@ zklock_worker_main(Datum main_arg)
 									sizeof(DeleteLocal) * zklock_shared->ndeletes);
 
 	zklock_defer_wakes();
+	zklock_worker_log_init();
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = MyProcPid;
@@ -303,6 +304,7 @@ zklock_worker_main(Datum main_arg)
 		zklock_heartbeat(zklock_mono_now());
 		zklock_run_requests();
 		zklock_flush_wakes();
+		zklock_worker_log_flush();
 
 		if (zklock_zh != NULL)
 		{
@@ -356,6 +358,7 @@ zklock_worker_main(Datum main_arg)
 		}
 
 		zklock_flush_wakes();
+		zklock_worker_log_flush();
 		set_cork(false);
 		nevents = WaitEventSetWait(wes, timeout_ms, events, lengthof(events),
 								   zklock_wait_event(ZKLOCK_WAIT_WORKER));
@@ -377,5 +380,6 @@ zklock_worker_main(Datum main_arg)
 
 		if (zklock_zh != NULL)
 			process_zookeeper(zkevents);
+		zklock_worker_log_flush();
 	}
 }

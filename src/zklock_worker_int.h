@@ -302,6 +302,10 @@ extern void zklock_free_participants(WorkerReq *req);
 extern void zklock_participants_children_done(int rc,
 											  const struct String_vector *strings, const void *data);
 
+/* zklock_worker_log.c */
+extern void zklock_worker_log_init(void);
+extern void zklock_worker_log_flush(void);
+
 /* zklock_conn.c */
 extern void zklock_check_lease(ZklockMonoTime now);
 extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);

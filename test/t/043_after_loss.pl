@@ -9,8 +9,10 @@
 #       session cannot COMMIT (SQLSTATE 40000) — also when, after the loss,
 #       it acquired the path again (a new lock in the new session does not
 #       cover the work done without one), released it, or called
-#       zk_release_all().  PREPARE TRANSACTION is refused the same way.  A
-#       transaction whose lock was not lost commits (and prepares).
+#       zk_release_all().  PREPARE TRANSACTION of a transaction that relies
+#       on a zklock lock, lost or not, is refused (0A000): COMMIT PREPARED
+#       could run after the lock is gone.  A transaction whose lock was not
+#       lost commits; one that took no lock prepares.
 #   (b) A grant lost before its waiter saw it fails at once.  A waiter that
 #       was granted the lock while it was not running (here: SIGSTOP), and
 #       whose session expired before it looked, ends its call with 08006
@@ -160,12 +162,12 @@ is($r->{sqlstate}, '40000', 'srel: COMMIT still fails with 40000') or diag("COMM
 
 # p kept / p rel: PREPARE TRANSACTION.
 $r = $p{kept}->query(q{PREPARE TRANSACTION 't043_kept'});
-is($r->{sqlstate}, '40000', 'pkept: PREPARE TRANSACTION fails with 40000 (its session lock was lost)')
+is($r->{sqlstate}, '0A000', 'pkept: PREPARE TRANSACTION is refused with 0A000 (it relied on a session lock, lost)')
   or diag("PREPARE: err=[$r->{err}]");
 $r = $p{rel}->query(q{SELECT zk_mutex_release('/t043/prel')});
 is($r->{out}, 'f', 'prel: releasing the lost session lock returns false');
 $r = $p{rel}->query(q{PREPARE TRANSACTION 't043_rel'});
-is($r->{sqlstate}, '40000', 'prel: PREPARE TRANSACTION after the release fails with 40000 too')
+is($r->{sqlstate}, '0A000', 'prel: PREPARE TRANSACTION after the release is refused with 0A000 too')
   or diag("PREPARE: err=[$r->{err}]");
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 't043%'}), '0',
 	'no transaction was prepared');
@@ -190,7 +192,14 @@ is($c->value(q{SELECT zk_mutex_release('/t043/sctl')}), 't', 'control: the sessi
 $c->value('BEGIN');
 is($c->value(q{SELECT zk_mutex_acquire('/t043/pctl')}), 't', 'control: another one, for PREPARE');
 $r = $c->query(q{PREPARE TRANSACTION 't043_ctl'});
-is($r->{err}, '', 'control: PREPARE TRANSACTION of a transaction whose session lock was not lost succeeds');
+is($r->{sqlstate}, '0A000',
+	'control: PREPARE TRANSACTION of a transaction that relies on a session lock (not lost) is refused with 0A000 too')
+  or diag("PREPARE: err=[$r->{err}]");
+like($r->{err}, qr/cannot PREPARE a transaction that relies on a zookeeper lock/, '... saying why');
+$c->query('ROLLBACK');
+$c->value('BEGIN');
+$r = $c->query(q{PREPARE TRANSACTION 't043_ctl'});
+is($r->{err}, '', 'control: PREPARE of a transaction that took no lock succeeds while the session holds one');
 $node->safe_psql('postgres', q{COMMIT PREPARED 't043_ctl'});
 is($c->value(q{SELECT zk_mutex_release('/t043/pctl')}), 't', 'control: the session lock is released');
 
