@@ -611,19 +611,26 @@ zklock_take_give_backs(int *withdraw)
  * waits: try, and between tries sleep a little (10 us, doubling up to
  * 1 ms; a signal ends the sleep) and CHECK_FOR_INTERRUPTS, so cancel,
  * statement_timeout, terminate and a fast shutdown end the wait even
- * while a stalled worker holds the lock.  Not for code that runs with
- * interrupts held: that gives slots back with zklock_give_back.
+ * while a stalled worker holds the lock.  A wait that lasts
+ * zklock.connect_timeout while the worker's lease is not valid (the worker
+ * holds the lock and proves nothing: it is stalled) fails with 08006, as a
+ * request's wait does.  Not for code that runs with interrupts held: that
+ * gives slots back with zklock_give_back.
  */
 void
 zklock_lock_table(LWLockMode mode)
 {
 	long		pause_us = 10;
+	ZklockMonoTime start;
 
 	if (LWLockConditionalAcquire(zklock_shared->lock, mode))
 		return;
+	start = zklock_mono_now();
 	pgstat_report_wait_start(zklock_wait_event(ZKLOCK_WAIT_TABLE));
 	for (;;)
 	{
+		ZklockMonoTime now;
+
 		CHECK_FOR_INTERRUPTS();
 		if (!PostmasterIsAlive())
 			proc_exit(1);
@@ -631,6 +638,18 @@ zklock_lock_table(LWLockMode mode)
 		if (LWLockConditionalAcquire(zklock_shared->lock, mode))
 			break;
 		pause_us = Min(pause_us * 2, 1000);
+		now = zklock_mono_now();
+		if (now - start >= (ZklockMonoTime) zklock_connect_timeout * 1000 &&
+			!zklock_lease_valid(now, NULL))
+		{
+			pgstat_report_wait_end();
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("zklock worker is not responding"),
+					 errdetail("The worker has held zklock's shared table for %ld ms and its ZooKeeper session is not proven alive.",
+							   (long) ((now - start) / 1000)),
+					 errhint("Check the zklock worker process (zk_status() shows its pid once it responds).")));
+		}
 	}
 	pgstat_report_wait_end();
 }

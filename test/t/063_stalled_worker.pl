@@ -5,8 +5,10 @@
 # debugger or SIGSTOP, blocked writing its log — a backend's zklock call
 # ends the way every PostgreSQL wait ends: statement_timeout and
 # pg_cancel_backend cancel it, pg_terminate_backend (and so a fast
-# shutdown) ends the backend, and COMMIT of a transaction holding an
-# _xact lock returns (its release does not wait for the worker).  When the
+# shutdown) ends the backend, COMMIT of a transaction holding an _xact
+# lock returns (its release does not wait for the worker), and a call
+# with no timeout fails with 08006 once the worker's lease has run out
+# for zklock.connect_timeout.  When the
 # worker runs again, what those backends held or waited for is given back
 # and nothing is left in ZooKeeper.
 #
@@ -33,7 +35,7 @@ use ZklockTest;
 
 my $hot = '/t063/hot';
 my $zk = start_zk();
-my $node = new_zklock_node('stalled', $zk, "max_connections = 40\n");
+my $node = new_zklock_node('stalled', $zk, "max_connections = 40\nzklock.connect_timeout = '2s'\n");
 my $peer = new_peer($zk);
 $node->safe_psql('postgres', 'CREATE TABLE work_done(tag text)');
 
@@ -140,6 +142,18 @@ if ($landed)
 		sprintf('a new zk_mutex_acquire is ended by statement_timeout (%.1f s)', time - $t0))
 	  or diag(explain $r);
 	$n->quit if $r->{done};
+
+	# without any timeout: once the lease has run out (a 10 s session less
+	# the 1 s margin, from the last proof before the stop), the wait fails
+	# with 08006 after zklock.connect_timeout (2 s)
+	my $z = ZklockTest::Session->new($node, 'z');
+	$t0 = time;
+	$z->start(q{SELECT zk_mutex_acquire('/t063/z')});
+	$r = $z->result(25);
+	ok($r->{done} && ($r->{sqlstate} // '') eq '08006',
+		sprintf('an acquire with no timeout fails with 08006 once the lease ran out (%.1f s)', time - $t0))
+	  or diag(explain $r);
+	$z->quit if $r->{done};
 
 	# still stopped all along
 	my $st = (split /\s+/, `ps -o stat= -p $worker 2>/dev/null`)[0] // '';
