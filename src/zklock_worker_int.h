@@ -240,6 +240,10 @@ extern void zklock_queue_delete(const char *path, const char *prefix);
 extern bool zklock_record_slot_deletes(int idx, bool can_wait);
 extern void zklock_send_deletes(void);
 
+/* zklock_ghosts.c */
+extern void zklock_delete_ghosts(const char *base, char *const *children,
+								 int n);
+
 /* zklock_request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
 extern int zklock_completion_begin(const void *data);
