@@ -465,5 +465,6 @@ zklock_record_slot_deletes(int idx, bool can_wait)
 			zklock_queue_delete(buf, NULL);
 		}
 	}
+	zklock_sweep_doubted(idx, false);	/* late creates (zklock_ghosts.c) */
 	return true;
 }

@@ -471,6 +471,8 @@ lk_decide(int idx, char **children, int n)
 		int			found;
 
 		zklock_protected_prefix(t.uuid, prefix);
+		/* a create with the prefix may still land after this listing */
+		zklock_note_doubt(idx, !t.final);
 		found = zklock_find_protected(children, n, prefix);
 		if (found < 0)
 		{

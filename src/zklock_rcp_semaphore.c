@@ -142,6 +142,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
 				zklock_protected_prefix(slot->uuid, prefix);
+				zklock_note_doubt(idx, false);
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
 				{
@@ -201,6 +202,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
 				snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
 				zklock_queue_delete(buf, NULL);
+				/* and a late create of it, if one was ever in doubt */
+				zklock_sweep_doubted(idx, true);
 				slot->aux_node[0] = '\0';
 				slot->aux_uuid[0] = '\0';
 			}

@@ -19,15 +19,20 @@
 #      the delete lists again after each delete until none is left.  The
 #      server refuses the deletes for a while (the parent's ACL lacks
 #      DELETE), and a second node with the prefix appears meanwhile;
-#   C. a semaphore's lease listing deletes a ghost lease of a live request
+#   C. a request that found its node by the prefix (its create's reply was
+#      lost) may meet a late create after its last listing: its release
+#      deletes everything with its prefix, so Curator gets the lock after
+#      it;
+#   D. a semaphore's lease listing deletes a ghost lease of a live request
 #      (it would take one of the max_leases for good): the next acquirer
 #      gets its lease, and Curator gets every lease afterwards.
 # The ghosts are injected from outside (a Curator client creates a node
 # with the request's own prefix; a late create from an older connection
-# cannot be replayed against a real server: ZooKeeper closes a session's
-# old connection when the session moves to a new one).  Without the fix
-# A's waiter waits behind the ghost for good, B leaves the late node, and
-# C's acquirer waits for good.
+# cannot be replayed at will against a real server: ZooKeeper closes a
+# session's old connection when the session reconnects, and the leader
+# refuses requests of a session that moved to another server).  Without the fix
+# A's waiter waits behind the ghost for good, B and C leave the late node
+# (C's blocks Curator), and D's acquirer waits for good.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -184,34 +189,70 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 }
 
 ############################################################################
-# C. A ghost lease of a live request, found by the next acquirer's listing.
+# C. A ghost that appears after the last listing of a recovered holder.
 ############################################################################
 {
 	my $p = '/t061/c';
-	my $h = ZklockTest::Session->new($node, 'hc');
-	is($h->value("SELECT zk_semaphore_acquire('$p', 2) IS NOT NULL"), 't', 'C. SQL holds one of 2 leases');
-	my $kids = $peer->children("$p/leases") // [];
-	is(scalar(@$kids), 1, 'C. one lease node');
-	my $lease = $kids->[0] // '';
-	like($lease, qr/^_c_[0-9a-f-]{36}-lease-\d{10}$/, "C. the holder's lease $lease");
-	my $ghost = prefix_of($lease) . 'lease-0000000099';
-	$peer->ephemeral("$p/leases/$ghost");
-	ok($peer->exists("$p/leases/$ghost"), 'C. a ghost lease with the holder\'s prefix takes the second lease');
+	$peer->acquire('cc', $p, -1);
+	is($peer->acquire_result('cc'), 'acquired', "C. Curator holds $p");
+	my ($cnode) = @{ lock_children($peer, $p) };
+	$node->safe_psql('postgres', "SELECT count(*) FROM zk_participants('$p')");
 
 	my $w = ZklockTest::Session->new($node, 'wc');
+	my ($mine, $dropped) = drop_create_reply($peer, $proxy, $w, "SELECT zk_mutex_acquire('$p')", $p, $cnode);
+	ok(defined $mine, "C. ZooKeeper made the request's node $mine; its reply is being dropped");
+	$proxy->set_mode('cut');
+	$proxy->set_mode('pass');
+	ok(wait_connected($node, 30), 'C. the worker reconnected');
+	ok(wait_waiting($node, $w->pid, $p, 10), 'C. the request waits with a node again');
+	is(zk_lock_rows($node, $p)->{ $w->pid }{node}, $mine, 'C. it found its node by the prefix');
+	is($peer->release('cc'), 'released', 'C. Curator releases');
+	my $r = $w->result(15);
+	is($r->{out}, 't', 'C. the SQL waiter gets the lock') or diag($r->{err});
+
+	# a create with the holder's prefix lands now, after its last listing
+	my $ghost = prefix_of($mine) . 'lock-0000000009';
+	$peer->ephemeral("$p/$ghost");
+	is_deeply(lock_children($peer, $p), [ $mine, $ghost ], 'C. the ghost sorts behind the holder');
+	is($w->value("SELECT zk_mutex_release('$p')"), 't', 'C. SQL releases');
+	gone("$p/$ghost", 'C. the release deleted the ghost too');
+	$peer->acquire('cc_after', $p, 5000);
+	is($peer->acquire_result('cc_after', 10), 'acquired', 'C. Curator gets the lock after zklock let go');
+	is($peer->release('cc_after'), 'released', 'C. Curator releases');
+	children_are($p, [], "C. nothing is left under $p");
+	nothing_pending('C');
+	$w->quit;
+}
+
+############################################################################
+# D. A ghost lease of a live request, found by the next acquirer's listing.
+############################################################################
+{
+	my $p = '/t061/d';
+	my $h = ZklockTest::Session->new($node, 'hd');
+	is($h->value("SELECT zk_semaphore_acquire('$p', 2) IS NOT NULL"), 't', 'D. SQL holds one of 2 leases');
+	my $kids = $peer->children("$p/leases") // [];
+	is(scalar(@$kids), 1, 'D. one lease node');
+	my $lease = $kids->[0] // '';
+	like($lease, qr/^_c_[0-9a-f-]{36}-lease-\d{10}$/, "D. the holder's lease $lease");
+	my $ghost = prefix_of($lease) . 'lease-0000000099';
+	$peer->ephemeral("$p/leases/$ghost");
+	ok($peer->exists("$p/leases/$ghost"), 'D. a ghost lease with the holder\'s prefix takes the second lease');
+
+	my $w = ZklockTest::Session->new($node, 'wd');
 	$w->start("SELECT zk_semaphore_acquire('$p', 2, 1, '10s') IS NOT NULL");
 	my $r = $w->result(15);
-	is($r->{out}, 't', 'C. the next SQL acquirer gets the second lease') or diag($r->{err});
-	gone("$p/leases/$ghost", 'C. its listing deleted the ghost lease');
-	is($w->value("SELECT zk_semaphore_release_all('$p')"), '1', 'C. it gives its lease back') if $r->{out} eq 't';
-	is($h->value("SELECT zk_semaphore_release_all('$p')"), '1', 'C. the holder gives its lease back');
+	is($r->{out}, 't', 'D. the next SQL acquirer gets the second lease') or diag($r->{err});
+	gone("$p/leases/$ghost", 'D. its listing deleted the ghost lease');
+	is($w->value("SELECT zk_semaphore_release_all('$p')"), '1', 'D. it gives its lease back') if $r->{out} eq 't';
+	is($h->value("SELECT zk_semaphore_release_all('$p')"), '1', 'D. the holder gives its lease back');
 	$peer->lease('cl', $p, 2, 2, 5000);
 	my $l = $peer->lease_result('cl');
-	is(ref $l eq 'ARRAY' ? scalar(@$l) : $l, 2, 'C. Curator gets both leases');
-	is($peer->release('cl', 'lease'), 'released', 'C. Curator returns them');
-	children_are("$p/leases", [], "C. nothing is left under $p/leases");
-	children_are("$p/locks", [], "C. nothing is left under $p/locks");
-	nothing_pending('C');
+	is(ref $l eq 'ARRAY' ? scalar(@$l) : $l, 2, 'D. Curator gets both leases');
+	is($peer->release('cl', 'lease'), 'released', 'D. Curator returns them');
+	children_are("$p/leases", [], "D. nothing is left under $p/leases");
+	children_are("$p/locks", [], "D. nothing is left under $p/locks");
+	nothing_pending('D');
 	$h->quit;
 	$w->quit;
 }
