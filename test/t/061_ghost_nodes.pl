@@ -210,8 +210,11 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 	my $r = $w->result(15);
 	is($r->{out}, 't', 'C. the SQL waiter gets the lock') or diag($r->{err});
 
-	# a create with the holder's prefix lands now, after its last listing
-	my $ghost = prefix_of($mine) . 'lock-0000000009';
+	# a create with the holder's prefix lands now, after its last listing:
+	# it takes the next sequence, so it sorts ahead of anybody who queues
+	# after the holder is gone
+	is(seq_of($mine), '0000000001', 'C. the holder has sequence 1');
+	my $ghost = prefix_of($mine) . 'lock-0000000002';
 	$peer->ephemeral("$p/$ghost");
 	is_deeply(lock_children($peer, $p), [ $mine, $ghost ], 'C. the ghost sorts behind the holder');
 	is($w->value("SELECT zk_mutex_release('$p')"), 't', 'C. SQL releases');
