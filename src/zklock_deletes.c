@@ -22,6 +22,7 @@ static void delete_retry(int i, int rc);
 static void delete_done(int rc, const void *data);
 static void delete_prefix_done(int rc, const struct String_vector *strings,
 							   const void *data);
+static void delete_prefix_child_done(int rc, const void *data);
 
 /* ---------------------------------------------------------------------
  * Guaranteed deletes.  What must be deleted is recorded in the shared
@@ -258,10 +259,14 @@ delete_done(int rc, const void *data)
 }
 
 /*
- * Completion of the child listing of a delete by prefix: the entry
- * becomes the delete of the first child that carries the prefix (a node
- * whose create reply was lost), with an entry of its own for any other;
- * none, or no parent: done.
+ * Completion of the child listing of a delete by prefix: the first child
+ * that carries the prefix (a node whose create reply was lost) is deleted
+ * and, once that delete is applied, the parent is listed again
+ * (delete_prefix_child_done), until a listing finds no child with the
+ * prefix: a create sent on an older connection, or by an earlier worker,
+ * may be applied after any one listing, and two nodes may carry the
+ * prefix.  None, or no parent: done.  The entry stays a delete by prefix
+ * throughout, so a refusal or a restarted worker lists again.
  */
 static void
 delete_prefix_done(int rc, const struct String_vector *strings, const void *data)
@@ -274,45 +279,70 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 	{
 		ZklockDelete *e = &zklock_deletes[i];
 		DeleteLocal *dl = delete_local(i);
-		char		parent[ZKLOCK_NODE_PATH_SIZE];
-		char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
-		size_t		plen;
-		int			first = -1;
-		int			k;
+		int			first = zklock_find_protected(strings->data, strings->count,
+												  e->prefix);
 
-		strlcpy(parent, e->path, sizeof(parent));
-		strlcpy(prefix, e->prefix, sizeof(prefix));
-		plen = strlen(prefix);
-		for (k = 0; k < strings->count; k++)
-		{
-			char		child[ZKLOCK_NODE_PATH_SIZE];
-
-			if (strncmp(strings->data[k], prefix, plen) != 0)
-				continue;
-			if (first < 0)
-			{
-				first = k;
-				continue;
-			}
-			snprintf(child, sizeof(child), "%s/%s", parent, strings->data[k]);
-			(void) zklock_delete_add(child, NULL, e->persistent, e->session_gen);
-		}
 		if (first < 0)
 			delete_free(i);
 		else
 		{
-			snprintf(e->path, sizeof(e->path), "%s/%s", parent, strings->data[first]);
-			e->by_prefix = false;
-			e->prefix[0] = '\0';
-			dl->inflight = false;
-			dl->retry_at = 0;
-			delete_send(i, GetCurrentTimestamp());
+			char		child[ZKLOCK_NODE_PATH_SIZE];
+
+			snprintf(child, sizeof(child), "%s/%s", e->path, strings->data[first]);
+			/* dl->inflight stays set: the delete is the entry's call now */
+			if (zoo_adelete(zklock_zh, child, -1, delete_prefix_child_done,
+							zklock_make_tag(i, e->serial)) != ZOK)
+			{
+				dl->inflight = false;
+				dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   DELETE_RETRY_MIN_MS);
+				zklock_deletes_scan = true;
+			}
 		}
 	}
 	else if (i >= 0 && rc == ZNONODE)
 		delete_free(i);
 	else if (i >= 0)
 		delete_retry(i, rc);
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the delete of a child found by a delete by prefix: applied
+ * (or gone already), the parent is listed again at once; refused, the
+ * entry is tried again like any other (its next try lists first).
+ */
+static void
+delete_prefix_child_done(int rc, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = delete_local(i);
+
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
+		}
+		else
+		{
+			if (!dl->logged && !zklock_rc_retryable(rc) && !zklock_rc_session_gone(rc))
+			{
+				dl->logged = true;
+				ereport(LOG,
+						(errmsg("zklock: could not delete the child of zookeeper node \"%s\" named \"%s...\": %s",
+								e->path, e->prefix, zerror(rc)),
+						 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+			}
+			delete_retry(i, rc);
+		}
+	}
 	LWLockRelease(zklock_shared->lock);
 }
 
@@ -435,5 +465,6 @@ zklock_record_slot_deletes(int idx, bool can_wait)
 			zklock_queue_delete(buf, NULL);
 		}
 	}
+	zklock_sweep_doubted(idx, false);	/* late creates (zklock_ghosts.c) */
 	return true;
 }

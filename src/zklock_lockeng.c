@@ -471,6 +471,8 @@ lk_decide(int idx, char **children, int n)
 		int			found;
 
 		zklock_protected_prefix(t.uuid, prefix);
+		/* a create with the prefix may still land after this listing */
+		zklock_note_doubt(idx, !t.final);
 		found = zklock_find_protected(children, n, prefix);
 		if (found < 0)
 		{
@@ -529,7 +531,9 @@ lk_decide(int idx, char **children, int n)
 }
 
 /*
- * Completion of the child listing of a lock.
+ * Completion of the child listing of a lock: the ghosts it shows are
+ * deleted (their deletes leave before anything the decision sends), then
+ * the request decides.
  */
 static void
 lk_children_done(int rc, const struct String_vector *strings, const void *data)
@@ -555,7 +559,11 @@ lk_children_done(int rc, const struct String_vector *strings, const void *data)
 		{
 			char	  **children;
 			int			n = strings->count;
+			LockTarget	t;
 
+			/* late creates of our own requests go first (zklock_ghosts.c) */
+			lock_target(idx, &t);
+			zklock_delete_ghosts(t.base, strings->data, n);
 			/* sort a copy of the pointers; the client frees the strings */
 			children = palloc(sizeof(char *) * Max(n, 1));
 			memcpy(children, strings->data, sizeof(char *) * n);

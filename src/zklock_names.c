@@ -471,3 +471,98 @@ zklock_find_protected(char *const *children, int n, const char *prefix)
 	}
 	return -1;
 }
+
+/* ----------------------------------------------------------------
+ *		Ghost nodes
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Copy the protection id of name into uuid (37 bytes) when name is a
+ * protected name, "_c_<uuid>-...", and return true; else false.
+ */
+static bool
+protection_id_of(const char *name, char *uuid)
+{
+	if (strncmp(name, ZKLOCK_PROTECTED_PREFIX, 3) != 0 ||
+		bounded_len(name, ZKLOCK_PROTECTED_PREFIX_LEN) < ZKLOCK_PROTECTED_PREFIX_LEN ||
+		name[ZKLOCK_PROTECTED_PREFIX_LEN - 1] != '-')
+		return false;
+	memcpy(uuid, name + 3, ZKLOCK_UUID_LEN);
+	uuid[ZKLOCK_UUID_LEN] = '\0';
+	return zklock_is_uuid(uuid);
+}
+
+/*
+ * qsort/bsearch order of live ids: by protection id.
+ */
+static int
+live_id_cmp(const void *a, const void *b)
+{
+	return strcmp(((const ZklockLiveId *) a)->uuid,
+				  ((const ZklockLiveId *) b)->uuid);
+}
+
+/*
+ * Which children of a listing are ghosts: nodes that carry the protection
+ * prefix of one of this client's live requests (live, nlive entries: a
+ * request's protection id and the name of its node under this parent when
+ * known) but are not that request's node.  Such a node was made by a create
+ * of the request whose reply never came (sent on an older connection, or
+ * by an earlier worker), applied after the request had found or made its
+ * node: nobody knows it, and sorting first it would block the lock for the
+ * life of the session.
+ *
+ * An id whose node is not known yet (node NULL or "": a create with the id
+ * may be in flight or in doubt, and its node may be the one the request
+ * adopts) keeps every child that carries it; so does an id any of whose
+ * entries names no node.  Children without a protection prefix, or whose
+ * id is no live request's (other clients' nodes, Curator's), are never
+ * ghosts.
+ *
+ * Writes the indexes of the ghosts into ghosts (room for n) in listing
+ * order and returns how many there are.  Sorts live in place; each child's
+ * id is taken from its name once and looked up by binary search, so the
+ * cost is O(n log nlive + nlive log nlive).
+ */
+int
+zklock_find_ghosts(char *const *children, int n, ZklockLiveId *live,
+				   int nlive, int *ghosts)
+{
+	int			nghosts = 0;
+	int			i;
+
+	if (n <= 0 || nlive <= 0)
+		return 0;
+	qsort(live, (size_t) nlive, sizeof(ZklockLiveId), live_id_cmp);
+	for (i = 0; i < n; i++)
+	{
+		char		uuid[ZKLOCK_UUID_LEN + 1];
+		ZklockLiveId key;
+		const ZklockLiveId *hit;
+		int			lo;
+		int			hi;
+		int			k;
+		bool		keep = false;
+
+		if (children[i] == NULL || !protection_id_of(children[i], uuid))
+			continue;
+		key.uuid = uuid;
+		key.node = NULL;
+		hit = bsearch(&key, live, (size_t) nlive, sizeof(ZklockLiveId), live_id_cmp);
+		if (hit == NULL)
+			continue;			/* not an id of ours */
+		/* every entry with this id: a neighbour of the one found */
+		lo = hi = (int) (hit - live);
+		while (lo > 0 && strcmp(live[lo - 1].uuid, uuid) == 0)
+			lo--;
+		while (hi + 1 < nlive && strcmp(live[hi + 1].uuid, uuid) == 0)
+			hi++;
+		for (k = lo; k <= hi && !keep; k++)
+			keep = (live[k].node == NULL || live[k].node[0] == '\0' ||
+					strcmp(live[k].node, children[i]) == 0);
+		if (!keep)
+			ghosts[nghosts++] = i;
+	}
+	return nghosts;
+}

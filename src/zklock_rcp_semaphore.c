@@ -128,19 +128,25 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 		else if (rc == ZOK)
 		{
 			int			found = -1;
+			char		leases[ZKLOCK_NODE_PATH_SIZE];
 
+			/*
+			 * A ghost lease (a late create of a request of ours) would take
+			 * a lease for the life of the session: delete it.  Its delete
+			 * fires the watch this listing set, and we count again.
+			 */
+			snprintf(leases, sizeof(leases), "%s/leases", slot->path);
+			zklock_delete_ghosts(leases, strings->data, strings->count);
 			if (slot->node[0] == '\0')
 			{
 				char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
 				zklock_protected_prefix(slot->uuid, prefix);
+				zklock_note_doubt(idx, false);
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
 				{
-					char		base[ZKLOCK_NODE_PATH_SIZE];
-
-					snprintf(base, sizeof(base), "%s/leases", slot->path);
-					zklock_adopt_check(idx, base, strings->data[found]);
+					zklock_adopt_check(idx, leases, strings->data[found]);
 					LWLockRelease(zklock_shared->lock);
 					return;
 				}
@@ -196,6 +202,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
 				snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
 				zklock_queue_delete(buf, NULL);
+				/* and a late create of it, if one was ever in doubt */
+				zklock_sweep_doubted(idx, true);
 				slot->aux_node[0] = '\0';
 				slot->aux_uuid[0] = '\0';
 			}

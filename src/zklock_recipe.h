@@ -78,6 +78,21 @@ extern int	zklock_protected_name(const char *uuid, const char *lock_name,
 extern int	zklock_find_protected(char *const *children, int n,
 								  const char *prefix);
 
+/*
+ * A live request of this client, for zklock_find_ghosts: its protection id
+ * and the name of its node under the listed parent, NULL or "" while not
+ * known (a create with the id may still be in flight or in doubt).
+ */
+typedef struct ZklockLiveId
+{
+	const char *uuid;
+	const char *node;
+} ZklockLiveId;
+
+/* children that carry a live id's prefix but are not its node; sorts live */
+extern int	zklock_find_ghosts(char *const *children, int n, ZklockLiveId *live,
+							   int nlive, int *ghosts);
+
 extern const char *zklock_sort_key(const char *name, const char *lock_name);
 extern void zklock_sort_children(char **names, int n, const char *lock_name);
 extern bool zklock_seq_follows(const char *prev, const char *next,

@@ -78,6 +78,10 @@ typedef struct WorkerReq
 	char	  **pnames;
 	char	  **pdata;
 	int		   *plen;
+	bool		node_doubt;		/* a create of our node was in doubt: a
+								 * late one may make a second node with
+								 * its prefix (zklock_ghosts.c) */
+	bool		aux_doubt;		/* same for a lease's P/locks node */
 } WorkerReq;
 
 /*
@@ -239,6 +243,12 @@ extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern bool zklock_record_slot_deletes(int idx, bool can_wait);
 extern void zklock_send_deletes(void);
+
+/* zklock_ghosts.c */
+extern void zklock_delete_ghosts(const char *base, char *const *children,
+								 int n);
+extern void zklock_note_doubt(int idx, bool aux);
+extern void zklock_sweep_doubted(int idx, bool aux_only);
 
 /* zklock_request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
