@@ -32,8 +32,7 @@ static bool follows_released_reader(int idx, const LockTarget *t);
 static void end_local_wait(int idx);
 static void settle_followers(int idx, bool granted);
 static void handover_check(int idx, const LockTarget *t);
-static void handover_pred_done(int rc, const struct Stat *stat,
-							   const void *data);
+static bool delete_pending(const char *path);
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
 static bool released_node_pending(const char *base, const char *node);
@@ -616,11 +615,12 @@ zklock_lk_list(int idx)
  *
  * The waiter is not granted here.  It is marked (handover_wait: no watch,
  * local wait or follower rule moves it any more) and, when node's delete
- * is queued (zklock_lk_node_gone), it sends an exists of node and of its
- * own node behind that delete; the server answers a session's requests in
- * order, so the answers say whether the delete was applied and whether
- * the waiter's node is still there (not deleted from outside).  Only then
- * is it granted (handover_check_done).  So nobody holds the lock while
+ * is queued (zklock_lk_node_gone), it sends an exists of its own node
+ * behind that delete; the server answers a session's requests in order,
+ * so the delete's answer (which frees its pending-delete entry) says
+ * whether node is gone, and the exists then whether the waiter's node is
+ * still there (not deleted from outside).  Only then is it granted
+ * (handover_check_done).  So nobody holds the lock while
  * node exists: a Curator Revoker writing into node, or another client
  * reading the participants, sees a node nobody holds, never a holder that
  * is not the one named.  The check costs one round trip, not a listing;
@@ -678,7 +678,6 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 
 		/* a watch on node, when there is one, must not list again */
 		req->handover_wait = true;
-		req->handover_pred_gone = false;
 		req->watching = false;
 		req->local_wait = false;
 		req->follow_reader = false;
@@ -687,11 +686,33 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 }
 
 /*
- * node's delete has been sent (or could not be): the waiter idx chosen by
- * zklock_lk_hand_over asks, behind it, whether node is gone and whether
- * its own node is still there.  Without a connection it lists again once
- * the connection is back (after the pending deletes).  Caller holds the
- * lock.
+ * Whether the pending-delete table holds the delete of the node at path by
+ * name: recorded and not yet answered by the server (an answer, OK or
+ * NoNode, frees the entry: the node is gone).  Caller holds the lock.
+ */
+static bool
+delete_pending(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes; i++)
+	{
+		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].by_prefix &&
+			strcmp(zklock_deletes[i].path, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The delete of pred (the released node) has just been recorded, and sent
+ * when connected: the waiter idx chosen by zklock_lk_hand_over asks, behind
+ * it on the same session, whether its own node is still there.  The
+ * delete's answer comes first and frees its entry in the pending-delete
+ * table.  No recorded delete (the table was full), or no connection: the
+ * waiter lists again, now or once connected (after the pending deletes).
+ * Caller holds the lock.
  */
 static void
 handover_check(int idx, const LockTarget *t)
@@ -700,50 +721,35 @@ handover_check(int idx, const LockTarget *t)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	int			rc;
 
+	req->handover_wait = false;
 	if (!zklock_connected)
 	{
-		req->handover_wait = false;
 		zklock_park(idx, false);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
-	rc = zoo_aexists(zklock_zh, buf, 0, handover_pred_done, zklock_slot_tag(idx));
-	if (rc == ZOK)
+	if (!delete_pending(buf))
 	{
-		req->inflight++;
-		snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
-		rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done,
-						 zklock_slot_tag(idx));
+		zklock_lk_list(idx);
+		return;
 	}
-	if (rc != ZOK)
-		req->handover_wait = false;
+	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
+	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
+	if (rc == ZOK)
+		req->handover_wait = true;
 	zklock_call_sent(idx, rc);
 }
 
 /*
- * Completion of the exists of the released node a handover waits for:
- * NoNode means its delete was applied.  The exists of the waiter's own
- * node, answered next, decides (handover_check_done).
- */
-static void
-handover_pred_done(int rc, const struct Stat *stat, const void *data)
-{
-	int			idx = zklock_completion_begin(data);
-
-	if (idx >= 0)
-		zklock_reqs[idx].handover_pred_gone = (rc == ZNONODE);
-	LWLockRelease(zklock_shared->lock);
-}
-
-/*
  * Completion of the exists of the node of a waiter chosen for a local
- * handover, answered after the released node's delete and exists.  With
- * the released node gone and ours there, the lock is ours, as a listing
- * would say: granted (within the lease).  Our node gone (deleted from
- * outside: Curator's waiter would find it missing and queue again), the
- * released node still there (its delete failed and is retried), or no
- * lease: the request lists, the ordinary protocol.  Anything else is a
- * failed call (connection loss: park, and list once it is back).
+ * handover, answered after the released node's delete.  The delete
+ * answered (its entry freed: the released node is gone) and our node
+ * there: the lock is ours, as a listing would say, and is granted (within
+ * the lease).  Our node gone (deleted from outside: Curator's waiter would
+ * find it missing and queue again), the delete not confirmed (refused, or
+ * never sent: it is retried from the table), or no lease: the request
+ * lists, the ordinary protocol.  Anything else is a failed call
+ * (connection loss: park, and list once it is back).
  */
 static void
 handover_check_done(int rc, const struct Stat *stat, const void *data)
@@ -753,11 +759,13 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &zklock_reqs[idx];
-		bool		pred_gone = req->handover_pred_gone;
+		LockTarget	t;
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		req->handover_wait = false;
-		req->handover_pred_gone = false;
-		if (rc == ZOK && pred_gone && zklock_connected &&
+		lock_target(idx, &t);
+		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
+		if (rc == ZOK && !delete_pending(buf) && zklock_connected &&
 			zklock_lease_valid(zklock_mono_now(), NULL))
 		{
 			req->pred[0] = '\0';

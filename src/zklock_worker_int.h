@@ -81,7 +81,6 @@ typedef struct WorkerReq
 	bool		handover_wait;	/* lock engine: chosen to take pred's lock
 								 * once its delete is applied and our node
 								 * is confirmed (zklock_lk_hand_over) */
-	bool		handover_pred_gone; /* ... and the server said pred is gone */
 } WorkerReq;
 
 /*
