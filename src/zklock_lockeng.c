@@ -31,8 +31,11 @@ static void join_reader(int idx);
 static bool follows_released_reader(int idx, const LockTarget *t);
 static void end_local_wait(int idx);
 static void settle_followers(int idx, bool granted);
+static void handover_check(int idx, const LockTarget *t);
+static bool delete_pending(const char *path);
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
+static bool released_node_pending(const char *base, const char *node);
 
 /* ---------------------------------------------------------------------
  * The lock engine: Curator's LockInternals for the mutex, both sides of
@@ -198,6 +201,7 @@ zklock_lk_create(int idx)
 	int			rc;
 
 	req->pred[0] = '\0';			/* a new node waits on nothing yet */
+	req->handover_wait = false;
 
 	if (!zklock_connected)
 	{
@@ -592,17 +596,18 @@ zklock_lk_list(int idx)
 
 	zklock_reqs[idx].pred[0] = '\0';	/* the new listing decides */
 	zklock_reqs[idx].local_wait = false;
+	zklock_reqs[idx].handover_wait = false;
 	zklock_reqs[idx].follow_reader = false;
 	lock_target(idx, &t);
 	zklock_send_listing(idx, t.base, lk_children_done, false, false);
 }
 
 /*
- * Local handover: the lock engine's answer to a release, without Curator's
- * round trips.  node, a lock node under base, was released and its delete
- * is being queued.  A waiter of this worker whose latest listing made node
- * the node it waits on is granted at once when it provably holds the lock
- * once node is gone (and the delete follows):
+ * Local handover: the lock engine's answer to a release, without a
+ * listing.  node, a lock node under base, was released and its delete is
+ * about to be queued.  A waiter of this worker whose latest listing made
+ * node the node it waits on is chosen to take the lock once node is gone
+ * when it provably holds the lock then:
  *
  * - held_mutex: node held a plain mutex, so no node sorted below it; every
  *   node below the waiter existed when it listed (sequence numbers only
@@ -616,14 +621,22 @@ zklock_lk_list(int idx)
  *   writer has such a twin in this worker (no other client can make one:
  *   it would have to hold the write lock, and node is the only node ahead).
  *
- * Until the delete is applied node is ours and held by nobody, so no other
- * client, Curator or zklock, can hold the lock meanwhile: the waiters are
- * granted in the order Curator's protocol would grant them.  A failed
- * delete is retried for the life of the session (the lock stays ours); a
- * lost session loses the new holders' locks like any other.  Done only
- * while the lease proves the session alive.  Several readers may be
- * granted at once; an exclusive waiter only alone.  Returns how many
- * waiters were granted.  Caller holds the lock.
+ * The waiter is not granted here.  It is marked (handover_wait: no watch,
+ * local wait or follower rule moves it any more) and, when node's delete
+ * is queued (zklock_lk_node_gone), it sends an exists of its own node
+ * behind that delete; the server answers a session's requests in order,
+ * so the delete's answer (which frees its pending-delete entry) says
+ * whether node is gone, and the exists then whether the waiter's node is
+ * still there (not deleted from outside).  Only then is it granted
+ * (handover_check_done).  So nobody holds the lock while
+ * node exists: a Curator Revoker writing into node, or another client
+ * reading the participants, sees a node nobody holds, never a holder that
+ * is not the one named.  The check costs one round trip, not a listing;
+ * an answer lost with the connection (or a worker restart) leaves an
+ * ungranted, ACTIVE request, which lists again like any other.  Several
+ * readers may be chosen at once; an exclusive waiter only alone.  Done
+ * only while connected and within the lease.  Returns how many waiters
+ * were chosen.  Caller holds the lock.
  */
 int
 zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
@@ -649,8 +662,10 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 			strcmp(slot->path, base) == 0 &&
 			strcmp(slot->downgrade_seq, zklock_rw_sort_key(node)) == 0)
 			twin = true;
+		/* a call on its way (the watch's getData) would move it too */
 		if (slot->state != ZKS_ACTIVE || req->serial != slot->serial ||
-			req->parked || req->pred[0] == '\0' || strcmp(req->pred, node) != 0)
+			req->parked || req->inflight != 0 ||
+			req->pred[0] == '\0' || strcmp(req->pred, node) != 0)
 			continue;
 		lock_target(i, &t);
 		if (t.node[0] == '\0' || strcmp(t.base, base) != 0)
@@ -667,61 +682,134 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 		return 0;
 	for (k = 0; k < ntake; k++)
 	{
-		LockTarget	t;
-		char		buf[ZKLOCK_NODE_PATH_SIZE];
+		WorkerReq  *req = &zklock_reqs[take[k]];
 
-		/*
-		 * Curator's waiter would list the children now and give up if its
-		 * own node were gone (deleted from outside).  The grant does not
-		 * wait for that answer: an exists of the node, sent before anything
-		 * the new holder sends, says so afterwards (handover_check_done).
-		 */
-		lock_target(take[k], &t);
-		snprintf(buf, sizeof(buf), "%s/%s", t.base, t.node);
-		zklock_reqs[take[k]].handed_node_gone = false;
-		if (zoo_aexists(zklock_zh, buf, 0, handover_check_done,
-						zklock_slot_tag(take[k])) != ZOK)
-			return k;			/* the rest list again once node is gone */
-		zklock_reqs[take[k]].pred[0] = '\0';
-		sh->handover_count++;
-		lk_granted(take[k]);
+		/* a watch on node, when there is one, must not list again */
+		req->handover_wait = true;
+		req->watching = false;
+		req->local_wait = false;
+		req->follow_reader = false;
 	}
 	return ntake;
 }
 
 /*
- * Completion of the exists sent for a node whose request was just handed
- * a lock.  A node found missing (deleted from outside between the
- * waiter's listing and the handover) means the lock was never ours: a
- * held lock is lost at once, as a lost session's would be (reported to
- * its backend, COMMIT of an _xact lock fails); a step of a longer request
- * (a lease's P/locks) sees handed_node_gone before its next decision,
- * which this answer precedes on the session.
+ * Whether the pending-delete table holds the delete of the node at path by
+ * name: recorded and not yet answered by the server (an answer, OK or
+ * NoNode, frees the entry: the node is gone).  Caller holds the lock.
+ */
+static bool
+delete_pending(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes; i++)
+	{
+		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].by_prefix &&
+			strcmp(zklock_deletes[i].path, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The delete of pred (the released node) has just been recorded, and sent
+ * when connected: the waiter idx chosen by zklock_lk_hand_over asks, behind
+ * it on the same session, whether its own node is still there.  The
+ * delete's answer comes first and frees its entry in the pending-delete
+ * table.  No recorded delete (the table was full), or no connection: the
+ * waiter lists again, now or once connected (after the pending deletes).
+ * Caller holds the lock.
+ */
+static void
+handover_check(int idx, const LockTarget *t)
+{
+	WorkerReq  *req = &zklock_reqs[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+	int			rc;
+
+	req->handover_wait = false;
+	if (!zklock_connected)
+	{
+		zklock_park(idx, false);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
+	if (!delete_pending(buf))
+	{
+		zklock_lk_list(idx);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
+	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
+	if (rc == ZOK)
+		req->handover_wait = true;
+	zklock_call_sent(idx, rc);
+}
+
+/*
+ * Completion of the exists of the node of a waiter chosen for a local
+ * handover, answered after the released node's delete.  The delete
+ * answered (its entry freed: the released node is gone) and our node
+ * there: the lock is ours, as a listing would say, and is granted (within
+ * the lease).  Our node gone (deleted from outside: Curator's waiter would
+ * find it missing and queue again), the delete not confirmed (refused, or
+ * never sent: it is retried from the table), or no lease: the request
+ * lists, the ordinary protocol.  Anything else is a failed call
+ * (connection loss: park, and list once it is back).
  */
 static void
 handover_check_done(int rc, const struct Stat *stat, const void *data)
 {
-	ZklockShared *sh = zklock_shared;
-	int			idx;
+	int			idx = zklock_completion_begin(data);
 
-	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
-	if (idx >= 0 && rc == ZNONODE)
+	if (idx >= 0)
 	{
-		ZklockSlot *slot = &sh->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+		LockTarget	t;
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-		zklock_reqs[idx].handed_node_gone = true;
-		if (slot->state == ZKS_HELD)
+		req->handover_wait = false;
+		lock_target(idx, &t);
+		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
+		if (rc == ZOK && !delete_pending(buf) && zklock_connected &&
+			zklock_lease_valid(zklock_mono_now(), NULL))
 		{
-			zklock_slot_lose(slot);
-			sh->lost_epoch++;
-			sh->locks_lost_count++;
-			ereport(LOG,
-					(errmsg("zklock: lock \"%s\" lost: its node was deleted by another client before it was handed over",
-							slot->path + slot->user_path_off)));
+			req->pred[0] = '\0';
+			zklock_shared->handover_count++;
+			lk_granted(idx);
 		}
+		else if (rc == ZOK || rc == ZNONODE)
+			zklock_lk_list(idx);
+		else
+			zklock_call_failed(idx, rc, "check the lock node handed over to");
 	}
-	LWLockRelease(sh->lock);
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Whether a released lock engine request of this worker (its withdrawal
+ * not done yet) still has node under base.  Caller holds the lock.
+ */
+static bool
+released_node_pending(const char *base, const char *node)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		LockTarget	t;
+
+		if (sh->slots[i].state != ZKS_RELEASE ||
+			zklock_worker_ops(sh->slots[i].op)->lock_target == NULL)
+			continue;
+		lock_target(i, &t);
+		if (strcmp(t.node, node) == 0 && strcmp(t.base, base) == 0)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -865,9 +953,11 @@ settle_followers(int idx, bool granted)
 }
 
 /*
- * A node of this worker (path) is going away other than by a handover: a
- * delete was queued for it, or it vanished.  The requests that wait on it
- * without a watch look again.  Caller holds the lock.
+ * A node of this worker (path) is going away: a delete was queued for it
+ * (sent at once when connected), or it vanished.  The requests that wait
+ * on it without a watch look again; those chosen to take its lock
+ * (handover_wait) send their check behind the delete.  Caller holds the
+ * lock.
  */
 void
 zklock_lk_node_gone(const char *path)
@@ -886,12 +976,17 @@ zklock_lk_node_gone(const char *path)
 		WorkerReq  *req = &zklock_reqs[i];
 		LockTarget	t;
 
-		if (!req->local_wait || sh->slots[i].state != ZKS_ACTIVE ||
+		if (!(req->local_wait || req->handover_wait) ||
+			sh->slots[i].state != ZKS_ACTIVE ||
 			req->serial != sh->slots[i].serial || req->inflight != 0 ||
 			strcmp(req->pred, name) != 0)
 			continue;
 		lock_target(i, &t);
-		if (strncmp(t.base, path, baselen) == 0 && t.base[baselen] == '\0')
+		if (strncmp(t.base, path, baselen) != 0 || t.base[baselen] != '\0')
+			continue;
+		if (req->handover_wait)
+			handover_check(i, &t);
+		else
 			end_local_wait(i);
 	}
 }
@@ -899,7 +994,8 @@ zklock_lk_node_gone(const char *path)
 /*
  * The safety net of local waits, run every second: a request whose local
  * predecessor is no longer its owner's node (by any way this worker did
- * not announce) looks again.  Caller holds the lock.
+ * not announce) looks again, and so does one chosen for a handover whose
+ * released node is no longer being withdrawn.  Caller holds the lock.
  */
 void
 zklock_lk_check_local_waits(void)
@@ -913,9 +1009,25 @@ zklock_lk_check_local_waits(void)
 		ZklockSlot *owner;
 		LockTarget	t;
 
-		if (!req->local_wait || sh->slots[i].state != ZKS_ACTIVE ||
+		if (!(req->local_wait || req->handover_wait) ||
+			sh->slots[i].state != ZKS_ACTIVE ||
 			req->serial != sh->slots[i].serial || req->inflight != 0)
 			continue;
+		if (req->handover_wait)
+		{
+			/*
+			 * Chosen for a handover whose check was not sent: its release
+			 * waits for room in the pending-delete table, or ended some
+			 * way this worker did not announce.  Only the latter lists.
+			 */
+			lock_target(i, &t);
+			if (!released_node_pending(t.base, req->pred))
+			{
+				req->handover_wait = false;
+				zklock_lk_list(i);
+			}
+			continue;
+		}
 		owner = &sh->slots[req->pred_slot];
 		/* a reader followed into a held read lock holds it too */
 		if (req->follow_reader && owner->serial == req->pred_serial &&
@@ -953,7 +1065,9 @@ zklock_lk_released(int idx)
 	LockTarget	t;
 
 	lock_target(idx, &t);
-	if (t.final)
+	/* its delete must follow (zklock_lk_node_gone sends the checks) */
+	if (t.final && !zklock_reqs[idx].parked &&
+		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
 		(void) zklock_lk_hand_over(t.base, t.node, !t.rw);
 	if (t.final && t.read && t.node[0] != '\0' && !zklock_reqs[idx].parked &&
 		zklock_shared->slots[idx].downgrade_seq[0] == '\0' &&

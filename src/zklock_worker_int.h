@@ -82,6 +82,9 @@ typedef struct WorkerReq
 								 * late one may make a second node with
 								 * its prefix (zklock_ghosts.c) */
 	bool		aux_doubt;		/* same for a lease's P/locks node */
+	bool		handover_wait;	/* lock engine: chosen to take pred's lock
+								 * once its delete is applied and our node
+								 * is confirmed (zklock_lk_hand_over) */
 } WorkerReq;
 
 /*
