@@ -154,30 +154,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			else
 				found = zklock_find_child(strings->data, strings->count, slot->node);
 
-			if (req->handed_node_gone)
-			{
-				/*
-				 * P/locks was handed to us, but our node there had been
-				 * deleted from outside: we never held it.  Give the lease
-				 * node back and start over, as Curator's acquirer would.
-				 */
-				char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-				if (slot->node[0] != '\0')
-				{
-					snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, slot->node);
-					zklock_queue_delete(buf, NULL);
-				}
-				slot->node[0] = '\0';
-				slot->uuid[0] = '\0';
-				slot->aux_node[0] = '\0';
-				slot->aux_uuid[0] = '\0';
-				req->handed_node_gone = false;
-				req->watching = false;
-				slot->phase = ZKP_START;
-				zklock_lk_create(idx);
-			}
-			else if (found < 0)
+			if (found < 0)
 			{
 				/* our lease vanished (or never came): make a new one */
 				if (++req->lost_retries > MAX_LOST_RETRIES)

@@ -45,8 +45,6 @@ typedef struct WorkerReq
 	bool		pred_last;		/* pred is the only node keeping us out */
 	bool		local_wait;		/* pred is a node of this worker: no watch
 								 * was sent, its release or loss moves us */
-	bool		handed_node_gone;	/* the check after a local handover
-									 * found our node deleted */
 	bool		follow_reader;	/* with local_wait: our read node comes
 								 * right after pred, a read node whose
 								 * listing has not decided yet: its
