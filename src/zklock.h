@@ -226,6 +226,9 @@ typedef struct ZklockSlot
 	char		aux_uuid[ZKLOCK_UUID_LEN + 1];	/* lease: our P/locks node's id */
 	char		aux_node[ZKLOCK_NODE_NAME_SIZE];	/* lease: our P/locks node */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
+	int64		ready_czxid;	/* double barrier: creation zxid of the
+								 * P/ready its enter passed, 0 if unknown;
+								 * the leave deletes only that one */
 } ZklockSlot;
 
 /*
@@ -250,6 +253,8 @@ typedef struct ZklockDelete
 	uint64		session_gen;	/* session whose ephemeral node it is */
 	char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
 	char		path[ZKLOCK_NODE_PATH_SIZE];
+	int64		czxid;			/* persistent node: delete it only while it
+								 * has this creation zxid (0: any) */
 } ZklockDelete;
 
 typedef struct ZklockShared
