@@ -622,9 +622,14 @@ zklock_deletes_load(void)
 
 		if (delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
 			continue;			/* a restarted worker: the table has it */
-		if (!same_hosts)
+		if (!same_hosts && e->czxid == 0)
 		{
-			/* another ensemble or chroot: the path may name another node */
+			/*
+			 * Recorded for other hosts (another ensemble or chroot, or the
+			 * same one named differently) and not limited to one node: the
+			 * path may name another node now.  One limited to its creation
+			 * zxid is safe anywhere (a zxid is unique in an ensemble).
+			 */
 			ereport(LOG,
 					(errmsg("zklock: not deleting zookeeper node \"%s\": its delete was recorded for another zklock.hosts",
 							e->path),

@@ -26,8 +26,9 @@
  * (P/ready of a double barrier), which no session end removes and which
  * must outlive shared memory (zklock_deletes.c writes and reads it through
  * the functions at the end of this file).  Unlike the session file it is
- * acted on by any later server run with the same zklock.hosts: a delete
- * names the node's creation zxid, so only that very node is deleted.
+ * acted on by any later server run: a delete names the node's creation
+ * zxid, so only that very node is deleted (one that does not is applied
+ * only with the same zklock.hosts).
  *
  *-------------------------------------------------------------------------
  */
@@ -296,9 +297,9 @@ zklock_postmaster_exit(int code, Datum arg)
  * ZooKeeper paths hold no control characters, so tabs and newlines
  * separate safely.  The file is bounded: at most one line per entry of the
  * table.  One that is damaged (checksum, syntax, size) is ignored with a
- * WARNING; one written for another zklock.hosts (another ensemble or
- * chroot: its paths would name other nodes) is not applied (the caller
- * logs the nodes).
+ * WARNING.  The caller compares the hosts: an entry without a creation
+ * zxid recorded for another zklock.hosts (another ensemble or chroot: its
+ * path may name another node) is not applied.
  * ---------------------------------------------------------------------
  */
 

@@ -26,7 +26,9 @@
 #   2. the same with pg_ctl stop -m immediate and start;
 #   3. the same as 1, but meanwhile P/ready was removed and a new round of
 #      Curator members made a new one: that one stays, and its members
-#      leave normally.
+#      leave normally;
+#   4. a damaged file of pending deletes is ignored with a WARNING: the
+#      server starts, zklock connects and works.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -180,6 +182,31 @@ sub ready_deleted
 	$peer->dleave($_, 20000) for qw(c1 c2);
 	is($peer->left_result($_, 25), 'true', "new round: Curator member $_ left") for qw(c1 c2);
 	ok(!$peer->exists("$p/ready"), 'new round: its P/ready went with its leave');
+}
+
+############################################################################
+# 4. A damaged file.
+############################################################################
+{
+	my $f = $node->data_dir . '/zklock.deletes';
+	ok(!-e $f, 'nothing pending: no file of pending deletes');
+	$node->stop;
+	open(my $fh, '>', $f) or die "cannot write $f: $!";
+	print $fh "zklock pending deletes 1 0badc0de\nhosts x\n\0\x{ff}garbage\t\t\n";
+	close $fh;
+	my $off = -s $node->logfile;
+	$node->start;
+	ok(wait_connected($node, 30), 'damaged file: zklock connected');
+	my $log = slurp_file($node->logfile, $off);
+	like($log, qr/WARNING:  zklock: ignoring "zklock.deletes"/, 'damaged file: a WARNING says it is ignored');
+	unlike($log, qr/terminated by signal|PANIC/, 'damaged file: no process crashed');
+	is(deletes_pending($node), '0', 'damaged file: nothing pending');
+	ok(!-e $f, 'damaged file: replaced by what the table holds (nothing)');
+	my $s = ZklockTest::Session->new($node, 'after');
+	is($s->value("SELECT zk_double_barrier_enter('/t060/after', 1, '5s')"), 't', 'damaged file: a barrier of one enters');
+	is($s->value("SELECT zk_double_barrier_leave('/t060/after', '5s')"), 't', '... and leaves');
+	ok(!$peer->exists('/t060/after/ready'), '... and its P/ready is gone');
+	$s->quit;
 }
 
 $peer->quit;
