@@ -137,7 +137,10 @@ delete_send(int i, TimestampTz now)
 	if (e->by_prefix)
 		rc = zoo_aget_children(zklock_zh, e->path, 0, delete_prefix_done, tag);
 	else if (e->czxid != 0)
-		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);	/* whose is it? */
+	{
+		/* limited to one node: look whose it is first */
+		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);
+	}
 	else
 		rc = zoo_adelete(zklock_zh, e->path, -1, delete_done, tag);
 	if (rc == ZOK)
