@@ -233,6 +233,9 @@ typedef struct ZklockSlot
 	 * none.  The worker acts on it under the lock.
 	 */
 	pg_atomic_uint64 give_back;
+	int64		ready_czxid;	/* double barrier: creation zxid of the
+								 * P/ready its enter passed, 0 if unknown;
+								 * the leave deletes only that one */
 } ZklockSlot;
 
 /*
@@ -257,6 +260,8 @@ typedef struct ZklockDelete
 	uint64		session_gen;	/* session whose ephemeral node it is */
 	char		prefix[ZKLOCK_PROTECTED_PREFIX_LEN + 1];
 	char		path[ZKLOCK_NODE_PATH_SIZE];
+	int64		czxid;			/* persistent node: delete it only while it
+								 * has this creation zxid (0: any) */
 } ZklockDelete;
 
 typedef struct ZklockShared

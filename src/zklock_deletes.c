@@ -2,7 +2,9 @@
  *
  * zklock_deletes.c
  *	  Guaranteed deletes: the shared pending-delete table, sent and retried
- *	  for the life of the session, and what a request records in it.
+ *	  for the life of the session, and what a request records in it.  The
+ *	  entries of persistent nodes (P/ready) are also kept on disk, so they
+ *	  outlive shared memory (a crash-restart or a restart of the server).
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +15,14 @@
 
 static int	delete_hint = 0;	/* where to look for a free entry */
 
+/*
+ * The persistent entries changed since they were last written to disk
+ * (only the worker adds or frees them); a write failed (logged once until
+ * one succeeds).
+ */
+static bool persist_dirty = false;
+static bool persist_failed = false;
+
 static DeleteLocal *delete_local(int i);
 static int delete_tag_current(const void *tag);
 static void delete_free(int i);
@@ -20,6 +30,8 @@ static void log_deletes_full(const char *consequence);
 static void delete_send(int i, TimestampTz now);
 static void delete_retry(int i, int rc);
 static void delete_done(int rc, const void *data);
+static void delete_stat_done(int rc, const struct Stat *stat, const void *data);
+static int	delete_find_persistent(const char *path, const char *prefix, int64 czxid);
 static void delete_prefix_done(int rc, const struct String_vector *strings,
 							   const void *data);
 static void delete_prefix_child_done(int rc, const void *data);
@@ -76,6 +88,8 @@ delete_free(int i)
 {
 	ZklockShared *sh = zklock_shared;
 
+	if (zklock_deletes[i].persistent)
+		persist_dirty = true;
 	zklock_deletes[i].serial = 0;
 	zklock_dlocal[i].serial = 0;
 	sh->deletes_used--;
@@ -123,6 +137,11 @@ delete_send(int i, TimestampTz now)
 	}
 	if (e->by_prefix)
 		rc = zoo_aget_children(zklock_zh, e->path, 0, delete_prefix_done, tag);
+	else if (e->czxid != 0)
+	{
+		/* limited to one node: look whose it is first */
+		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);
+	}
 	else
 		rc = zoo_adelete(zklock_zh, e->path, -1, delete_done, tag);
 	if (rc == ZOK)
@@ -136,14 +155,43 @@ delete_send(int i, TimestampTz now)
 }
 
 /*
+ * The entry of a persistent node with this path, prefix and creation
+ * zxid, or -1.
+ */
+static int
+delete_find_persistent(const char *path, const char *prefix, int64 czxid)
+{
+	ZklockShared *sh = zklock_shared;
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (e->persistent && e->czxid == czxid &&
+			strcmp(e->path, path) == 0 && strcmp(e->prefix, prefix) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
  * Add an entry: the node at path (prefix NULL) or every child of path
- * named prefix...; a persistent node's entry survives the session, an
- * ephemeral node's belongs to session gen.  Sent at once when connected,
- * so it reaches the server ahead of anything asked after it.  Returns
- * false when the table is full (the node is then named in the log).
+ * named prefix...; a persistent node's entry survives the session (and
+ * shared memory: it is written to disk), an ephemeral node's belongs to
+ * session gen.  czxid, when not 0, limits the delete of a persistent node
+ * to the node of that creation zxid: one made again later is not ours.
+ * Sent at once when connected, so it reaches the server ahead of anything
+ * asked after it.  Returns false when the table is full (the node is then
+ * named in the log).
  */
 bool
-zklock_delete_add(const char *path, const char *prefix, bool persistent, uint64 gen)
+zklock_delete_add(const char *path, const char *prefix, bool persistent,
+				  uint64 gen, int64 czxid)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockDelete *e;
@@ -151,6 +199,9 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent, uint64 
 	int			i;
 	int			j = -1;
 
+	/* one entry per persistent node is enough (every leave records it) */
+	if (persistent && delete_find_persistent(path, prefix ? prefix : "", czxid) >= 0)
+		return true;
 	if (sh->deletes_used >= n)
 	{
 		log_deletes_full("nodes that must be deleted meanwhile are not recorded");
@@ -177,9 +228,12 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent, uint64 
 	e->by_prefix = (prefix != NULL);
 	e->persistent = persistent;
 	e->session_gen = gen;
+	e->czxid = persistent ? czxid : 0;
 	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
 	strlcpy(e->path, path, sizeof(e->path));
 	sh->deletes_used++;
+	if (persistent)
+		persist_dirty = true;
 	delete_send(j, GetCurrentTimestamp());
 	return true;
 }
@@ -192,7 +246,7 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent, uint64 
 void
 zklock_queue_delete(const char *path, const char *prefix)
 {
-	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen);
+	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0);
 	if (prefix == NULL)
 		zklock_lk_node_gone(path);	/* local waiters on it look again */
 }
@@ -239,7 +293,9 @@ delete_retry(int i, int rc)
 
 /*
  * Completion of a guaranteed delete: done on success or NoNode, tried
- * again on anything else.
+ * again on anything else.  BadVersion (a delete limited to one creation
+ * zxid, see delete_stat_done): the node changed since it was looked at,
+ * so it is looked at again at once.
  */
 static void
 delete_done(int rc, const void *data)
@@ -252,6 +308,60 @@ delete_done(int rc, const void *data)
 	{
 		if (rc == ZOK || rc == ZNONODE)
 			delete_free(i);
+		else if (rc == ZBADVERSION && zklock_deletes[i].czxid != 0)
+		{
+			DeleteLocal *dl = delete_local(i);
+
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
+		}
+		else
+			delete_retry(i, rc);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the look at a persistent node whose delete is limited to
+ * one creation zxid (P/ready of one round of a double barrier): gone, or
+ * made again since (another czxid: a later round's, not ours), the entry
+ * is done; still ours, it is deleted at the data version just seen
+ * (BadVersion: looked at again).  ZooKeeper cannot make a delete depend on
+ * the creation zxid itself, so a node deleted and made again within that
+ * one round trip would still go: the window is one round trip, not the
+ * life of the entry.
+ */
+static void
+delete_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (rc == ZNONODE)
+			delete_free(i);
+		else if (rc == ZOK && stat->czxid != e->czxid)
+		{
+			ereport(LOG,
+					(errmsg("zklock: zookeeper node \"%s\" is not deleted: it was made again since its delete was recorded",
+							e->path),
+					 errdetail("Its creation zxid is %lld, the delete was recorded for %lld, which is gone.",
+							   (long long) stat->czxid, (long long) e->czxid)));
+			delete_free(i);
+		}
+		else if (rc == ZOK)
+		{
+			int			zrc = zoo_adelete(zklock_zh, e->path, stat->version,
+										  delete_done, zklock_make_tag(i, e->serial));
+
+			if (zrc != ZOK)
+				delete_retry(i, ZCONNECTIONLOSS);
+		}
 		else
 			delete_retry(i, rc);
 	}
@@ -467,4 +577,114 @@ zklock_record_slot_deletes(int idx, bool can_wait)
 	}
 	zklock_sweep_doubted(idx, false);	/* late creates (zklock_ghosts.c) */
 	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The entries of persistent nodes on disk ($PGDATA/zklock.deletes, see
+ * zklock_session.c).  Shared memory does not outlive a crash-restart or a
+ * restart of the server, and a persistent node (P/ready) left behind stays
+ * for good: so the worker writes them whenever they changed, once per trip
+ * around its event loop, before it waits, outside the lock (no fsync while
+ * backends wait for the lock); a worker that starts puts them back into the
+ * table, to be applied on whichever session it gets (a persistent node
+ * belongs to no session).
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Write the persistent entries to disk if they changed since the last
+ * write; a failed write is tried again on the next call.  Worker only,
+ * without the lock.
+ */
+void
+zklock_deletes_persist(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *copy;
+	int			n = 0;
+	int			seen = 0;
+	int			i;
+
+	if (!persist_dirty)
+		return;
+	copy = palloc(sizeof(ZklockDelete) * Max(sh->ndeletes, 1));
+	LWLockAcquire(sh->lock, LW_SHARED);
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		if (zklock_deletes[i].serial == 0)
+			continue;
+		seen++;
+		if (zklock_deletes[i].persistent)
+			copy[n++] = zklock_deletes[i];
+	}
+	LWLockRelease(sh->lock);
+	persist_dirty = false;
+	if (zklock_persistent_deletes_save(copy, n, persist_failed ? DEBUG1 : LOG))
+		persist_failed = false;
+	else
+	{
+		persist_dirty = true;
+		persist_failed = true;
+	}
+	pfree(copy);
+}
+
+/*
+ * A worker starts: put the persistent entries on disk back into the table
+ * (those it does not hold already: a restarted worker finds them in shared
+ * memory too).  They are sent once connected, on any session.
+ */
+void
+zklock_deletes_load(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *saved;
+	char	   *file_hosts;
+	bool		same_hosts;
+	int			n;
+	int			added = 0;
+	int			i;
+
+	saved = palloc(sizeof(ZklockDelete) * Max(sh->ndeletes, 1));
+	n = zklock_persistent_deletes_read(saved, sh->ndeletes, &file_hosts);
+	same_hosts = (file_hosts != NULL &&
+				  strcmp(file_hosts, zklock_hosts ? zklock_hosts : "") == 0);
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+	{
+		ZklockDelete *e = &saved[i];
+
+		if (delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
+			continue;			/* a restarted worker: the table has it */
+		if (!same_hosts && e->czxid == 0)
+		{
+			/*
+			 * Recorded for other hosts (another ensemble or chroot, or the
+			 * same one named differently) and not limited to one node: the
+			 * path may name another node now.  One limited to its creation
+			 * zxid is safe anywhere (a zxid is unique in an ensemble).
+			 */
+			ereport(LOG,
+					(errmsg("zklock: not deleting zookeeper node \"%s\": its delete was recorded for another zklock.hosts",
+							e->path),
+					 errdetail("The delete was recorded while zklock.hosts was \"%s\"; delete the node by hand if it is still there.",
+							   file_hosts)));
+			continue;
+		}
+		if (zklock_delete_add(e->path, e->by_prefix ? e->prefix : NULL, true,
+							  sh->session_gen, e->czxid))
+			added++;
+	}
+	/* the file says from now on what the table says */
+	persist_dirty = true;
+	zklock_deletes_scan = true;
+	LWLockRelease(sh->lock);
+	if (added > 0)
+		ereport(LOG,
+				(errmsg_plural("zklock: %d delete of a persistent zookeeper node recorded before the restart is pending again",
+							   "zklock: %d deletes of persistent zookeeper nodes recorded before the restart are pending again",
+							   added, added)));
+	if (file_hosts != NULL)
+		pfree(file_hosts);
+	pfree(saved);
 }

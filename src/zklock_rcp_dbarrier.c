@@ -16,12 +16,15 @@
 static void denter_ready_done(int rc, const struct Stat *stat,
 							  const void *data);
 static void denter_create_done(int rc, const char *value, const void *data);
-static void denter_ready_created(int rc, const char *value, const void *data);
+static void denter_ready_created(int rc, const char *value,
+								 const struct Stat *stat, const void *data);
 static void denter_children_done(int rc, const struct String_vector *strings,
 								 const void *data);
 static void denter_list(int idx);
 static void leave_watch_done(int rc, const struct Stat *stat,
 							 const void *data);
+static void leave_ready_stat_done(int rc, const struct Stat *stat,
+								  const void *data);
 static void leave_ready_deleted(int rc, const void *data);
 static void leave_member_deleted(int rc, const void *data);
 static void leave_children_done(int rc, const struct String_vector *strings,
@@ -48,6 +51,7 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 		if (rc == ZOK)
 		{
 			req->ready_seen = true;
+			slot->ready_czxid = stat->czxid;	/* the P/ready we pass */
 			if (req->inflight == 0 && !req->create_sent)
 				zklock_grant(idx);		/* member node made, barrier ready */
 		}
@@ -129,17 +133,25 @@ denter_create_done(int rc, const char *value, const void *data)
 }
 
 /*
- * Completion of the create of P/ready: the barrier is open.
+ * Completion of the create of P/ready: the barrier is open.  Made by
+ * another member meanwhile: look at it (its creation zxid is what our
+ * leave may delete), which grants.
  */
 static void
-denter_ready_created(int rc, const char *value, const void *data)
+denter_ready_created(int rc, const char *value, const struct Stat *stat,
+					 const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
 	if (idx >= 0)
 	{
-		if (rc == ZOK || rc == ZNODEEXISTS)
+		if (rc == ZOK)
+		{
+			zklock_shared->slots[idx].ready_czxid = stat->czxid;
 			zklock_grant(idx);
+		}
+		else if (rc == ZNODEEXISTS)
+			(void) zklock_denter_watch_ready(idx);
 		else
 			zklock_call_failed(idx, rc, "open the double barrier");
 	}
@@ -168,8 +180,8 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 				int			zrc;
 
 				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
-				zrc = zoo_acreate(zklock_zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
-								  denter_ready_created, zklock_slot_tag(idx));
+				zrc = zoo_acreate2(zklock_zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
+								   denter_ready_created, zklock_slot_tag(idx));
 				if (zrc != ZOK)
 					zklock_park(idx, true);
 				else
@@ -213,6 +225,7 @@ zklock_denter_start(int idx)
 
 	if (slot->uuid[0] == '\0')
 	{
+		slot->ready_czxid = 0;
 		if (!zklock_new_uuid(slot->uuid))
 		{
 			zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
@@ -261,8 +274,51 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 }
 
 /*
+ * The leave is done: P/ready is gone, or is a later round's.
+ */
+static void
+leave_done(int idx)
+{
+	zklock_shared->slots[idx].node[0] = '\0';
+	zklock_slot_finish(idx, ZKR_OK, 1);
+}
+
+/*
+ * Completion of the look at P/ready at the end of a leave: delete it if
+ * it is the one our enter passed (same creation zxid), at the version just
+ * seen.  Gone (another member removed it first) or made again since by a
+ * later round (another creation zxid): the leave is done, that one is not
+ * ours.
+ */
+static void
+leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+		if (rc == ZNONODE ||
+			(rc == ZOK && slot->ready_czxid != 0 && stat->czxid != slot->ready_czxid))
+			leave_done(idx);
+		else if (rc == ZOK)
+		{
+			snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+			zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, stat->version,
+											  leave_ready_deleted, zklock_slot_tag(idx)));
+		}
+		else
+			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
  * Completion of the delete of P/ready at the end of a leave: only now is
- * the leave done (NoNode: another member removed it first).
+ * the leave done (NoNode: another member removed it first; BadVersion: it
+ * changed since we looked, look again).
  */
 static void
 leave_ready_deleted(int rc, const void *data)
@@ -272,10 +328,9 @@ leave_ready_deleted(int rc, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZOK || rc == ZNONODE)
-		{
-			zklock_shared->slots[idx].node[0] = '\0';
-			zklock_slot_finish(idx, ZKR_OK, 1);
-		}
+			leave_done(idx);
+		else if (rc == ZBADVERSION)
+			zklock_leave_finish(idx);
 		else
 			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
@@ -285,10 +340,14 @@ leave_ready_deleted(int rc, const void *data)
 /*
  * All members are gone: remove P/ready, and report the leave done once
  * the server applied that delete.  The delete is also recorded in the
- * pending-delete table first (a persistent node: it outlives the
- * session), so a leave given up or failed meanwhile still removes it and
- * the next round cannot pass with too few members.  Caller holds the
- * lock.
+ * pending-delete table first (a persistent node: it outlives the session,
+ * and the entry is kept on disk too), so a leave given up or failed
+ * meanwhile, even across a restart of the server, still removes it and
+ * the next round cannot pass with too few members.  Both the leave and
+ * the entry delete only the P/ready our enter passed (its creation zxid):
+ * applied late, after a later round made P/ready again, a blind delete
+ * would take that round's P/ready from under it (its late members would
+ * count too few and wait).  Caller holds the lock.
  */
 void
 zklock_leave_finish(int idx)
@@ -300,10 +359,11 @@ zklock_leave_finish(int idx)
 	if (slot->phase != ZKP_READY)
 	{
 		slot->phase = ZKP_READY;
-		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen);
+		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen,
+								 slot->ready_czxid);
 	}
 	if (!zklock_connected ||
-		zoo_adelete(zklock_zh, buf, -1, leave_ready_deleted, zklock_slot_tag(idx)) != ZOK)
+		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_slot_tag(idx)) != ZOK)
 		zklock_park(idx, false);
 	else
 		zklock_reqs[idx].inflight++;

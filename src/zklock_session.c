@@ -22,6 +22,14 @@
  * case) is acted on.  Anything else is removed unread.  A clean start never
  * needs the file: a clean shutdown closed the session already.
  *
+ * Beside it, zklock.deletes keeps the pending deletes of persistent nodes
+ * (P/ready of a double barrier), which no session end removes and which
+ * must outlive shared memory (zklock_deletes.c writes and reads it through
+ * the functions at the end of this file).  Unlike the session file it is
+ * acted on by any later server run: a delete names the node's creation
+ * zxid, so only that very node is deleted (one that does not is applied
+ * only with the same zklock.hosts).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,17 +41,23 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "utils/timestamp.h"
 
 #include "postmaster/postmaster.h"
 
 #include "zklock.h"
+#include "zklock_worker_int.h"
 
 /* relative to the data directory, which is every process's cwd */
 #define SESSION_FILE		"zklock.session"
 #define SESSION_FILE_TMP	"zklock.session.tmp"
+#define DELETES_FILE		"zklock.deletes"
+#define DELETES_FILE_TMP	"zklock.deletes.tmp"
+#define DELETES_MAGIC		"zklock pending deletes 1"
 
 /*
  * Who this server run is, as one line of text: postmaster pid, postmaster
@@ -271,4 +285,215 @@ zklock_postmaster_exit(int code, Datum arg)
 		return;
 	if (zklock_session_close(id, passwd, 3000))
 		zklock_session_forget();
+}
+
+/* ---------------------------------------------------------------------
+ * The pending deletes of persistent nodes: $PGDATA/zklock.deletes.
+ *
+ *   zklock pending deletes 1 <crc32c of the rest, 8 hex digits>
+ *   hosts <zklock.hosts>
+ *   <czxid>\t<prefix>\t<path>          one line a node ("" prefix: by name)
+ *
+ * ZooKeeper paths hold no control characters, so tabs and newlines
+ * separate safely.  The file is bounded: at most one line per entry of the
+ * table.  One that is damaged (checksum, syntax, size) is ignored with a
+ * WARNING.  The caller compares the hosts: an entry without a creation
+ * zxid recorded for another zklock.hosts (another ensemble or chroot: its
+ * path may name another node) is not applied.
+ * ---------------------------------------------------------------------
+ */
+
+/* longest line of one entry */
+#define DELETES_LINE_MAX	(21 + 1 + ZKLOCK_PROTECTED_PREFIX_LEN + 1 + ZKLOCK_NODE_PATH_SIZE + 1)
+
+/*
+ * Write the n entries (persistent, by name or by prefix) to the file,
+ * durably (a temporary file, fsynced and renamed into place); none: remove
+ * the file.  Problems are reported at elevel.  Returns false when the file
+ * may not say what was asked.
+ */
+bool
+zklock_persistent_deletes_save(const ZklockDelete *entries, int n, int elevel)
+{
+	StringInfoData body;
+	char		head[64];
+	pg_crc32c	crc;
+	int			hlen;
+	int			fd;
+	int			i;
+	bool		ok = false;
+
+	if (n == 0)
+	{
+		struct stat st;
+
+		if (stat(DELETES_FILE, &st) != 0 && errno == ENOENT)
+			return true;
+		return durable_unlink(DELETES_FILE, elevel) == 0;
+	}
+
+	initStringInfo(&body);
+	appendStringInfo(&body, "hosts %s\n", zklock_hosts ? zklock_hosts : "");
+	for (i = 0; i < n; i++)
+		appendStringInfo(&body, "%lld\t%s\t%s\n", (long long) entries[i].czxid,
+						 entries[i].by_prefix ? entries[i].prefix : "",
+						 entries[i].path);
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, body.data, body.len);
+	FIN_CRC32C(crc);
+	hlen = snprintf(head, sizeof(head), "%s %08x\n", DELETES_MAGIC, (unsigned int) crc);
+
+	fd = open(DELETES_FILE_TMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
+	if (fd < 0)
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not create \"%s\": %m", DELETES_FILE_TMP)));
+	else if ((errno = 0, write(fd, head, hlen) != hlen) ||
+			 write(fd, body.data, body.len) != body.len)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("zklock: could not write \"%s\": %m", DELETES_FILE_TMP)));
+		close(fd);
+		unlink(DELETES_FILE_TMP);
+	}
+	else
+	{
+		close(fd);
+		/* fsyncs the file, renames it, fsyncs the directory */
+		ok = (durable_rename(DELETES_FILE_TMP, DELETES_FILE, elevel) == 0);
+	}
+	pfree(body.data);
+	return ok;
+}
+
+/*
+ * Parse one entry line (NUL-terminated, without its newline) into e.
+ */
+static bool
+parse_delete_line(char *line, ZklockDelete *e)
+{
+	char	   *tab1 = strchr(line, '\t');
+	char	   *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+	char	   *end;
+	long long	czxid;
+	const char *p;
+
+	if (tab2 == NULL)
+		return false;
+	*tab1 = *tab2 = '\0';
+	errno = 0;
+	czxid = strtoll(line, &end, 10);
+	if (errno != 0 || end == line || *end != '\0' || czxid < 0)
+		return false;
+	if (strlen(tab1 + 1) > ZKLOCK_PROTECTED_PREFIX_LEN ||
+		tab2[1] != '/' || strlen(tab2 + 1) >= ZKLOCK_NODE_PATH_SIZE)
+		return false;
+	for (p = tab1 + 1; *p; p++)
+		if ((unsigned char) *p < 0x20 || *p == 0x7f)
+			return false;
+	memset(e, 0, sizeof(*e));
+	e->persistent = true;
+	e->czxid = (int64) czxid;
+	e->by_prefix = (tab1[1] != '\0');
+	strlcpy(e->prefix, tab1 + 1, sizeof(e->prefix));
+	strlcpy(e->path, tab2 + 1, sizeof(e->path));
+	return true;
+}
+
+/*
+ * Read the file into out (at most max entries).  Returns how many entries
+ * it holds (0 when there is none, or it is damaged: said in the log), and
+ * in *hosts (palloc'd) the zklock.hosts they were recorded for.
+ */
+int
+zklock_persistent_deletes_read(ZklockDelete *out, int max, char **file_hosts)
+{
+	Size		limit = 64 + 7 + MAXPGPATH + (Size) max * DELETES_LINE_MAX;
+	char	   *buf;
+	char	   *body;
+	char	   *line;
+	char	   *next;
+	unsigned int want;
+	pg_crc32c	crc;
+	ssize_t		len = 0;
+	ssize_t		r;
+	int			fd;
+	int			n = 0;
+	const char *bad = NULL;
+
+	*file_hosts = NULL;
+	fd = open(DELETES_FILE, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+	{
+		if (errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("zklock: could not open \"%s\": %m", DELETES_FILE),
+					 errdetail("Deletes of persistent zookeeper nodes (double barriers' ready nodes) recorded before the restart are not applied.")));
+		return 0;
+	}
+	buf = palloc(limit + 2);
+	while (len <= (ssize_t) limit &&
+		   (r = read(fd, buf + len, limit + 1 - len)) > 0)
+		len += r;
+	close(fd);
+	buf[len] = '\0';
+
+	body = strchr(buf, '\n');
+	if (len > (ssize_t) limit)
+		bad = "it is too large";
+	else if (strlen(buf) != (size_t) len)
+		bad = "it holds a NUL byte";
+	else if (body == NULL || len == 0 || buf[len - 1] != '\n')
+		bad = "it is truncated";
+	else if (strncmp(buf, DELETES_MAGIC " ", strlen(DELETES_MAGIC) + 1) != 0 ||
+			 sscanf(buf + strlen(DELETES_MAGIC) + 1, "%8x", &want) != 1 ||
+			 body != buf + strlen(DELETES_MAGIC) + 1 + 8)
+		bad = "its first line is not that of the file";
+	else
+	{
+		body++;
+		INIT_CRC32C(crc);
+		COMP_CRC32C(crc, body, len - (body - buf));
+		FIN_CRC32C(crc);
+		if (crc != (pg_crc32c) want)
+			bad = "its checksum does not match";
+		else if (strncmp(body, "hosts ", 6) != 0)
+			bad = "it names no zklock.hosts";
+	}
+
+	*file_hosts = NULL;
+	if (bad == NULL)
+	{
+		char	   *nl = strchr(body, '\n');
+
+		*nl = '\0';
+		*file_hosts = pstrdup(body + 6);
+		for (line = nl + 1; *line != '\0' && bad == NULL; line = next)
+		{
+			next = strchr(line, '\n');
+			*next++ = '\0';
+			if (n >= max)
+				bad = "it holds more entries than the table";
+			else if (!parse_delete_line(line, &out[n]))
+				bad = "an entry is malformed";
+			else
+				n++;
+		}
+	}
+	if (bad != NULL)
+	{
+		ereport(WARNING,
+				(errmsg("zklock: ignoring \"%s\": %s", DELETES_FILE, bad),
+				 errdetail("Deletes of persistent zookeeper nodes (double barriers' ready nodes) recorded before the restart are not applied; such a node left behind must be deleted by hand.")));
+		n = 0;
+		if (*file_hosts != NULL)
+			pfree(*file_hosts);
+		*file_hosts = NULL;
+	}
+	pfree(buf);
+	return n;
 }

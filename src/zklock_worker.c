@@ -94,6 +94,7 @@ rebuild_wait_set(int fd, int interest)
 static void
 worker_exit(int code, Datum arg)
 {
+	zklock_deletes_persist();
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = 0;
 	zklock_shared->worker_latch = NULL;
@@ -277,6 +278,9 @@ zklock_worker_main(Datum main_arg)
 		}
 	}
 
+	/* deletes of persistent nodes an earlier run could not apply */
+	zklock_deletes_load();
+
 	for (;;)
 	{
 		long		timeout_ms = 1000;
@@ -357,6 +361,8 @@ zklock_worker_main(Datum main_arg)
 								 Max((long) ((zklock_auth_retry_at - now) / 1000) + 1, 1));
 		}
 
+		/* what this trip changed in the persistent deletes, on disk */
+		zklock_deletes_persist();
 		zklock_flush_wakes();
 		zklock_worker_log_flush();
 		set_cork(false);
@@ -381,5 +387,6 @@ zklock_worker_main(Datum main_arg)
 		if (zklock_zh != NULL)
 			process_zookeeper(zkevents);
 		zklock_worker_log_flush();
+		zklock_deletes_persist();
 	}
 }

@@ -238,8 +238,10 @@ extern int zklock_rc_sqlstate(int rc);
 
 /* zklock_deletes.c */
 extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen);
+							  bool persistent, uint64 gen, int64 czxid);
 extern bool zklock_deletes_due(TimestampTz now);
+extern void zklock_deletes_load(void);
+extern void zklock_deletes_persist(void);
 extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern bool zklock_record_slot_deletes(int idx, bool can_wait);
@@ -250,6 +252,11 @@ extern void zklock_delete_ghosts(const char *base, char *const *children,
 								 int n);
 extern void zklock_note_doubt(int idx, bool aux);
 extern void zklock_sweep_doubted(int idx, bool aux_only);
+/* zklock_session.c: the file of pending deletes of persistent nodes */
+extern bool zklock_persistent_deletes_save(const ZklockDelete *entries, int n,
+										   int elevel);
+extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
+										   char **file_hosts);
 
 /* zklock_request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
