@@ -13,6 +13,8 @@ OBJS = \
 	src/zklock_deletes.o \
 	src/zklock_ghosts.o \
 	src/zklock_lockeng.o \
+	src/zklock_local.o \
+	src/zklock_confirm.o \
 	src/zklock_rcp_semaphore.o \
 	src/zklock_rcp_barrier.o \
 	src/zklock_rcp_dbarrier.o \

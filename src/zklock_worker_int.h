@@ -281,15 +281,28 @@ extern void zklock_start_request(int idx);
 extern void zklock_sweep_lost_session(const char *why);
 
 /* zklock_lockeng.c */
+extern uint64 zklock_lk_creates_sent;
 extern void zklock_adopt_check(int idx, const char *base, const char *name);
-extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
-									 const void *data);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
+extern void zklock_lk_target(int idx, LockTarget *t);
+extern void zklock_lk_granted(int idx);
+
+/* zklock_local.c: the lock engine's local layer */
+extern void zklock_lk_placed(int idx);
+extern int	zklock_local_node_owner(const char *base, const char *name, int except);
+extern int	zklock_local_tail_owner(int idx, const char *base, const char *after,
+									bool reader);
+extern void zklock_wait_locally(int idx, const char *pred, int owner, int blockers);
+extern void zklock_settle_followers(int idx, bool granted);
 extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
 extern void zklock_lk_released(int idx);
 extern void zklock_lk_node_gone(const char *path);
 extern void zklock_lk_check_local_waits(void);
+
+/* zklock_confirm.c */
+extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
+									 const void *data);
 
 /* zklock_rcp_semaphore.c */
 extern void zklock_lease_create(int idx);
