@@ -14,6 +14,7 @@ OBJS = \
 	src/zklock_ghosts.o \
 	src/zklock_lockeng.o \
 	src/zklock_local.o \
+	src/zklock_local_rules.o \
 	src/zklock_confirm.o \
 	src/zklock_rcp_semaphore.o \
 	src/zklock_rcp_barrier.o \
@@ -54,4 +55,5 @@ unittest:
 
 # every object depends on the shared headers
 $(OBJS): src/zklock.h src/zklock_recipe.h src/zklock_lease_rules.h \
+	src/zklock_local_rules.h \
 	src/zklock_worker_int.h src/zklock_backend_int.h

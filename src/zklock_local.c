@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "zklock_local_rules.h"
 #include "zklock_worker_int.h"
 
 static void join_reader(int idx);
@@ -76,28 +77,38 @@ zklock_lk_placed(int idx)
 
 	zklock_lk_target(idx, &t);
 	owner = zklock_local_tail_owner(idx, t.base, t.node, t.rw);
-	if (owner < 0 && t.rw && follows_released_reader(idx, &t))
-		join_reader(idx);
-	else if (owner < 0)
-		zklock_lk_list(idx);
-	else if (t.rw && zklock_shared->slots[owner].state != ZKS_ACTIVE)
-		join_reader(idx);
-	else if (t.rw)
+	switch (zklock_placement(owner >= 0,
+							 owner >= 0 && zklock_shared->slots[owner].state == ZKS_ACTIVE,
+							 t.rw,
+							 owner < 0 && t.rw && follows_released_reader(idx, &t),
+							 zklock_shared->slots[idx].try_only))
 	{
-		LockTarget	o;
+		case ZKLOCK_PLACE_LIST:
+			zklock_lk_list(idx);
+			break;
+		case ZKLOCK_PLACE_JOIN_READER:
+			join_reader(idx);
+			break;
+		case ZKLOCK_PLACE_FOLLOW_READER:
+			{
+				LockTarget	o;
 
-		zklock_lk_target(owner, &o);
-		zklock_wait_locally(idx, o.node, owner, 0);
-		zklock_reqs[idx].follow_reader = true;
-	}
-	else if (zklock_shared->slots[idx].try_only)
-		zklock_give_up_try(idx);
-	else
-	{
-		LockTarget	o;
+				zklock_lk_target(owner, &o);
+				zklock_wait_locally(idx, o.node, owner, 0);
+				zklock_reqs[idx].follow_reader = true;
+				break;
+			}
+		case ZKLOCK_PLACE_GIVE_UP_TRY:
+			zklock_give_up_try(idx);
+			break;
+		case ZKLOCK_PLACE_WAIT_BEHIND:
+			{
+				LockTarget	o;
 
-		zklock_lk_target(owner, &o);
-		zklock_wait_locally(idx, o.node, owner, 1);
+				zklock_lk_target(owner, &o);
+				zklock_wait_locally(idx, o.node, owner, 1);
+				break;
+			}
 	}
 }
 
@@ -178,9 +189,11 @@ int
 zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 {
 	ZklockShared *sh = zklock_shared;
-	int			take[ZKLOCK_HANDOVER_MAX];
-	int			ntake = 0;
-	bool		exclusive = false;
+	int			cand[ZKLOCK_HANDOVER_MAX + 1];
+	ZklockHandoverCandidate c[ZKLOCK_HANDOVER_MAX + 1];
+	bool		take[ZKLOCK_HANDOVER_MAX + 1];
+	int			ncand = 0;
+	int			ntake;
 	bool		twin = false;
 	int			i;
 	int			k;
@@ -206,19 +219,22 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 		zklock_lk_target(i, &t);
 		if (t.node[0] == '\0' || strcmp(t.base, base) != 0)
 			continue;
-		if (t.rw ? !req->pred_last : !held_mutex)
-			continue;
-		if (!t.read)
-			exclusive = true;
-		if (ntake == lengthof(take))
+		if (ncand == lengthof(cand))
 			return 0;			/* more than the protocol allows: be safe */
-		take[ntake++] = i;
+		cand[ncand] = i;
+		c[ncand].rw = t.rw;
+		c[ncand].read = t.read;
+		c[ncand].pred_last = req->pred_last;
+		ncand++;
 	}
-	if (ntake == 0 || (exclusive && (ntake > 1 || twin)))
-		return 0;
-	for (k = 0; k < ntake; k++)
+	ntake = zklock_handover_choice(c, ncand, held_mutex, twin,
+								   ZKLOCK_HANDOVER_MAX, take);
+	for (k = 0; k < ncand && ntake > 0; k++)
 	{
-		WorkerReq  *req = &zklock_reqs[take[k]];
+		WorkerReq  *req = &zklock_reqs[cand[k]];
+
+		if (!take[k])
+			continue;
 
 		/* a watch on node, when there is one, must not list again */
 		req->handover_wait = true;

@@ -26,6 +26,9 @@ trap cleanup EXIT
 
 if [[ " $what " == *" regress "* ]]; then
 	echo "=== pg_regress (private ZooKeeper and PostgreSQL) ==="
+	# the list is the Makefile's REGRESS, written once
+	REGRESS_TESTS=$(sed -n 's/^REGRESS = //p' Makefile)
+	[ -n "$REGRESS_TESTS" ] || { echo "no REGRESS list in the Makefile"; exit 1; }
 	ZKPORT=$(test/zk/zk.sh start "$ZKDIR") || { echo "could not start ZooKeeper"; exit 1; }
 	cat > "$WORK/regress.conf" <<CONF
 shared_preload_libraries = 'zklock'
@@ -41,8 +44,7 @@ CONF
 			--bindir="$PGBIN" \
 			--inputdir="$REPO" --outputdir="$WORK/regress-out" \
 			--dbname=zklock_regress --encoding=UTF8 --no-locale \
-			zklock_mutex zklock_recipes zklock_input zklock_security \
-			zklock_encoding; then
+			$REGRESS_TESTS; then
 		cat "$WORK/regress-out/regression.diffs" 2>/dev/null
 		status=1
 	fi
