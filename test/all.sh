@@ -31,6 +31,9 @@ make -s clean PG_CONFIG="$PG_CONFIG"
 make -s PG_CONFIG="$PG_CONFIG" COPT=-Werror
 make -s install PG_CONFIG="$PG_CONFIG"
 
+echo "=== call graph between the C files (no new cycle) ==="
+perl test/callgraph.pl src
+
 echo "=== unit tests of the recipe core (cmocka) ==="
 make -s -C test/unit clean
 make -s -C test/unit check
