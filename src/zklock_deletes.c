@@ -155,6 +155,33 @@ delete_send(int i, TimestampTz now)
 }
 
 /*
+ * Is the delete of the node at path, by name, in the pending-delete table:
+ * recorded and not yet answered by the server (an answer, OK or NoNode,
+ * frees the entry: the node is gone)?  A ghost already queued is not
+ * queued twice; a handover grants only once its released node's delete
+ * has been answered.  Caller holds the lock.
+ */
+bool
+zklock_delete_pending(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (!e->by_prefix && strcmp(e->path, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The entry of a persistent node with this path, prefix and creation
  * zxid, or -1.
  */

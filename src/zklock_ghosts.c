@@ -18,32 +18,6 @@
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
-static bool delete_pending(const char *path);
-
-/*
- * Is the delete of the node at path already in the pending-delete table?
- * (Two listings in flight may both show the same ghost.)  Caller holds the
- * lock.
- */
-static bool
-delete_pending(const char *path)
-{
-	ZklockShared *sh = zklock_shared;
-	int			seen = 0;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
-		if (!e->by_prefix && strcmp(e->path, path) == 0)
-			return true;
-	}
-	return false;
-}
 
 /*
  * A listing of base (its n children) came in: queue the delete of every
@@ -112,7 +86,7 @@ zklock_delete_ghosts(const char *base, char *const *children, int n)
 		char		path[ZKLOCK_NODE_PATH_SIZE];
 
 		snprintf(path, sizeof(path), "%s/%s", base, children[ghosts[i]]);
-		if (delete_pending(path))
+		if (zklock_delete_pending(path))
 			continue;
 		ereport(LOG,
 				(errmsg("zklock: deleting zookeeper node \"%s\": it carries the protection prefix of a request of this worker but is not that request's node",

@@ -24,7 +24,6 @@ static void join_reader(int idx);
 static bool follows_released_reader(int idx, const LockTarget *t);
 static void end_local_wait(int idx);
 static void handover_check(int idx, const LockTarget *t);
-static bool delete_pending(const char *path);
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
 static bool released_node_pending(const char *base, const char *node);
@@ -74,14 +73,16 @@ zklock_lk_placed(int idx)
 {
 	LockTarget	t;
 	int			owner;
+	ZklockPlacement place;
 
 	zklock_lk_target(idx, &t);
 	owner = zklock_local_tail_owner(idx, t.base, t.node, t.rw);
-	switch (zklock_placement(owner >= 0,
+	place = zklock_placement(owner >= 0,
 							 owner >= 0 && zklock_shared->slots[owner].state == ZKS_ACTIVE,
 							 t.rw,
 							 owner < 0 && t.rw && follows_released_reader(idx, &t),
-							 zklock_shared->slots[idx].try_only))
+							 zklock_shared->slots[idx].try_only);
+	switch (place)
 	{
 		case ZKLOCK_PLACE_LIST:
 			zklock_lk_list(idx);
@@ -89,24 +90,20 @@ zklock_lk_placed(int idx)
 		case ZKLOCK_PLACE_JOIN_READER:
 			join_reader(idx);
 			break;
-		case ZKLOCK_PLACE_FOLLOW_READER:
-			{
-				LockTarget	o;
-
-				zklock_lk_target(owner, &o);
-				zklock_wait_locally(idx, o.node, owner, 0);
-				zklock_reqs[idx].follow_reader = true;
-				break;
-			}
 		case ZKLOCK_PLACE_GIVE_UP_TRY:
 			zklock_give_up_try(idx);
 			break;
+		case ZKLOCK_PLACE_FOLLOW_READER:
 		case ZKLOCK_PLACE_WAIT_BEHIND:
 			{
+				bool		follow = (place == ZKLOCK_PLACE_FOLLOW_READER);
 				LockTarget	o;
 
+				/* a follower shares the reader's decision: nothing blocks it yet */
 				zklock_lk_target(owner, &o);
-				zklock_wait_locally(idx, o.node, owner, 1);
+				zklock_wait_locally(idx, o.node, owner, follow ? 0 : 1);
+				if (follow)
+					zklock_reqs[idx].follow_reader = true;
 				break;
 			}
 	}
@@ -246,26 +243,6 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 }
 
 /*
- * Whether the pending-delete table holds the delete of the node at path by
- * name: recorded and not yet answered by the server (an answer, OK or
- * NoNode, frees the entry: the node is gone).  Caller holds the lock.
- */
-static bool
-delete_pending(const char *path)
-{
-	ZklockShared *sh = zklock_shared;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes; i++)
-	{
-		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].by_prefix &&
-			strcmp(zklock_deletes[i].path, path) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
  * The delete of pred (the released node) has just been recorded, and sent
  * when connected: the waiter idx chosen by zklock_lk_hand_over asks, behind
  * it on the same session, whether its own node is still there.  The
@@ -288,7 +265,7 @@ handover_check(int idx, const LockTarget *t)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
-	if (!delete_pending(buf))
+	if (!zklock_delete_pending(buf))
 	{
 		zklock_lk_list(idx);
 		return;
@@ -325,7 +302,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 		req->handover_wait = false;
 		zklock_lk_target(idx, &t);
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
-		if (rc == ZOK && !delete_pending(buf) && zklock_connected &&
+		if (rc == ZOK && !zklock_delete_pending(buf) && zklock_connected &&
 			zklock_lease_valid(zklock_mono_now(), NULL))
 		{
 			req->pred[0] = '\0';

@@ -237,6 +237,7 @@ extern bool zklock_rc_session_gone(int rc);
 extern int zklock_rc_sqlstate(int rc);
 
 /* zklock_deletes.c */
+extern bool zklock_delete_pending(const char *path);
 extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid);
 extern bool zklock_deletes_due(TimestampTz now);
