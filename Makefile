@@ -8,6 +8,7 @@ OBJS = \
 	src/zklock_worker_log.o \
 	src/zklock_recipes.o \
 	src/zklock_conn.o \
+	src/zklock_dispatch.o \
 	src/zklock_request.o \
 	src/zklock_zkio.o \
 	src/zklock_deletes.o \
@@ -23,6 +24,7 @@ OBJS = \
 	src/zklock_rcp_participants.o \
 	src/zklock_backend.o \
 	src/zklock_wait.o \
+	src/zklock_acquire.o \
 	src/zklock_args.o \
 	src/zklock_views.o \
 	src/zklock_rcp_mutex.o \

@@ -292,34 +292,6 @@ zklock_shmem_startup_hook(void)
 }
 
 /*
- * The wait event to report while waiting for the given kind of thing.
- * PostgreSQL 17 registers extension wait events by name in shared memory;
- * the id is looked up once per process and kept.  Earlier versions have
- * only the generic Extension event.
- */
-uint32
-zklock_wait_event(ZklockWaitKind kind)
-{
-#if PG_VERSION_NUM >= 170000
-	static const char *const names[ZKLOCK_WAIT_KINDS] = {
-		[ZKLOCK_WAIT_ACQUIRE] = "ZkLockAcquire",
-		[ZKLOCK_WAIT_REQUEST] = "ZkLockRequest",
-		[ZKLOCK_WAIT_WORKER] = "ZkLockWorkerMain",
-		[ZKLOCK_WAIT_TABLE] = "ZkLockTable",
-	};
-	static uint32 ids[ZKLOCK_WAIT_KINDS];
-
-	Assert(kind >= 0 && kind < ZKLOCK_WAIT_KINDS);
-	if (ids[kind] == 0)
-		ids[kind] = WaitEventExtensionNew(names[kind]);
-	return ids[kind];
-#else
-	(void) kind;
-	return PG_WAIT_EXTENSION;
-#endif
-}
-
-/*
  * Module load.  zklock only works preloaded: the worker and the shared
  * request table must exist before any backend uses it.
  */

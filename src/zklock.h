@@ -183,7 +183,20 @@ typedef struct ZklockKindInfo
 								   struct LocalLock *held);
 } ZklockKindInfo;
 
-extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);
+/* the kind table (zklock_recipes.c) */
+extern const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1];
+
+/*
+ * What the backend side says of a kind of hold.
+ */
+static inline const ZklockKindInfo *
+zklock_kind_info(ZklockKind kind)
+{
+	if ((int) kind < 0 || (int) kind > ZKK_BARRIER)
+		kind = ZKK_NONE;
+	return &zklock_kind_table[kind];
+}
+
 extern const char *zklock_op_state_name(ZklockOp op);
 
 typedef struct ZklockSlot
@@ -361,6 +374,7 @@ extern void zklock_slot_free(ZklockSlot *slot);
 extern bool zklock_give_up_new_request(int idx);
 extern bool zklock_give_back_slot(int idx);
 extern void zklock_give_back(int idx, int pid, uint32 serial);
+extern void zklock_withdraw_request(int idx, uint32 serial);
 extern bool zklock_give_back_pending(const ZklockSlot *slot);
 extern int	zklock_take_give_backs(int *withdraw);
 extern void zklock_lock_table(LWLockMode mode);

@@ -9,7 +9,9 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "zklock.h"
@@ -17,9 +19,7 @@
 
 /*
  * Validate a user's path and prefix it with zklock.namespace.  Errors
- * are raised here, before anything reaches the worker.  Then set the
- * backend up (zklock_backend_setup), so that every SQL function taking a
- * path has its registry and reports locks lost since its last call.
+ * are raised here, before anything reaches the worker.
  */
 void
 zklock_make_lock_key(text *path_text, ZklockKind kind, LocalLockKey *key, int *user_off)
@@ -55,9 +55,6 @@ zklock_make_lock_key(text *path_text, ZklockKind kind, LocalLockKey *key, int *u
 	memcpy(key->path + nslen, utf8, rawlen);
 	key->path[nslen + rawlen] = '\0';
 	*user_off = (int) nslen;
-
-	/* every call with a path sets the backend up: no entry point can skip it */
-	zklock_backend_setup();
 }
 
 /*
@@ -135,4 +132,68 @@ zklock_timeout_arg(FunctionCallInfo fcinfo, int argno)
 				 errhint("Use NULL to wait until the lock is granted.")));
 	/* rounded up to the millisecond, without overflowing */
 	return usecs / 1000 + (usecs % 1000 != 0);
+}
+
+/*
+ * Bytes as \x followed by hex, the way bytea prints them.
+ */
+static char *
+hex_text(const char *p, int len)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "\\x");
+	for (i = 0; i < len; i++)
+		appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
+	return buf.data;
+}
+
+/*
+ * A UTF-8 string from ZooKeeper (a path, a node name, node data) in the
+ * database encoding, always as a palloc'd copy.  In a UTF8 or SQL_ASCII
+ * database the bytes are kept as they are (SQL_ASCII does no conversion
+ * on the way in either).  In any other encoding the string is converted;
+ * when it holds a character the encoding cannot represent (a path of
+ * another database, say, seen through zk_locks), the whole string is shown
+ * as \x-hex rather than failing the query.  Invalid UTF-8 (another
+ * client's binary data) is shown as \x-hex too.
+ */
+char *
+zklock_text_from_utf8(const char *p, int len)
+{
+	int			enc = GetDatabaseEncoding();
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *volatile result = NULL;
+
+	if (!pg_verify_mbstr(PG_UTF8, p, len, true))
+		return hex_text(p, len);
+	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
+		return pnstrdup(p, len);
+
+	/* a conversion error has nothing to clean up but memory */
+	PG_TRY();
+	{
+		char	   *conv = pg_any_to_server(p, len, PG_UTF8);
+
+		result = conv == p ? pnstrdup(p, len) : conv;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		result = hex_text(p, len);
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
+ * text_from_utf8 as a text Datum, for a NUL-terminated string.
+ */
+Datum
+zklock_utf8_text_datum(const char *s)
+{
+	return CStringGetTextDatum(zklock_text_from_utf8(s, strlen(s)));
 }

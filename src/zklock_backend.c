@@ -3,8 +3,9 @@
  * zklock_backend.c
  *	  The backend's side: the local registry of held locks (how often this
  *	  backend holds each lock, at session and transaction level), the
- *	  transaction callbacks that release and check them, backend exit, and
- *	  the identity written into nodes.
+ *	  transaction callbacks that release and check them (COMMIT's checks),
+ *	  backend exit, and zklock_backend_setup, which every SQL entry point
+ *	  calls first and nothing below the entry points calls.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,7 +43,6 @@ static void release_due_holds(void);
 static bool lock_is_lost(LocalLock *ll);
 static bool xact_relies_on(LocalLock *ll);
 static void forget_lost_lock(LocalLock *ll);
-static bool confirm_lock(LocalLock *ll, char *why, size_t whylen);
 static void check_lease_at_commit(const char *when);
 static void check_locks_at_commit(void);
 static void xact_callback(XactEvent event, void *arg);
@@ -181,66 +181,6 @@ forget_lost_lock(LocalLock *ll)
 }
 
 /*
- * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
- * node of a held lock still exists in the worker's session.  Waits at
- * most zklock.connect_timeout.  Returns false, with why filled in, when it
- * does not or the answer did not come; errors of the wait are turned into
- * that answer so the caller can fail the commit with its own SQLSTATE.
- */
-static bool
-confirm_lock(LocalLock *ll, char *why, size_t whylen)
-{
-	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
-	ZklockAsk	ask;
-	LocalLockKey key;
-	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
-	int			user_off;
-	bool		timed_out = false;
-	int64		value = 0;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	/* our own slot: only the worker's move to LOST can change it */
-	zklock_lock_table(LW_SHARED);
-	memset(&key, 0, sizeof(key));
-	strlcpy(key.path, slot->path, sizeof(key.path));
-	user_off = slot->user_path_off;
-	snprintf(rel, sizeof(rel), "%s%s",
-			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
-			 slot->node);
-	LWLockRelease(zklock_shared->lock);
-
-	memset(&ask, 0, sizeof(ask));
-	ask.op = ZKOP_CONFIRM;
-	ask.kind = ZKK_NONE;
-	ask.timeout_ms = zklock_connect_timeout;
-	ask.max_leases = 1;
-	ask.data = rel;
-	PG_TRY();
-	{
-		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		strlcpy(why, edata->message, whylen);
-		FreeErrorData(edata);
-		return false;
-	}
-	PG_END_TRY();
-	if (timed_out)
-		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
-				 zklock_connect_timeout);
-	else if (value != 1)
-		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
-				 rel);
-	return !timed_out && value == 1;
-}
-
-/*
  * The lease must cover the rest of the commit: at least
  * zklock.commit_min_lease left on the monotonic clock, or the commit
  * fails.  when (or NULL) says what took the time before.
@@ -333,7 +273,7 @@ check_locks_at_commit(void)
 			LocalLock  *ll = hash_search(zklock_local_locks, k, HASH_FIND, NULL);
 			char		why[ZKLOCK_ERRMSG_SIZE];
 
-			if (ll == NULL || confirm_lock(ll, why, sizeof(why)))
+			if (ll == NULL || zklock_confirm_hold(ll->slot, why, sizeof(why)))
 				continue;
 			ereport(ERROR,
 					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
@@ -495,45 +435,6 @@ backend_exit(int code, Datum arg)
 }
 
 /*
- * Write this backend's identity, as it goes into its lock nodes: cluster
- * name, host, port, database, pid, application_name, as JSON.
- */
-void
-zklock_build_node_data(void)
-{
-	StringInfoData buf;
-	char		host[256];
-	char	   *dbname = OidIsValid(MyDatabaseId) ? get_database_name(MyDatabaseId) : NULL;
-
-	if (gethostname(host, sizeof(host)) != 0)
-		strlcpy(host, "unknown", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"cluster_name\":");
-	escape_json(&buf, cluster_name ? cluster_name : "");
-	appendStringInfoString(&buf, ",\"host\":");
-	escape_json(&buf, host);
-	appendStringInfo(&buf, ",\"port\":%d,\"database\":", PostPortNumber);
-	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfo(&buf, ",\"pid\":%d,\"application_name\":", MyProcPid);
-	escape_json(&buf, application_name ? application_name : "");
-	appendStringInfoChar(&buf, '}');
-
-	if (zklock_node_data_appname)
-		pfree(zklock_node_data_appname);
-	zklock_node_data_appname = MemoryContextStrdup(TopMemoryContext,
-											application_name ? application_name : "");
-
-	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
-		snprintf(zklock_node_data, sizeof(zklock_node_data), "{\"port\":%d,\"pid\":%d}",
-				 PostPortNumber, MyProcPid);
-	else
-		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
-	pfree(buf.data);
-}
-
-/*
  * Tell the session, once, which of its locks were lost with the ZooKeeper
  * session.  They stay in the registry (release says false, COMMIT of an
  * _xact one fails) until the session deals with them.
@@ -574,8 +475,28 @@ report_lost_locks(void)
 }
 
 /*
- * First zklock call of this backend: local registry, callbacks.  Every
- * call: report locks lost since the last one.
+ * Catch up with what happened since this backend's last zklock call:
+ * release the holds of a transaction that ended without its release
+ * phase, and report the locks the worker lost.
+ */
+void
+zklock_notice_lost_locks(void)
+{
+	if (xact_holds != NIL)
+		release_due_holds();
+	/* only look through our locks when the worker lost some */
+	if (zklock_shared->lost_epoch != seen_lost_epoch)
+	{
+		seen_lost_epoch = zklock_shared->lost_epoch;
+		report_lost_locks();
+	}
+}
+
+/*
+ * The first thing every SQL entry point of zklock does, once (the helpers
+ * below the entry points never call it): on the first call of this
+ * backend, the local registry and the callbacks; on every call,
+ * zklock_notice_lost_locks.
  */
 void
 zklock_backend_setup(void)
@@ -584,15 +505,7 @@ zklock_backend_setup(void)
 
 	if (backend_ready)
 	{
-		/* holds of a transaction that ended without its release phase */
-		if (xact_holds != NIL)
-			release_due_holds();
-		/* only look through our locks when the worker lost some */
-		if (zklock_shared->lost_epoch != seen_lost_epoch)
-		{
-			seen_lost_epoch = zklock_shared->lost_epoch;
-			report_lost_locks();
-		}
+		zklock_notice_lost_locks();
 		return;
 	}
 	if (zklock_shared == NULL)

@@ -87,7 +87,7 @@ extern LocalLock *zklock_add_granted_hold(const LocalLockKey *key, int idx,
 extern LocalLock *zklock_add_hold(const LocalLockKey *key, int idx,
 								  uint32 serial, bool xact);
 extern void zklock_backend_setup(void);
-extern void zklock_build_node_data(void);
+extern void zklock_notice_lost_locks(void);
 extern void zklock_drop_hold(LocalLock *ll, bool xact);
 extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
 extern bool zklock_release_key(const LocalLockKey *key, int user_off);
@@ -96,18 +96,24 @@ extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 /* zklock_loss.c */
 extern void zklock_loss_watch_update(void);
 
-/* zklock_wait.c */
+/* zklock_acquire.c */
 extern bool zklock_acquire_lock(ZklockAsk *ask, text *path);
-extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
-							 int user_off, uint32 *serial);
-extern void zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind,
-							int64 timeout_ms, bool xact);
 extern int64 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op,
 								 ZklockKind kind, int64 timeout_ms,
 								 bool *timed_out);
 extern bool zklock_release_lock(ZklockKind kind, text *path);
 extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
 								int user_off, int *idx, uint32 *serial);
+
+/* zklock_wait.c */
+extern void zklock_build_node_data(void);
+extern bool zklock_confirm_hold(int slot_idx, char *why, size_t whylen);
+extern TimestampTz zklock_deadline_after(TimestampTz start, int64 timeout_ms);
+extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
+extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
+							 int user_off, uint32 *serial);
+extern void zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind,
+							int64 timeout_ms, bool xact);
 extern int64 zklock_run_request(ZklockAsk *ask, const LocalLockKey *key,
 								int user_off, uint32 dsm, uint32 dsm_size,
 								bool *timed_out, uint32 *needed);
@@ -115,7 +121,6 @@ extern WaitOutcome zklock_wait_for_request(int idx, uint32 serial,
 										   int64 timeout_ms,
 										   const char *user_path, int64 *value,
 										   uint32 *needed);
-extern void zklock_withdraw_request(int idx, uint32 serial);
 
 /* zklock_args.c */
 extern bool zklock_bool_arg(FunctionCallInfo fcinfo, int argno);
@@ -126,12 +131,9 @@ extern void zklock_make_lock_key(text *path_text, ZklockKind kind,
 extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
 
-/* zklock_views.c */
 extern char *zklock_text_from_utf8(const char *p, int len);
 extern Datum zklock_utf8_text_datum(const char *s);
 
-/* zklock_rcp_mutex.c */
-extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
 
 /* the recipes' rules before an acquire (the kind table's before_acquire) */
 extern void zklock_semaphore_mutex_before_acquire(ZklockAsk *ask,

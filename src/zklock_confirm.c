@@ -44,10 +44,10 @@ zklock_confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 		const clientid_t *cid = zklock_zh ? zoo_client_id(zklock_zh) : NULL;
 
 		if (rc == ZOK)
-			zklock_slot_finish(idx, ZKR_OK,
+			zklock_req_finish(idx, ZKR_OK,
 						(cid != NULL && stat->ephemeralOwner == cid->client_id) ? 1 : 0);
 		else if (rc == ZNONODE)
-			zklock_slot_finish(idx, ZKR_OK, 0);
+			zklock_req_finish(idx, ZKR_OK, 0);
 		else
 			zklock_call_failed(idx, rc, "confirm the lock");
 	}

@@ -116,6 +116,22 @@ log_deletes_full(const char *consequence)
 }
 
 /*
+ * Is there room for n more entries, keeping the reserve of the requests
+ * that cannot wait (zklock_delete_may_add)?  When not, say the table is
+ * full: the caller keeps its slot until there is room.
+ */
+bool
+zklock_deletes_have_room(int n)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
+		return true;
+	log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
+	return false;
+}
+
+/*
  * Send entry i (a delete, or the listing of a delete by prefix) unless it
  * is on its way already or pausing after a refusal.
  */
@@ -540,70 +556,6 @@ zklock_drop_session_deletes(void)
 		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
 			delete_free(i);
 	}
-}
-
-/*
- * Record the deletes of every node the request in slot idx created or may
- * have created (zklock_cleanup_plan decides, from the slot alone), before
- * the slot is freed or finished.  Nodes of an earlier session went with
- * it.  A caller that can wait (a withdrawal, whose slot keeps the intent
- * meanwhile) gets false when the table lacks room and must come back; a
- * caller that cannot wait takes what room is left.  Caller holds the
- * lock.
- */
-bool
-zklock_record_slot_deletes(int idx, bool can_wait)
-{
-	ZklockShared *sh = zklock_shared;
-	ZklockSlot *slot = &sh->slots[idx];
-	ZklockCleanupInput in;
-	ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS];
-	int			n;
-	int			k;
-
-	if (!sh->have_session || slot->session_gen != sh->session_gen)
-		return true;
-	in.lease = (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES) != 0;
-	in.protected_names = !(zklock_worker_ops(slot->op)->flags & ZKW_PLAIN_NAMES);
-	in.node = slot->node;
-	in.uuid = slot->uuid;
-	in.node_deleted = slot->node_deleted;
-	in.aux_node = slot->aux_node;
-	in.aux_uuid = slot->aux_uuid;
-	n = zklock_cleanup_plan(&in, steps);
-	if (can_wait &&
-		!zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
-	{
-		log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
-		return false;
-	}
-	for (k = 0; k < n; k++)
-	{
-		char		parent[ZKLOCK_NODE_PATH_SIZE];
-		char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-		switch (steps[k].parent)
-		{
-			case ZKLOCK_CLEANUP_IN_LEASES:
-				snprintf(parent, sizeof(parent), "%s/leases", slot->path);
-				break;
-			case ZKLOCK_CLEANUP_IN_LOCKS:
-				snprintf(parent, sizeof(parent), "%s/locks", slot->path);
-				break;
-			default:
-				strlcpy(parent, slot->path, sizeof(parent));
-				break;
-		}
-		if (steps[k].by_prefix)
-			zklock_queue_delete(parent, steps[k].prefix);
-		else
-		{
-			snprintf(buf, sizeof(buf), "%s/%s", parent, steps[k].name);
-			zklock_queue_delete(buf, NULL);
-		}
-	}
-	zklock_sweep_doubted(idx, false);	/* late creates (zklock_ghosts.c) */
-	return true;
 }
 
 /* ---------------------------------------------------------------------

@@ -174,7 +174,7 @@ zklock_lk_create(int idx)
 	zklock_lk_target(idx, &t);
 	if (t.uuid[0] == '\0' && !zklock_new_uuid(t.uuid))
 	{
-		zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
+		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
 		return;
 	}
 	if (req->need_parents)
@@ -377,7 +377,7 @@ lk_decide(int idx, char **children, int n)
 	if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
-			zklock_slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+			zklock_req_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 					  "zookeeper lock node under \"%s\" keeps disappearing",
 					  slot->path + slot->user_path_off);
 		else

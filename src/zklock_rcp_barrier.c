@@ -32,9 +32,9 @@ zklock_barrier_set_done(int rc, const char *value, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZOK)
-			zklock_slot_finish(idx, ZKR_OK, 1);
+			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNODEEXISTS)
-			zklock_slot_finish(idx, ZKR_OK, 0);
+			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc == ZNONODE)
 		{
 			if (zklock_retry_with_parents(idx))
@@ -62,11 +62,11 @@ zklock_barrier_remove_stat_done(int rc, const struct Stat *stat, const void *dat
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 
 		if (rc == ZNONODE)
-			zklock_slot_finish(idx, ZKR_OK, 0);
+			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc != ZOK)
 			zklock_call_failed(idx, rc, "look at the barrier");
 		else if (stat->ephemeralOwner != 0)
-			zklock_slot_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
+			zklock_req_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
 					  "zookeeper node \"%s\" is ephemeral and not a barrier",
 					  slot->path + slot->user_path_off);
 		else
@@ -93,13 +93,13 @@ barrier_remove_done(int rc, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZOK)
-			zklock_slot_finish(idx, ZKR_OK, 1);
+			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNONODE)
-			zklock_slot_finish(idx, ZKR_OK, 0);
+			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc == ZBADVERSION)
 			zklock_start_request(idx); /* changed since we looked: look again */
 		else if (rc == ZNOTEMPTY)
-			zklock_slot_fail(idx, ERRCODE_OBJECT_IN_USE,
+			zklock_req_fail(idx, ERRCODE_OBJECT_IN_USE,
 					  "zookeeper node \"%s\" has children and is not a barrier",
 					  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off);
 		else
@@ -119,9 +119,9 @@ zklock_barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZNONODE)
-			zklock_slot_finish(idx, ZKR_OK, 1);
+			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZOK && zklock_shared->slots[idx].try_only)
-			zklock_slot_finish(idx, ZKR_OK, 0);	/* a look only: still up */
+			zklock_req_finish(idx, ZKR_OK, 0);	/* a look only: still up */
 		else if (rc == ZOK)
 			zklock_reqs[idx].watching = true;
 		else
@@ -220,6 +220,7 @@ PG_FUNCTION_INFO_V1(zk_barrier_set);
 Datum
 zk_barrier_set(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	check_barrier_name(fcinfo);
 	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_SET, ZKK_NONE, -1, NULL) == 1);
 }
@@ -233,6 +234,7 @@ PG_FUNCTION_INFO_V1(zk_barrier_remove);
 Datum
 zk_barrier_remove(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	check_barrier_name(fcinfo);
 	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_REMOVE, ZKK_NONE, -1, NULL) == 1);
 }
@@ -250,6 +252,7 @@ zk_barrier_wait(PG_FUNCTION_ARGS)
 	bool		timed_out = false;
 	int64		value;
 
+	zklock_backend_setup();
 	value = zklock_path_request(fcinfo, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, &timed_out);
 	PG_RETURN_BOOL(!timed_out && value == 1);
 }

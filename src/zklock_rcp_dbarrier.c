@@ -228,7 +228,7 @@ zklock_denter_start(int idx)
 		slot->ready_czxid = 0;
 		if (!zklock_new_uuid(slot->uuid))
 		{
-			zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
+			zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
 			return;
 		}
 		strlcpy(slot->node, slot->uuid, sizeof(slot->node));
@@ -280,7 +280,7 @@ static void
 leave_done(int idx)
 {
 	zklock_shared->slots[idx].node[0] = '\0';
-	zklock_slot_finish(idx, ZKR_OK, 1);
+	zklock_req_finish(idx, ZKR_OK, 1);
 }
 
 /*
@@ -443,7 +443,7 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					zklock_leave_finish(idx);
 					break;
 				case ZKLOCK_LEAVE_ERROR_MISSING:
-					zklock_slot_fail(idx, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					zklock_req_fail(idx, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
 							  "double barrier member node of \"%s\" is missing",
 							  slot->path + slot->user_path_off);
 					break;

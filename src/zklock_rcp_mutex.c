@@ -41,6 +41,7 @@ PG_FUNCTION_INFO_V1(zk_mutex_acquire);
 Datum
 zk_mutex_acquire(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(mutex_acquire(fcinfo, false));
 }
 
@@ -55,6 +56,7 @@ zk_mutex_try_acquire(PG_FUNCTION_ARGS)
 	ZklockAsk	ask;
 	text	   *path = zklock_path_arg(fcinfo, 0);
 
+	zklock_backend_setup();
 	zklock_init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, 0, false);
 	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
 }
@@ -67,6 +69,7 @@ PG_FUNCTION_INFO_V1(zk_mutex_acquire_xact);
 Datum
 zk_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(mutex_acquire(fcinfo, true));
 }
 
@@ -78,6 +81,7 @@ PG_FUNCTION_INFO_V1(zk_mutex_release);
 Datum
 zk_mutex_release(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(zklock_release_lock(ZKK_MUTEX, zklock_path_arg(fcinfo, 0)));
 }
 
@@ -139,20 +143,6 @@ multi_lock_paths(FunctionCallInfo fcinfo, int *n)
 }
 
 /*
- * What is left of a timeout (ms, -1 = none) that started at start.
- */
-int64
-zklock_remaining_ms(int64 timeout_ms, TimestampTz start)
-{
-	int64		left;
-
-	if (timeout_ms < 0)
-		return -1;
-	left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
-	return left < 0 ? 0 : left;
-}
-
-/*
  * Give back, in reverse order, the first taken mutexes of a multi-lock
  * that could not be completed.
  */
@@ -189,6 +179,7 @@ zk_multi_lock_acquire(PG_FUNCTION_ARGS)
 	volatile int taken = 0;
 	bool		ok = true;
 
+	zklock_backend_setup();
 	PG_TRY();
 	{
 		while (taken < n)

@@ -71,13 +71,13 @@ participants_deliver(int idx)
 	if (need > slot->result_size)
 	{
 		slot->result_size = (uint32) need;
-		zklock_slot_finish(idx, ZKR_OK, -1);
+		zklock_req_finish(idx, ZKR_OK, -1);
 		return;
 	}
 	seg = dsm_attach((dsm_handle) slot->result_dsm);
 	if (seg == NULL)
 	{
-		zklock_slot_finish(idx, ZKR_OK, -2);
+		zklock_req_finish(idx, ZKR_OK, -2);
 		return;
 	}
 	p = dsm_segment_address(seg);
@@ -100,7 +100,7 @@ participants_deliver(int idx)
 		p += MAXALIGN(Max(dlen, 0) + 1);
 	}
 	dsm_detach(seg);
-	zklock_slot_finish(idx, ZKR_OK, req->pn);
+	zklock_req_finish(idx, ZKR_OK, req->pn);
 }
 
 /*

@@ -130,7 +130,7 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 		if (zklock_settle_cancel(idx))
 			;
 		else if (req->inflight == 0)
-			zklock_slot_finish(idx, ZKR_OK, req->count);
+			zklock_req_finish(idx, ZKR_OK, req->count);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -150,7 +150,7 @@ zklock_revoke_children_done(int rc, const struct String_vector *strings, const v
 		WorkerReq  *req = &zklock_reqs[idx];
 
 		if (rc == ZNONODE)
-			zklock_slot_finish(idx, ZKR_OK, 0);
+			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc == ZOK)
 		{
 			char	  **children;
@@ -196,7 +196,7 @@ zklock_revoke_children_done(int rc, const struct String_vector *strings, const v
 			pfree(holders);
 			pfree(children);
 			if (nholders == 0)
-				zklock_slot_finish(idx, ZKR_OK, 0);
+				zklock_req_finish(idx, ZKR_OK, 0);
 		}
 		else
 			zklock_call_failed(idx, rc, "list the lock to revoke");
@@ -228,6 +228,7 @@ PG_FUNCTION_INFO_V1(zk_revoke);
 Datum
 zk_revoke(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_INT32((int32) zklock_path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, NULL));
 }
 

@@ -37,6 +37,7 @@ PG_FUNCTION_INFO_V1(zk_read_lock_acquire);
 Datum
 zk_read_lock_acquire(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, false));
 }
 
@@ -48,6 +49,7 @@ PG_FUNCTION_INFO_V1(zk_read_lock_acquire_xact);
 Datum
 zk_read_lock_acquire_xact(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, true));
 }
 
@@ -59,6 +61,7 @@ PG_FUNCTION_INFO_V1(zk_read_lock_release);
 Datum
 zk_read_lock_release(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(zklock_release_lock(ZKK_READ, zklock_path_arg(fcinfo, 0)));
 }
 
@@ -70,6 +73,7 @@ PG_FUNCTION_INFO_V1(zk_write_lock_acquire);
 Datum
 zk_write_lock_acquire(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, false));
 }
 
@@ -81,6 +85,7 @@ PG_FUNCTION_INFO_V1(zk_write_lock_acquire_xact);
 Datum
 zk_write_lock_acquire_xact(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, true));
 }
 
@@ -92,6 +97,7 @@ PG_FUNCTION_INFO_V1(zk_write_lock_release);
 Datum
 zk_write_lock_release(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(zklock_release_lock(ZKK_WRITE, zklock_path_arg(fcinfo, 0)));
 }
 

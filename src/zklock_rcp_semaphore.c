@@ -76,7 +76,7 @@ zklock_lease_create(int idx)
 	}
 	if (slot->uuid[0] == '\0' && !zklock_new_uuid(slot->uuid))
 	{
-		zklock_slot_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
+		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
 		return;
 	}
 	snprintf(name, sizeof(name), "%s/leases", slot->path);
@@ -158,7 +158,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			{
 				/* our lease vanished (or never came): make a new one */
 				if (++req->lost_retries > MAX_LOST_RETRIES)
-					zklock_slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+					zklock_req_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 							  "zookeeper lease node under \"%s\" keeps disappearing",
 							  slot->path + slot->user_path_off);
 				else
@@ -342,6 +342,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire);
 Datum
 zk_semaphore_mutex_acquire(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, false));
 }
 
@@ -353,6 +354,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire_xact);
 Datum
 zk_semaphore_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, true));
 }
 
@@ -364,6 +366,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_mutex_release);
 Datum
 zk_semaphore_mutex_release(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	PG_RETURN_BOOL(zklock_release_lock(ZKK_SEMAPHORE_MUTEX, zklock_path_arg(fcinfo, 0)));
 }
 
@@ -406,7 +409,6 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("qty (%d) must not exceed max_leases (%d)", qty, max_leases)));
 	zklock_make_lock_key(path, ZKK_SEMAPHORE, &key, &user_off);
-	zklock_backend_setup();
 
 	names = palloc(sizeof(Datum) * qty);
 	slots = palloc(sizeof(int) * qty);
@@ -460,6 +462,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_acquire);
 Datum
 zk_semaphore_acquire(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	return semaphore_acquire(fcinfo, false);
 }
 
@@ -471,6 +474,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_acquire_xact);
 Datum
 zk_semaphore_acquire_xact(PG_FUNCTION_ARGS)
 {
+	zklock_backend_setup();
 	return semaphore_acquire(fcinfo, true);
 }
 

@@ -6,6 +6,11 @@
  *	  hold (ZklockKind).  Adding a recipe adds its entries here; the
  *	  generic files call the hooks and test no op or kind.
  *
+ *	  The tables are data: the files below (the request layer, the lock
+ *	  engine, the delete table) read them through zklock_worker_ops() and
+ *	  zklock_kind_info(), inline in the headers, and so never call up into
+ *	  a recipe by name.  This file is the top of the call graph.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -14,7 +19,7 @@
 #include "zklock_backend_int.h"
 #include "zklock_worker_int.h"
 
-static const ZklockKindInfo kind_info[] = {
+const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1] = {
 	[ZKK_NONE] = {
 		.recipe = "request", .mode = "",
 	},
@@ -49,10 +54,10 @@ static const ZklockKindInfo kind_info[] = {
 	},
 };
 
-StaticAssertDecl(lengthof(kind_info) == ZKK_BARRIER + 1,
+StaticAssertDecl(lengthof(zklock_kind_table) == ZKK_BARRIER + 1,
 				 "every ZklockKind has an entry in kind_info");
 
-static const ZklockWorkerOps worker_ops[] = {
+const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
 	[ZKOP_MUTEX] = {
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = zklock_mutex_lock_target,
@@ -106,33 +111,6 @@ static const ZklockWorkerOps worker_ops[] = {
 	},
 };
 
-StaticAssertDecl(lengthof(worker_ops) == ZKOP_CONFIRM + 1,
-				 "every ZklockOp has an entry in worker_ops");
-
-/*
- * The operations of a kind of request.  Every entry has a start step; one
- * without next or resume starts again instead.
- */
-const ZklockWorkerOps *
-zklock_worker_ops(ZklockOp op)
-{
-	if ((int) op <= 0 || (int) op >= lengthof(worker_ops) ||
-		worker_ops[op].start == NULL)
-		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
-	return &worker_ops[op];
-}
-
-/*
- * What the backend side says of a kind of hold.
- */
-const ZklockKindInfo *
-zklock_kind_info(ZklockKind kind)
-{
-	if ((int) kind < 0 || (int) kind >= lengthof(kind_info))
-		kind = ZKK_NONE;
-	return &kind_info[kind];
-}
-
 /*
  * What zk_locks says of a request of this kind while it runs, or NULL when
  * the slot's own state says it.
@@ -140,7 +118,7 @@ zklock_kind_info(ZklockKind kind)
 const char *
 zklock_op_state_name(ZklockOp op)
 {
-	if ((int) op <= 0 || (int) op >= lengthof(worker_ops))
+	if ((int) op <= 0 || (int) op > ZKOP_CONFIRM)
 		return NULL;
-	return worker_ops[op].state_name;
+	return zklock_ops_table[op].state_name;
 }

@@ -14,17 +14,12 @@
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
-static void reset_req(int idx);
-static void clear_slot_nodes(ZklockSlot *slot);
-static void withdraw(int idx);
-static void resume(int idx);
-static void pickup(int i);
 
 /*
  * Forget the process-local state of a slot, freeing what it holds.
  */
-static void
-reset_req(int idx)
+void
+zklock_req_reset(int idx)
 {
 	WorkerReq  *req = &zklock_reqs[idx];
 
@@ -36,8 +31,8 @@ reset_req(int idx)
  * Forget the nodes of a slot whose deletes are recorded (or that went
  * with their session).  Caller holds the lock.
  */
-static void
-clear_slot_nodes(ZklockSlot *slot)
+void
+zklock_req_clear_nodes(ZklockSlot *slot)
 {
 	slot->waits_on[0] = '\0';
 	slot->node[0] = '\0';
@@ -53,20 +48,20 @@ clear_slot_nodes(ZklockSlot *slot)
  * lock.
  */
 void
-zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...)
+zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	va_list		ap;
 
 	(void) zklock_record_slot_deletes(idx, false);
-	clear_slot_nodes(slot);
+	zklock_req_clear_nodes(slot);
 	va_start(ap, fmt);
 	vsnprintf(slot->errmsg, sizeof(slot->errmsg), fmt, ap);
 	va_end(ap);
 	slot->sqlerrcode = sqlerrcode;
 	slot->result = ZKR_ERROR;
 	zklock_slot_done(slot);
-	reset_req(idx);
+	zklock_req_reset(idx);
 	zklock_wake_backend(slot);
 }
 
@@ -75,14 +70,14 @@ zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...)
  * Caller holds the lock.
  */
 void
-zklock_slot_finish(int idx, ZklockResult result, int64 value)
+zklock_req_finish(int idx, ZklockResult result, int64 value)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	slot->result = result;
 	slot->result_value = value;
 	zklock_slot_done(slot);
-	reset_req(idx);
+	zklock_req_reset(idx);
 	zklock_wake_backend(slot);
 }
 
@@ -94,8 +89,8 @@ zklock_slot_finish(int idx, ZklockResult result, int64 value)
  * intent lives in it) and the next full pass comes back to it.  Caller
  * holds the lock.
  */
-static void
-withdraw(int idx)
+void
+zklock_req_withdraw(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -109,9 +104,9 @@ withdraw(int idx)
 		zklock_rescan = true;
 		return;
 	}
-	reset_req(idx);
+	zklock_req_reset(idx);
 	zklock_slot_free(slot);
-	clear_slot_nodes(slot);
+	zklock_req_clear_nodes(slot);
 }
 
 /*
@@ -161,7 +156,7 @@ zklock_settle_cancel(int idx)
 	if (slot->state == ZKS_ACTIVE)
 		return false;
 	if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
-		withdraw(idx);
+		zklock_req_withdraw(idx);
 	return true;
 }
 
@@ -266,7 +261,7 @@ zklock_retry_with_parents(int idx)
 
 	if (++req->nonode_retries > MAX_NONODE_RETRIES)
 	{
-		zklock_slot_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+		zklock_req_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 				  "could not create the parents of zookeeper path \"%s\"",
 				  slot->path + slot->user_path_off);
 		return false;
@@ -285,7 +280,7 @@ zklock_call_failed(int idx, int rc, const char *what)
 	if (zklock_rc_retryable(rc))
 		zklock_park(idx, true);
 	else if (!zklock_rc_session_gone(rc))
-		zklock_slot_fail(idx, zklock_rc_sqlstate(rc), "could not %s \"%s\": %s", what,
+		zklock_req_fail(idx, zklock_rc_sqlstate(rc), "could not %s \"%s\": %s", what,
 				  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off,
 				  zerror(rc));
 }
@@ -297,12 +292,12 @@ void
 zklock_give_up_try(int idx)
 {
 	(void) zklock_record_slot_deletes(idx, false);
-	clear_slot_nodes(&zklock_shared->slots[idx]);
-	zklock_slot_finish(idx, ZKR_NOT_GRANTED, 0);
+	zklock_req_clear_nodes(&zklock_shared->slots[idx]);
+	zklock_req_finish(idx, ZKR_NOT_GRANTED, 0);
 }
 
 /* ---------------------------------------------------------------------
- * Request dispatch
+ * Starting and continuing a request through the ops table
  * ---------------------------------------------------------------------
  */
 
@@ -336,230 +331,144 @@ zklock_continue_request(int idx)
 }
 
 /*
- * Carry on with a parked request now that the connection is back.
- * Caller holds the lock.
- */
-static void
-resume(int idx)
-{
-	const ZklockWorkerOps *ops = zklock_worker_ops(zklock_shared->slots[idx].op);
-	WorkerReq  *req = &zklock_reqs[idx];
-	bool		recover = req->recover;
-
-	req->parked = false;
-	req->recover = false;
-	req->skip_lists = 0;
-	if (ops->resume)
-		ops->resume(idx, recover);
-	else
-		zklock_start_request(idx);
-}
-
-/*
- * Fail request idx because the servers reject zklock.auth (it deletes
- * what it made, as any failed request).  Caller holds the lock.
+ * Account for an async call just made for request idx: count it in (its
+ * completion will run), or park the request when the client refused to
+ * send it (the connection is not there).  Caller holds the lock.
  */
 void
-zklock_fail_auth_rejected(int idx)
+zklock_call_sent(int idx, int rc)
 {
-	zklock_reqs[idx].serial = zklock_shared->slots[idx].serial;
-	zklock_slot_fail(idx, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
-			  "zookeeper rejected the credentials of zklock.auth");
-}
-
-/*
- * Take a new request on: fresh local state, then start its recipe.
- * Caller holds the lock.
- */
-static void
-pickup(int i)
-{
-	ZklockSlot *slot = &zklock_shared->slots[i];
-	WorkerReq  *req = &zklock_reqs[i];
-
-	reset_req(i);
-	req->serial = slot->serial;
-	zklock_slot_start(slot);
-	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
-	{
-		clear_slot_nodes(slot);
-		slot->phase = ZKP_START;
-	}
-	if (zklock_auth_failed_at != 0)
-		zklock_fail_auth_rejected(i);
+	if (rc != ZOK)
+		zklock_park(idx, false);
 	else
-		zklock_start_request(i);
+		zklock_reqs[idx].inflight++;
 }
 
 /*
- * Work through what backends posted, in posting order (so a release
- * reaches ZooKeeper before the same backend's next acquire).  After a
- * reconnect, a parked request or a full ring: look at every slot,
- * withdrawals first, then new requests, then requests waiting for the
- * connection.
- *
- * Withdrawn slots are freed at once, even with calls in flight: their
- * replies find the slot's serial changed; a create that succeeds after
- * all deletes its node, and the delete queued here (by name, or by
- * protection prefix) is applied after the create anyway.
+ * Watcher of every recipe: the node we wait on changed; look again.
  */
 void
-zklock_run_requests(void)
+zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
 {
-	ZklockShared *sh = zklock_shared;
-	static TimestampTz next_local_check = 0;
-	static int *given_back = NULL;
-	int			ngiven;
-	TimestampTz now = GetCurrentTimestamp();
-	int			i;
+	int			idx;
 
-	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (type == ZOO_SESSION_EVENT)
+		return;					/* the session watcher handles those */
 
-	/*
-	 * Slots given back without the lock (zklock_give_back) first: a backend
-	 * gives back before it claims its next request, so its release reaches
-	 * ZooKeeper before its next acquire.
-	 */
-	if (given_back == NULL)
-		given_back = MemoryContextAlloc(TopMemoryContext, sizeof(int) * sh->nslots);
-	ngiven = zklock_take_give_backs(given_back);
-	for (i = 0; i < ngiven; i++)
-		withdraw(given_back[i]);
-	if (now >= next_local_check)
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(ctx);
+	if (idx >= 0 && zklock_reqs[idx].watching && zklock_reqs[idx].inflight == 0 &&
+		zklock_shared->slots[idx].state == ZKS_ACTIVE)
 	{
-		zklock_lk_check_local_waits();
-		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
+		zklock_reqs[idx].watching = false;
+		zklock_continue_request(idx);
 	}
-	if (!sh->post_overflow && !zklock_rescan)
-	{
-		while (sh->post_head != sh->post_tail)
-		{
-			ZklockSlot *slot;
+	LWLockRelease(zklock_shared->lock);
+}
 
-			i = zklock_post_ring[sh->post_head];
-			sh->post_head = (sh->post_head + 1) % sh->post_size;
-			if (i < 0 || i >= sh->nslots)
-				continue;
-			slot = &sh->slots[i];
-			if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
-				withdraw(i);
-			else if (slot->state == ZKS_NEW)
-				pickup(i);
-		}
-		if (zklock_deletes_due(GetCurrentTimestamp()))
-			zklock_send_deletes();
-		LWLockRelease(sh->lock);
+/*
+ * Ask for the children of path for a request (with the request's watch
+ * when watch), or park the request when that cannot be sent now.  With
+ * recover, the resumed request looks for its node by prefix first.
+ * Caller holds the lock.
+ */
+void
+zklock_send_listing(int idx, const char *path, strings_completion_t done, bool watch,
+			 bool recover)
+{
+	int			rc;
+
+	if (!zklock_connected)
+	{
+		zklock_park(idx, recover);
 		return;
 	}
-
-	sh->post_overflow = false;
-	sh->post_head = sh->post_tail;
-	zklock_rescan = false;
-	for (i = 0; i < sh->nslots; i++)
-	{
-		ZklockSlot *slot = &sh->slots[i];
-
-		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
-			withdraw(i);
-	}
-	if (zklock_deletes_due(GetCurrentTimestamp()))
-		zklock_send_deletes();
-
-	for (i = 0; i < sh->nslots; i++)
-	{
-		ZklockSlot *slot = &sh->slots[i];
-		WorkerReq  *req = &zklock_reqs[i];
-
-		if (slot->state == ZKS_NEW)
-			pickup(i);
-		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
-		{
-			/*
-			 * Left by an earlier worker of this cluster: take it over.  A
-			 * create of it may have been sent (the lease's P/locks node
-			 * has an id of its own): look for the node by its prefix
-			 * first, or a second node would queue behind the first.
-			 */
-			reset_req(i);
-			req->serial = slot->serial;
-			zklock_park(i, slot->uuid[0] != '\0' || slot->aux_uuid[0] != '\0');
-			if (zklock_connected)
-				resume(i);
-		}
-		else if (slot->state == ZKS_ACTIVE && req->parked && zklock_connected)
-			resume(i);
-		else if (slot->state == ZKS_HELD && slot->revocable && zklock_connected &&
-				 !(req->serial == slot->serial && req->revoke_armed))
-		{
-			/*
-			 * A revocable lock without its watch: the getData failed, or
-			 * an earlier worker held it.  Watch (and read) it again.
-			 */
-			if (req->serial != slot->serial)
-			{
-				reset_req(i);
-				req->serial = slot->serial;
-			}
-			zklock_revoke_watch(i);
-		}
-	}
-	LWLockRelease(sh->lock);
+	if (watch)
+		rc = zoo_awget_children(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
+								done, zklock_slot_tag(idx));
+	else
+		rc = zoo_aget_children(zklock_zh, path, 0, done, zklock_slot_tag(idx));
+	if (rc != ZOK)
+		zklock_park(idx, recover);
+	else
+		zklock_reqs[idx].inflight++;
 }
 
 /*
- * The session is gone (expired, or a different one was handed out): every
- * lock it held is lost, every wait fails, nothing of it is left to
- * delete (the server removed its ephemeral nodes; a pending delete of a
- * persistent node stays).  Caller holds the lock.
+ * exists() with the request's watch on path; parks the request when that
+ * cannot be sent now.  Returns true when the call is on its way.  Caller
+ * holds the lock.
  */
-void
-zklock_sweep_lost_session(const char *why)
+bool
+zklock_send_exists_watch(int idx, const char *path, stat_completion_t done, bool recover)
+{
+	if (!zklock_connected ||
+		zoo_awexists(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
+					 done, zklock_slot_tag(idx)) != ZOK)
+	{
+		zklock_park(idx, recover);
+		return false;
+	}
+	zklock_reqs[idx].inflight++;
+	return true;
+}
+
+/*
+ * Record the deletes of every node the request in slot idx created or may
+ * have created (zklock_cleanup_plan decides, from the slot alone), before
+ * the slot is freed or finished.  Nodes of an earlier session went with
+ * it.  A caller that can wait (a withdrawal, whose slot keeps the intent
+ * meanwhile) gets false when the table lacks room and must come back; a
+ * caller that cannot wait takes what room is left.  Caller holds the
+ * lock.
+ */
+bool
+zklock_record_slot_deletes(int idx, bool can_wait)
 {
 	ZklockShared *sh = zklock_shared;
-	int			i;
-	int			lost = 0;
+	ZklockSlot *slot = &sh->slots[idx];
+	ZklockCleanupInput in;
+	ZklockCleanupStep steps[ZKLOCK_MAX_CLEANUP_STEPS];
+	int			n;
+	int			k;
 
-	for (i = 0; i < sh->nslots; i++)
+	if (!sh->have_session || slot->session_gen != sh->session_gen)
+		return true;
+	in.lease = (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES) != 0;
+	in.protected_names = !(zklock_worker_ops(slot->op)->flags & ZKW_PLAIN_NAMES);
+	in.node = slot->node;
+	in.uuid = slot->uuid;
+	in.node_deleted = slot->node_deleted;
+	in.aux_node = slot->aux_node;
+	in.aux_uuid = slot->aux_uuid;
+	n = zklock_cleanup_plan(&in, steps);
+	if (can_wait && !zklock_deletes_have_room(n))
+		return false;
+	for (k = 0; k < n; k++)
 	{
-		ZklockSlot *slot = &sh->slots[i];
+		char		parent[ZKLOCK_NODE_PATH_SIZE];
+		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-		switch (slot->state)
+		switch (steps[k].parent)
 		{
-			case ZKS_HELD:
-				zklock_slot_lose(slot);
-				lost++;
+			case ZKLOCK_CLEANUP_IN_LEASES:
+				snprintf(parent, sizeof(parent), "%s/leases", slot->path);
 				break;
-			case ZKS_ACTIVE:
-				if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
-					slot->aux_uuid[0] != '\0' ||
-					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
-				{
-					zklock_reqs[i].serial = slot->serial;
-					zklock_slot_fail(i, ERRCODE_CONNECTION_FAILURE,
-							  "zookeeper session %s while waiting for lock \"%s\"",
-							  why, slot->path + slot->user_path_off);
-				}
-				else
-					zklock_park(i, false);
-				break;
-			case ZKS_CANCEL:
-			case ZKS_RELEASE:
-				reset_req(i);
-				zklock_slot_free(slot);
+			case ZKLOCK_CLEANUP_IN_LOCKS:
+				snprintf(parent, sizeof(parent), "%s/locks", slot->path);
 				break;
 			default:
+				strlcpy(parent, slot->path, sizeof(parent));
 				break;
 		}
-		if (slot->state != ZKS_ACTIVE)
-			reset_req(i);
+		if (steps[k].by_prefix)
+			zklock_queue_delete(parent, steps[k].prefix);
+		else
+		{
+			snprintf(buf, sizeof(buf), "%s/%s", parent, steps[k].name);
+			zklock_queue_delete(buf, NULL);
+		}
 	}
-	zklock_drop_session_deletes();
-	if (lost > 0)
-	{
-		sh->lost_epoch++;
-		sh->locks_lost_count += lost;
-		ereport(LOG,
-				(errmsg("zklock: %d lock(s) lost because the zookeeper session %s",
-						lost, why)));
-	}
+	zklock_sweep_doubted(idx, false);	/* late creates (zklock_ghosts.c) */
+	return true;
 }

@@ -61,6 +61,7 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/wait_event.h"
 #include "utils/memutils.h"
 
 #include "zklock.h"
@@ -552,6 +553,21 @@ zklock_give_back(int idx, int pid, uint32 serial)
 	zklock_wake_worker();
 }
 
+
+/*
+ * Give up a request or a lock of this backend: a request the worker has
+ * not seen is dropped, one it works on is cancelled, a held lock is
+ * released, an answer or a lost lock is freed (zklock_give_back_slot).
+ * Without the lock: it runs where waiting is not allowed (transaction end,
+ * abort, an error being handled) and must not wait for a stalled worker;
+ * the worker acts on it in its next pass, before any request of ours that
+ * follows.
+ */
+void
+zklock_withdraw_request(int idx, uint32 serial)
+{
+	zklock_give_back(idx, MyProcPid, serial);
+}
 /*
  * Does the backend that filled slot want it back (written, not yet acted
  * on)?  zk_locks and the claim of a slot count such a slot as withdrawn.
@@ -652,4 +668,32 @@ zklock_lock_table(LWLockMode mode)
 		}
 	}
 	pgstat_report_wait_end();
+}
+
+/*
+ * The wait event to report while waiting for the given kind of thing.
+ * PostgreSQL 17 registers extension wait events by name in shared memory;
+ * the id is looked up once per process and kept.  Earlier versions have
+ * only the generic Extension event.
+ */
+uint32
+zklock_wait_event(ZklockWaitKind kind)
+{
+#if PG_VERSION_NUM >= 170000
+	static const char *const names[ZKLOCK_WAIT_KINDS] = {
+		[ZKLOCK_WAIT_ACQUIRE] = "ZkLockAcquire",
+		[ZKLOCK_WAIT_REQUEST] = "ZkLockRequest",
+		[ZKLOCK_WAIT_WORKER] = "ZkLockWorkerMain",
+		[ZKLOCK_WAIT_TABLE] = "ZkLockTable",
+	};
+	static uint32 ids[ZKLOCK_WAIT_KINDS];
+
+	Assert(kind >= 0 && kind < ZKLOCK_WAIT_KINDS);
+	if (ids[kind] == 0)
+		ids[kind] = WaitEventExtensionNew(names[kind]);
+	return ids[kind];
+#else
+	(void) kind;
+	return PG_WAIT_EXTENSION;
+#endif
 }

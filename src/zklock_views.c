@@ -15,71 +15,6 @@
 #include "zklock_lease_rules.h"
 #include "zklock_backend_int.h"
 
-static char *hex_text(const char *p, int len);
-
-/*
- * Bytes as \x followed by hex, the way bytea prints them.
- */
-static char *
-hex_text(const char *p, int len)
-{
-	StringInfoData buf;
-	int			i;
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "\\x");
-	for (i = 0; i < len; i++)
-		appendStringInfo(&buf, "%02x", (unsigned char) p[i]);
-	return buf.data;
-}
-
-/*
- * A UTF-8 string from ZooKeeper (a path, a node name, node data) in the
- * database encoding, always as a palloc'd copy.  In a UTF8 or SQL_ASCII
- * database the bytes are kept as they are (SQL_ASCII does no conversion
- * on the way in either).  In any other encoding the string is converted;
- * when it holds a character the encoding cannot represent (a path of
- * another database, say, seen through zk_locks), the whole string is shown
- * as \x-hex rather than failing the query.  Invalid UTF-8 (another
- * client's binary data) is shown as \x-hex too.
- */
-char *
-zklock_text_from_utf8(const char *p, int len)
-{
-	int			enc = GetDatabaseEncoding();
-	MemoryContext cxt = CurrentMemoryContext;
-	char	   *volatile result = NULL;
-
-	if (!pg_verify_mbstr(PG_UTF8, p, len, true))
-		return hex_text(p, len);
-	if (enc == PG_UTF8 || enc == PG_SQL_ASCII)
-		return pnstrdup(p, len);
-
-	/* a conversion error has nothing to clean up but memory */
-	PG_TRY();
-	{
-		char	   *conv = pg_any_to_server(p, len, PG_UTF8);
-
-		result = conv == p ? pnstrdup(p, len) : conv;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		FlushErrorState();
-		result = hex_text(p, len);
-	}
-	PG_END_TRY();
-	return result;
-}
-
-/*
- * text_from_utf8 as a text Datum, for a NUL-terminated string.
- */
-Datum
-zklock_utf8_text_datum(const char *s)
-{
-	return CStringGetTextDatum(zklock_text_from_utf8(s, strlen(s)));
-}
 
 PG_FUNCTION_INFO_V1(zk_lock_token);
 
@@ -128,20 +63,6 @@ zk_lock_token(PG_FUNCTION_ARGS)
 			 errmsg("this session holds no lock on \"%s\"", key.path + user_off),
 			 errhint("A fencing token exists only for a held mutex, read/write or semaphore mutex lock.")));
 	PG_RETURN_NULL();
-}
-
-PG_FUNCTION_INFO_V1(zk_release_all);
-
-/*
- * zk_release_all() returns integer: release every session-level hold of
- * this backend, of every recipe; transaction-level holds stay until the
- * transaction ends.
- */
-Datum
-zk_release_all(PG_FUNCTION_ARGS)
-{
-	zklock_backend_setup();
-	PG_RETURN_INT32(zklock_release_session_holds(ZKK_NONE, NULL));
 }
 
 PG_FUNCTION_INFO_V1(zk_status);

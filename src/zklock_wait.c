@@ -3,15 +3,24 @@
  * zklock_wait.c
  *	  The request API every SQL function calls: claim a slot of the shared
  *	  table, wait on the latch for the worker's answer (bounded by the
- *	  call's timeout, lock_timeout and zklock.connect_timeout), give up.
+ *	  call's timeout, lock_timeout and zklock.connect_timeout), give up;
+ *	  the identity written into nodes, and the commit confirmation's
+ *	  request.  It knows nothing of the registry of holds above it
+ *	  (zklock_backend.c, zklock_acquire.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
+#include "commands/dbcommands.h"
 #include "pgstat.h"
+#include "postmaster/postmaster.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
 
 #include "zklock.h"
 #include "zklock_backend_int.h"
@@ -47,22 +56,7 @@ typedef enum GiveUp
 
 static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
 							 SlotAnswer *ans, ZklockConnState *cs);
-static TimestampTz deadline_after(TimestampTz start, int64 timeout_ms);
 
-/*
- * Give up a request or a lock of this backend: a request the worker has
- * not seen is dropped, one it works on is cancelled, a held lock is
- * released, an answer or a lost lock is freed (zklock_give_back_slot).
- * Without the lock: it runs where waiting is not allowed (transaction end,
- * abort, an error being handled) and must not wait for a stalled worker;
- * the worker acts on it in its next pass, before any request of ours that
- * follows.
- */
-void
-zklock_withdraw_request(int idx, uint32 serial)
-{
-	zklock_give_back(idx, MyProcPid, serial);
-}
 
 /* pause between two looks for a slot the worker is giving back (ms) */
 #define CLAIM_RETRY_MS	5
@@ -82,7 +76,6 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	int			i;
 	TimestampTz start = GetCurrentTimestamp();
 
-	zklock_backend_setup();		/* whoever calls, the registry exists */
 	/* the identity written into nodes follows SET application_name */
 	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0)
 		zklock_build_node_data();
@@ -253,8 +246,8 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
  * The time timeout_ms after start, or 0 (never) when it is out of the
  * range of a timestamp: a timeout of thousands of years is no timeout.
  */
-static TimestampTz
-deadline_after(TimestampTz start, int64 timeout_ms)
+TimestampTz
+zklock_deadline_after(TimestampTz start, int64 timeout_ms)
 {
 	if (timeout_ms < 0 || timeout_ms > (PG_INT64_MAX - start) / 1000)
 		return 0;
@@ -276,7 +269,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = deadline_after(start, timeout_ms);
+	TimestampTz deadline = zklock_deadline_after(start, timeout_ms);
 	TimestampTz lock_deadline = LockTimeout > 0 ? TimestampTzPlusMilliseconds(start, LockTimeout) : 0;
 	TimestampTz down_since = 0;
 	WaitOutcome outcome = WAIT_NOT_GRANTED;
@@ -446,114 +439,6 @@ zklock_run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	return value;
 }
 
-/*
- * Ask the worker for a lock (mutex, read/write lock, lease) and wait for
- * it.  A zero timeout is a try: the worker looks once and gives up rather
- * than waiting.  On success *idx and *serial name the slot that now holds
- * it.
- */
-bool
-zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *idx,
-			 uint32 *serial)
-{
-	if (ask->timeout_ms == 0)
-		ask->try_only = true;
-	*idx = zklock_claim_slot(ask, key, user_off, serial);
-	return zklock_wait_for_request(*idx, *serial, ask->try_only ? -1 : ask->timeout_ms,
-							key->path + user_off, NULL, NULL) == WAIT_GRANTED;
-}
-
-/*
- * A reentrant acquire counts one more hold of a lock this backend has:
- * only while the lock is provably held, like a first acquire.  While the
- * lease is not valid, wait (interruptibly) until it is again, the lock is
- * found lost (then the caller asks for it anew), the acquire's timeout
- * passes (false), or zklock.connect_timeout passes with the worker still
- * unable to prove its session (an error, as for a first acquire).
- */
-static bool
-await_provable_hold(ZklockAsk *ask, const LocalLockKey *key, int user_off)
-{
-	TimestampTz start = GetCurrentTimestamp();
-	TimestampTz deadline = deadline_after(start, ask->timeout_ms);
-	TimestampTz down_deadline = TimestampTzPlusMilliseconds(start, zklock_connect_timeout);
-
-	for (;;)
-	{
-		TimestampTz now;
-
-		if (zklock_lease_valid(zklock_mono_now(), NULL))
-			return true;
-		zklock_backend_setup();		/* notices locks the worker lost */
-		if (zklock_find_hold(key, user_off) == NULL)
-			return true;
-		now = GetCurrentTimestamp();
-		if (ask->timeout_ms == 0 || (deadline != 0 && now >= deadline))
-			return false;
-		if (now >= down_deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("zookeeper lock \"%s\" cannot be proven held",
-							key->path + user_off),
-					 errdetail("The zklock worker's ZooKeeper session was not proven alive for %d ms (zklock.connect_timeout).",
-							   zklock_connect_timeout),
-					 errhint("Retry when zk_status() shows the connection again.")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, zklock_wait_event(ZKLOCK_WAIT_ACQUIRE));
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * Take a lock for this backend: count one more hold if we have it
- * already (reentrant kinds), otherwise ask the worker and wait.
- */
-bool
-zklock_acquire_lock(ZklockAsk *ask, text *path)
-{
-	LocalLockKey key;
-	LocalLock  *ll;
-	int			user_off;
-	int			idx;
-	uint32		serial;
-
-	zklock_make_lock_key(path, ask->kind, &key, &user_off);
-	zklock_backend_setup();
-
-	ll = zklock_find_hold(&key, user_off);
-	if (ll != NULL && !await_provable_hold(ask, &key, user_off))
-		return false;
-	/* the hold may have been found lost meanwhile */
-	ll = zklock_find_hold(&key, user_off);
-	if (zklock_kind_info(ask->kind)->before_acquire)
-		zklock_kind_info(ask->kind)->before_acquire(ask, &key, user_off, ll);
-
-	if (ll == NULL)
-	{
-		if (!zklock_request_lock(ask, &key, user_off, &idx, &serial))
-			return false;
-		ll = zklock_add_granted_hold(&key, idx, serial, ask->xact);
-		return true;
-	}
-
-	(void) zklock_add_hold(&key, ll->slot, ll->serial, ask->xact);
-	return true;
-}
-
-/*
- * Release one session-level hold of the lock of a kind at a path.
- */
-bool
-zklock_release_lock(ZklockKind kind, text *path)
-{
-	LocalLockKey key;
-	int			user_off;
-
-	zklock_make_lock_key(path, kind, &key, &user_off);
-	zklock_backend_setup();
-	return zklock_release_key(&key, user_off);
-}
 
 /*
  * Fill in an acquire request.
@@ -570,26 +455,114 @@ zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind, int64 timeout_ms, 
 }
 
 /*
- * Run a request about the path in argument 0 that takes no lock (barrier,
- * revoke) and return the worker's result; *timed_out (if given) says
- * whether the timeout passed first.
+ * What is left of a timeout (ms, -1 = none) that started at start.
  */
 int64
-zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
-			 int64 timeout_ms, bool *timed_out)
+zklock_remaining_ms(int64 timeout_ms, TimestampTz start)
 {
+	int64		left;
+
+	if (timeout_ms < 0)
+		return -1;
+	left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
+	return left < 0 ? 0 : left;
+}
+
+/*
+ * Write this backend's identity, as it goes into its lock nodes: cluster
+ * name, host, port, database, pid, application_name, as JSON.
+ */
+void
+zklock_build_node_data(void)
+{
+	StringInfoData buf;
+	char		host[256];
+	char	   *dbname = OidIsValid(MyDatabaseId) ? get_database_name(MyDatabaseId) : NULL;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"cluster_name\":");
+	escape_json(&buf, cluster_name ? cluster_name : "");
+	appendStringInfoString(&buf, ",\"host\":");
+	escape_json(&buf, host);
+	appendStringInfo(&buf, ",\"port\":%d,\"database\":", PostPortNumber);
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfo(&buf, ",\"pid\":%d,\"application_name\":", MyProcPid);
+	escape_json(&buf, application_name ? application_name : "");
+	appendStringInfoChar(&buf, '}');
+
+	if (zklock_node_data_appname)
+		pfree(zklock_node_data_appname);
+	zklock_node_data_appname = MemoryContextStrdup(TopMemoryContext,
+											application_name ? application_name : "");
+
+	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
+		snprintf(zklock_node_data, sizeof(zklock_node_data), "{\"port\":%d,\"pid\":%d}",
+				 PostPortNumber, MyProcPid);
+	else
+		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
+	pfree(buf.data);
+}
+
+/*
+ * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
+ * node of the lock held in our slot slot_idx still exists in the worker's session.  Waits at
+ * most zklock.connect_timeout.  Returns false, with why filled in, when it
+ * does not or the answer did not come; errors of the wait are turned into
+ * that answer so the caller can fail the commit with its own SQLSTATE.
+ */
+bool
+zklock_confirm_hold(int slot_idx, char *why, size_t whylen)
+{
+	ZklockSlot *slot = &zklock_shared->slots[slot_idx];
 	ZklockAsk	ask;
 	LocalLockKey key;
+	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
 	int			user_off;
+	bool		timed_out = false;
+	int64		value = 0;
+	MemoryContext cxt = CurrentMemoryContext;
 
-	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), kind, &key, &user_off);
-	zklock_backend_setup();
-	zklock_init_ask(&ask, op, kind, timeout_ms, false);
-	if (timeout_ms == 0)
+	/* our own slot: only the worker's move to LOST can change it */
+	zklock_lock_table(LW_SHARED);
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.path, slot->path, sizeof(key.path));
+	user_off = slot->user_path_off;
+	snprintf(rel, sizeof(rel), "%s%s",
+			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
+			 slot->node);
+	LWLockRelease(zklock_shared->lock);
+
+	memset(&ask, 0, sizeof(ask));
+	ask.op = ZKOP_CONFIRM;
+	ask.kind = ZKK_NONE;
+	ask.timeout_ms = zklock_connect_timeout;
+	ask.max_leases = 1;
+	ask.data = rel;
+	PG_TRY();
 	{
-		/* a zero timeout is a look: the worker answers without waiting */
-		ask.try_only = true;
-		ask.timeout_ms = -1;
+		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
 	}
-	return zklock_run_request(&ask, &key, user_off, 0, 0, timed_out, NULL);
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(why, edata->message, whylen);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	if (timed_out)
+		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
+				 zklock_connect_timeout);
+	else if (value != 1)
+		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
+				 rel);
+	return !timed_out && value == 1;
 }

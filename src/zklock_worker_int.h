@@ -161,7 +161,21 @@ typedef struct ZklockWorkerOps
 /* its nodes carry no protection prefix (double barrier members) */
 #define ZKW_PLAIN_NAMES		0x04
 
-extern const ZklockWorkerOps *zklock_worker_ops(ZklockOp op);
+/* the ops table (zklock_recipes.c) */
+extern const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1];
+
+/*
+ * The operations of a kind of request.  Every entry has a start step; one
+ * without next or resume starts again instead.
+ */
+static inline const ZklockWorkerOps *
+zklock_worker_ops(ZklockOp op)
+{
+	if ((int) op <= 0 || (int) op > ZKOP_CONFIRM ||
+		zklock_ops_table[op].start == NULL)
+		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
+	return &zklock_ops_table[op];
+}
 
 /* the steps of the recipes (the table's entries) */
 extern void zklock_lk_resume(int idx, bool recover);
@@ -215,21 +229,13 @@ extern bool zklock_wes_rebuild; /* the client's socket changed */
 
 
 /* zklock_zkio.c */
-extern void zklock_call_sent(int idx, int rc);
 extern void zklock_create_containers(const char *path, bool include_self);
 extern const void *zklock_make_tag(int idx, uint32 serial);
 extern bool zklock_new_uuid(char *out);
 extern struct ACL_vector *zklock_node_acl(void);
 extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
 							 size_t len);
-extern bool zklock_send_exists_watch(int idx, const char *path,
-									 stat_completion_t done, bool recover);
-extern void zklock_send_listing(int idx, const char *path,
-								strings_completion_t done, bool watch,
-								bool recover);
 extern const void *zklock_slot_tag(int idx);
-extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
-								const char *path, void *ctx);
 extern int zklock_tag_current(const void *tag);
 extern bool zklock_rc_refused(int rc);
 extern bool zklock_rc_retryable(int rc);
@@ -241,11 +247,11 @@ extern bool zklock_delete_pending(const char *path);
 extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid);
 extern bool zklock_deletes_due(TimestampTz now);
+extern bool zklock_deletes_have_room(int n);
 extern void zklock_deletes_load(void);
 extern void zklock_deletes_persist(void);
 extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
-extern bool zklock_record_slot_deletes(int idx, bool can_wait);
 extern void zklock_send_deletes(void);
 
 /* zklock_ghosts.c */
@@ -261,6 +267,7 @@ extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
 
 /* zklock_request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
+extern void zklock_call_sent(int idx, int rc);
 extern int zklock_completion_begin(const void *data);
 extern int zklock_create_begin(int rc, const char *value, const void *data);
 extern void zklock_create_took(int idx, const char *value, char *node,
@@ -269,16 +276,29 @@ extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
 								 bool fixed_name, bool listing_follows,
 								 const char *what);
 extern void zklock_continue_request(int idx);
-extern void zklock_fail_auth_rejected(int idx);
 extern void zklock_give_up_try(int idx);
 extern void zklock_grant(int idx);
 extern void zklock_park(int idx, bool recover);
+extern bool zklock_record_slot_deletes(int idx, bool can_wait);
+extern void zklock_req_clear_nodes(ZklockSlot *slot);
+extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
+extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
+extern void zklock_req_reset(int idx);
+extern void zklock_req_withdraw(int idx);
 extern bool zklock_retry_with_parents(int idx);
-extern void zklock_run_requests(void);
+extern bool zklock_send_exists_watch(int idx, const char *path,
+									 stat_completion_t done, bool recover);
+extern void zklock_send_listing(int idx, const char *path,
+								strings_completion_t done, bool watch,
+								bool recover);
 extern bool zklock_settle_cancel(int idx);
-extern void zklock_slot_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
-extern void zklock_slot_finish(int idx, ZklockResult result, int64 value);
 extern void zklock_start_request(int idx);
+extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
+								const char *path, void *ctx);
+
+/* zklock_dispatch.c */
+extern void zklock_fail_auth_rejected(int idx);
+extern void zklock_run_requests(void);
 extern void zklock_sweep_lost_session(const char *why);
 
 /* zklock_lockeng.c */

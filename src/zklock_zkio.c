@@ -131,20 +131,6 @@ zklock_rc_session_gone(int rc)
 }
 
 /*
- * Account for an async call just made for request idx: count it in (its
- * completion will run), or park the request when the client refused to
- * send it (the connection is not there).  Caller holds the lock.
- */
-void
-zklock_call_sent(int idx, int rc)
-{
-	if (rc != ZOK)
-		zklock_park(idx, false);
-	else
-		zklock_reqs[idx].inflight++;
-}
-
-/*
  * Full path of a node of a slot: leases live under P/leases, everything
  * else directly under P.
  */
@@ -220,74 +206,5 @@ zklock_new_uuid(char *out)
 	if (!pg_strong_random(bytes, sizeof(bytes)))
 		return false;
 	zklock_format_uuid(bytes, out);
-	return true;
-}
-
-/*
- * Watcher of every recipe: the node we wait on changed; look again.
- */
-void
-zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
-{
-	int			idx;
-
-	if (type == ZOO_SESSION_EVENT)
-		return;					/* the session watcher handles those */
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(ctx);
-	if (idx >= 0 && zklock_reqs[idx].watching && zklock_reqs[idx].inflight == 0 &&
-		zklock_shared->slots[idx].state == ZKS_ACTIVE)
-	{
-		zklock_reqs[idx].watching = false;
-		zklock_continue_request(idx);
-	}
-	LWLockRelease(zklock_shared->lock);
-}
-
-/*
- * Ask for the children of path for a request (with the request's watch
- * when watch), or park the request when that cannot be sent now.  With
- * recover, the resumed request looks for its node by prefix first.
- * Caller holds the lock.
- */
-void
-zklock_send_listing(int idx, const char *path, strings_completion_t done, bool watch,
-			 bool recover)
-{
-	int			rc;
-
-	if (!zklock_connected)
-	{
-		zklock_park(idx, recover);
-		return;
-	}
-	if (watch)
-		rc = zoo_awget_children(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-								done, zklock_slot_tag(idx));
-	else
-		rc = zoo_aget_children(zklock_zh, path, 0, done, zklock_slot_tag(idx));
-	if (rc != ZOK)
-		zklock_park(idx, recover);
-	else
-		zklock_reqs[idx].inflight++;
-}
-
-/*
- * exists() with the request's watch on path; parks the request when that
- * cannot be sent now.  Returns true when the call is on its way.  Caller
- * holds the lock.
- */
-bool
-zklock_send_exists_watch(int idx, const char *path, stat_completion_t done, bool recover)
-{
-	if (!zklock_connected ||
-		zoo_awexists(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-					 done, zklock_slot_tag(idx)) != ZOK)
-	{
-		zklock_park(idx, recover);
-		return false;
-	}
-	zklock_reqs[idx].inflight++;
 	return true;
 }
