@@ -355,8 +355,6 @@ typedef enum ZklockAclMode
 /* zklock_shmem.c */
 extern ZklockShared *zklock_shared;
 extern int *zklock_post_ring;	/* the post ring, after the slots */
-extern pg_atomic_uint64 *zklock_give_back_bits;	/* slots given back, a bit
-												 * each, after the deletes */
 extern ZklockDelete *zklock_deletes;	/* pending deletes, after the ring */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
@@ -365,21 +363,18 @@ extern void zklock_slot_submit(ZklockSlot *slot);
 extern void zklock_slot_resubmit(ZklockSlot *slot);
 extern void zklock_slot_drop(ZklockSlot *slot);
 extern void zklock_slot_cancel(ZklockSlot *slot);
-extern void zklock_slot_release(ZklockSlot *slot);
 extern void zklock_slot_start(ZklockSlot *slot);
 extern void zklock_slot_hold(ZklockSlot *slot);
 extern void zklock_slot_done(ZklockSlot *slot);
 extern void zklock_slot_lose(ZklockSlot *slot);
 extern void zklock_slot_free(ZklockSlot *slot);
 extern bool zklock_give_up_new_request(int idx);
-extern bool zklock_give_back_slot(int idx);
 extern void zklock_give_back(int idx, int pid, uint32 serial);
 extern void zklock_withdraw_request(int idx, uint32 serial);
 extern bool zklock_give_back_pending(const ZklockSlot *slot);
 extern int	zklock_take_give_backs(int *withdraw);
 extern void zklock_lock_table(LWLockMode mode);
 extern void zklock_post(int idx);
-extern void zklock_post_all(void);
 extern void zklock_wake_worker(void);
 extern void zklock_wake_backend(ZklockSlot *slot);
 extern void zklock_defer_wakes(void);

@@ -12,6 +12,8 @@
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
+static void confirm_stat_done(int rc, const struct Stat *stat, const void *data);
+
 /*
  * Completion of the sync that goes ahead of a commit confirmation's exists:
  * an answer means the leader answered, and the exists behind it (the
@@ -34,8 +36,8 @@ confirm_sync_done(int rc, const char *value, const void *data)
  * The answer itself also proves the session alive: it extends nothing
  * here, the backend checks the lease after it.
  */
-void
-zklock_confirm_stat_done(int rc, const struct Stat *stat, const void *data)
+static void
+confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -72,6 +74,6 @@ zklock_confirm_start(int idx)
 	zklock_call_sent(idx, rc);
 	if (rc != ZOK)
 		return;
-	zklock_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, zklock_confirm_stat_done,
+	zklock_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, confirm_stat_done,
 					 zklock_slot_tag(idx)));
 }

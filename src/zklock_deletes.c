@@ -16,6 +16,14 @@
 static int	delete_hint = 0;	/* where to look for a free entry */
 
 /*
+ * Told when the delete of a node of this worker is queued (by name): the
+ * local layer's node_gone, so its local waiters on that node look again.
+ * Set by the worker at start (zklock_worker.c); the delete table knows
+ * nothing of the layers above it.
+ */
+void		(*zklock_node_gone_hook) (const char *path) = NULL;
+
+/*
  * The persistent entries changed since they were last written to disk
  * (only the worker adds or frees them); a write failed (logged once until
  * one succeeds).
@@ -291,7 +299,11 @@ zklock_queue_delete(const char *path, const char *prefix)
 {
 	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0);
 	if (prefix == NULL)
-		zklock_lk_node_gone(path);	/* local waiters on it look again */
+	{
+		/* local waiters on it look again */
+		if (zklock_node_gone_hook != NULL)
+			zklock_node_gone_hook(path);
+	}
 }
 
 /*

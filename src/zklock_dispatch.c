@@ -30,10 +30,9 @@ resume(int idx)
 {
 	const ZklockWorkerOps *ops = zklock_worker_ops(zklock_shared->slots[idx].op);
 	WorkerReq  *req = &zklock_reqs[idx];
-	bool		recover = req->recover;
+	bool		recover = (req->wait == ZKWS_PARKED_RECOVER);
 
-	req->parked = false;
-	req->recover = false;
+	zklock_req_set_wait(idx, ZKWS_NONE);
 	req->skip_lists = 0;
 	if (ops->resume)
 		ops->resume(idx, recover);
@@ -172,7 +171,7 @@ zklock_run_requests(void)
 			if (zklock_connected)
 				resume(i);
 		}
-		else if (slot->state == ZKS_ACTIVE && req->parked && zklock_connected)
+		else if (slot->state == ZKS_ACTIVE && zklock_req_parked(req) && zklock_connected)
 			resume(i);
 		else if (slot->state == ZKS_HELD && slot->revocable && zklock_connected &&
 				 !(req->serial == slot->serial && req->revoke_armed))

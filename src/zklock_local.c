@@ -20,6 +20,17 @@
 #include "zklock_local_rules.h"
 #include "zklock_worker_int.h"
 
+static void lk_placed(int idx);
+static int	local_node_owner(const char *base, const char *name, int except);
+static void wait_locally(int idx, const char *pred, int owner, int blockers,
+						 bool follow);
+static int	local_tail_owner(int idx, const char *base, const char *after,
+									bool reader);
+static void settle_followers(int idx, bool granted);
+static void lk_node_gone(const char *path);
+static bool local_create_alone(int idx, const LockTarget *t);
+static bool local_wait_behind(int idx, const LockTarget *t, const char *pred,
+							  int blockers);
 static void join_reader(int idx);
 static bool follows_released_reader(int idx, const LockTarget *t);
 static void end_local_wait(int idx);
@@ -30,7 +41,7 @@ static bool released_node_pending(const char *base, const char *node);
 
 /*
  * Read locks of this worker released lately, newest last, for
- * zklock_lk_placed: a read node created right after one of them shares its
+ * lk_placed: a read node created right after one of them shares its
  * answer (granted) when its create left before the release did, because
  * the released node's delete left after the release, so the node still
  * sorted before ours when the server made ours.  zklock_lk_creates_sent
@@ -49,6 +60,50 @@ typedef struct ReleasedReader
 static ReleasedReader released_readers[RELEASED_READERS];
 static int	released_readers_next = 0;
 
+/* what the lock engine calls, for the recipes that opt in (.local) */
+const ZklockLocalLayer zklock_local_layer = {
+	.create_alone = local_create_alone,
+	.placed = lk_placed,
+	.wait_behind = local_wait_behind,
+	.settle_followers = settle_followers,
+	.node_gone = lk_node_gone,
+};
+
+/*
+ * May the create of idx's node (target t) go without the listing that
+ * normally follows it on the session?  Yes when the node will most likely
+ * sit right behind a node of this worker that then decides for it
+ * (lk_placed; the rule is zklock_create_alone).  Caller holds the
+ * lock.
+ */
+static bool
+local_create_alone(int idx, const LockTarget *t)
+{
+	bool		reader = t->rw;
+
+	/* a write lock node always lists */
+	if (t->rw && !t->read)
+		return false;
+	return zklock_create_alone(t->rw, t->read,
+							   local_tail_owner(idx, t->base, NULL, reader) >= 0);
+}
+
+/*
+ * A listing put idx (target t) behind pred with blockers nodes keeping it
+ * out: when pred is a mutex node of this worker, wait for it locally (no
+ * watch) and say true.  Caller holds the lock.
+ */
+static bool
+local_wait_behind(int idx, const LockTarget *t, const char *pred, int blockers)
+{
+	int			owner;
+
+	if (t->rw || (owner = local_node_owner(t->base, pred, idx)) < 0)
+		return false;
+	wait_locally(idx, pred, owner, blockers, false);
+	return true;
+}
+
 /*
  * The create of a node sent without a listing took.  When the node
  * directly follows one of this worker's nodes (no node can sort between
@@ -62,21 +117,21 @@ static int	released_readers_next = 0;
  *   nothing sorts between the two.  So Curator's read predicate (no write
  *   node before ours) gives the same answer for both: behind a held read
  *   lock, the lock is ours at once; behind a reader whose listing has not
- *   decided yet, its decision is ours too (zklock_settle_followers): granted
+ *   decided yet, its decision is ours too (settle_followers): granted
  *   with it, or we list when it has to wait; behind a read lock released
  *   since our create left, the lock is ours (follows_released_reader).
  *
  * Otherwise it lists.  Caller holds the lock.
  */
-void
-zklock_lk_placed(int idx)
+static void
+lk_placed(int idx)
 {
 	LockTarget	t;
 	int			owner;
 	ZklockPlacement place;
 
 	zklock_lk_target(idx, &t);
-	owner = zklock_local_tail_owner(idx, t.base, t.node, t.rw);
+	owner = local_tail_owner(idx, t.base, t.node, t.rw);
 	place = zklock_placement(owner >= 0,
 							 owner >= 0 && zklock_shared->slots[owner].state == ZKS_ACTIVE,
 							 t.rw,
@@ -101,9 +156,7 @@ zklock_lk_placed(int idx)
 
 				/* a follower shares the reader's decision: nothing blocks it yet */
 				zklock_lk_target(owner, &o);
-				zklock_wait_locally(idx, o.node, owner, follow ? 0 : 1);
-				if (follow)
-					zklock_reqs[idx].follow_reader = true;
+				wait_locally(idx, o.node, owner, follow ? 0 : 1, follow);
 				break;
 			}
 	}
@@ -134,13 +187,12 @@ follows_released_reader(int idx, const LockTarget *t)
 
 /*
  * Grant a read lock that shares the answer of the read node right before
- * its own (zklock_lk_placed).  Caller holds the lock.
+ * its own (lk_placed).  Caller holds the lock.
  */
 static void
 join_reader(int idx)
 {
-	zklock_reqs[idx].follow_reader = false;
-	zklock_reqs[idx].local_wait = false;
+	zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_reqs[idx].pred[0] = '\0';
 	zklock_shared->read_join_count++;
 	zklock_lk_granted(idx);
@@ -167,7 +219,7 @@ join_reader(int idx)
  *
  * The waiter is not granted here.  It is marked (handover_wait: no watch,
  * local wait or follower rule moves it any more) and, when node's delete
- * is queued (zklock_lk_node_gone), it sends an exists of its own node
+ * is queued (lk_node_gone), it sends an exists of its own node
  * behind that delete; the server answers a session's requests in order,
  * so the delete's answer (which frees its pending-delete entry) says
  * whether node is gone, and the exists then whether the waiter's node is
@@ -210,7 +262,7 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 			twin = true;
 		/* a call on its way (the watch's getData) would move it too */
 		if (slot->state != ZKS_ACTIVE || req->serial != slot->serial ||
-			req->parked || req->inflight != 0 ||
+			zklock_req_parked(req) || req->inflight != 0 ||
 			req->pred[0] == '\0' || strcmp(req->pred, node) != 0)
 			continue;
 		zklock_lk_target(i, &t);
@@ -228,16 +280,11 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 								   ZKLOCK_HANDOVER_MAX, take);
 	for (k = 0; k < ncand && ntake > 0; k++)
 	{
-		WorkerReq  *req = &zklock_reqs[cand[k]];
-
 		if (!take[k])
 			continue;
 
 		/* a watch on node, when there is one, must not list again */
-		req->handover_wait = true;
-		req->watching = false;
-		req->local_wait = false;
-		req->follow_reader = false;
+		zklock_req_set_wait(cand[k], ZKWS_HANDOVER);
 	}
 	return ntake;
 }
@@ -258,7 +305,6 @@ handover_check(int idx, const LockTarget *t)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	int			rc;
 
-	req->handover_wait = false;
 	if (!zklock_connected)
 	{
 		zklock_park(idx, false);
@@ -271,9 +317,8 @@ handover_check(int idx, const LockTarget *t)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
+	/* still ZKWS_HANDOVER while the check is on its way */
 	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
-	if (rc == ZOK)
-		req->handover_wait = true;
 	zklock_call_sent(idx, rc);
 }
 
@@ -299,7 +344,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 		LockTarget	t;
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-		req->handover_wait = false;
+		zklock_req_set_wait(idx, ZKWS_NONE);
 		zklock_lk_target(idx, &t);
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
 		if (rc == ZOK && !zklock_delete_pending(buf) && zklock_connected &&
@@ -346,8 +391,8 @@ released_node_pending(const char *base, const char *node)
  * waiting or holding, or -1: a node of this worker.  Caller holds the
  * lock.
  */
-int
-zklock_local_node_owner(const char *base, const char *name, int except)
+static int
+local_node_owner(const char *base, const char *name, int except)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -360,7 +405,7 @@ zklock_local_node_owner(const char *base, const char *name, int except)
 		/* a lock target's node is the slot's node or its aux node */
 		if (i == except || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
 			(strcmp(slot->node, name) != 0 && strcmp(slot->aux_node, name) != 0) ||
-			zklock_worker_ops(slot->op)->lock_target == NULL)
+			zklock_worker_ops(slot->op)->local == NULL)
 			continue;
 		zklock_lk_target(i, &t);
 		if (!t.rw && t.node[0] != '\0' && strcmp(t.node, name) == 0 &&
@@ -374,10 +419,10 @@ zklock_local_node_owner(const char *base, const char *name, int except)
  * The node a mutex waiter waits behind (pred, with blockers nodes keeping
  * it out) is owner's node: no watch.  Its release hands the lock over
  * (zklock_lk_hand_over), its loss or withdrawal makes the waiter look again
- * (zklock_lk_node_gone), as the watch would.  Caller holds the lock.
+ * (lk_node_gone), as the watch would.  Caller holds the lock.
  */
-void
-zklock_wait_locally(int idx, const char *pred, int owner, int blockers)
+static void
+wait_locally(int idx, const char *pred, int owner, int blockers, bool follow)
 {
 	WorkerReq  *req = &zklock_reqs[idx];
 
@@ -387,8 +432,7 @@ zklock_wait_locally(int idx, const char *pred, int owner, int blockers)
 	req->pred_last = (blockers == 1);
 	req->pred_slot = owner;
 	req->pred_serial = zklock_shared->slots[owner].serial;
-	req->local_wait = true;
-	req->watching = true;
+	zklock_req_set_wait(idx, follow ? ZKWS_FOLLOWING : ZKWS_LOCAL);
 }
 
 /*
@@ -401,8 +445,8 @@ zklock_wait_locally(int idx, const char *pred, int owner, int blockers)
  * reader whose create is on its way.  A node of a parked request (its
  * session may be gone) does not count.  Caller holds the lock.
  */
-int
-zklock_local_tail_owner(int idx, const char *base, const char *after, bool reader)
+static int
+local_tail_owner(int idx, const char *base, const char *after, bool reader)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -410,28 +454,30 @@ zklock_local_tail_owner(int idx, const char *base, const char *after, bool reade
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *slot = &sh->slots[i];
+		WorkerReq  *req = &zklock_reqs[i];
+		ZklockTailNode n;
 		LockTarget	t;
 
-		if (i == idx || slot->session_gen != sh->session_gen ||
-			!(slot->state == ZKS_ACTIVE || slot->state == ZKS_HELD ||
-			  (reader && slot->state == ZKS_RELEASE &&
-			   zklock_reqs[i].serial == slot->serial)) ||
-			zklock_reqs[i].parked ||
-			zklock_worker_ops(slot->op)->lock_target == NULL)
-			continue;
-		/* a reader waiting on a writer has decided: it is no guide */
-		if (reader && slot->state == ZKS_ACTIVE &&
-			(zklock_reqs[i].serial != slot->serial ||
-			 (zklock_reqs[i].pred[0] != '\0' && !zklock_reqs[i].follow_reader)))
+		if (i == idx ||
+			(slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD &&
+			 slot->state != ZKS_RELEASE) ||
+			zklock_worker_ops(slot->op)->local == NULL)
 			continue;
 		zklock_lk_target(i, &t);
-		/* a write holder's read node carries its writer's number */
-		if (t.rw != reader || (reader && (!t.read || slot->downgrade_seq[0] != '\0')) ||
-			strcmp(t.base, base) != 0)
+		if (strcmp(t.base, base) != 0)
 			continue;
-		/* a reader's create on its way will be answered before ours */
-		if (t.node[0] == '\0' &&
-			!(reader && after == NULL && slot->state == ZKS_ACTIVE && *t.create_sent))
+		n.state = slot->state == ZKS_ACTIVE ? ZKLOCK_TAIL_WAITING :
+			slot->state == ZKS_HELD ? ZKLOCK_TAIL_HOLDING : ZKLOCK_TAIL_RELEASED;
+		n.current_session = (slot->session_gen == sh->session_gen);
+		n.known = (req->serial == slot->serial);
+		n.parked = zklock_req_parked(req);
+		n.decided_to_wait = (req->pred[0] != '\0' && req->wait != ZKWS_FOLLOWING);
+		n.rw = t.rw;
+		n.read = t.read;
+		n.downgrade = (slot->downgrade_seq[0] != '\0');
+		n.has_node = (t.node[0] != '\0');
+		n.create_sent = *t.create_sent;
+		if (!zklock_tail_candidate(&n, reader, after == NULL))
 			continue;
 		if (after == NULL || zklock_seq_follows(t.node, after, t.lock_name))
 			return i;
@@ -446,22 +492,18 @@ zklock_local_tail_owner(int idx, const char *base, const char *after, bool reade
 static void
 end_local_wait(int idx)
 {
-	WorkerReq  *req = &zklock_reqs[idx];
-
-	req->local_wait = false;
-	req->follow_reader = false;
-	req->watching = false;
+	zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_continue_request(idx);
 }
 
 /*
  * The read lock request idx has its answer: the readers that follow its
- * node (zklock_lk_placed) share it.  Granted, they are granted (and so are their
+ * node (lk_placed) share it.  Granted, they are granted (and so are their
  * own followers, through zklock_lk_granted); made to wait (or anything else),
  * they list and decide for themselves.  Caller holds the lock.
  */
-void
-zklock_settle_followers(int idx, bool granted)
+static void
+settle_followers(int idx, bool granted)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -470,7 +512,7 @@ zklock_settle_followers(int idx, bool granted)
 	{
 		WorkerReq  *req = &zklock_reqs[i];
 
-		if (!req->follow_reader || !req->local_wait || req->pred_slot != idx ||
+		if (req->wait != ZKWS_FOLLOWING || req->pred_slot != idx ||
 			req->pred_serial != sh->slots[idx].serial ||
 			sh->slots[i].state != ZKS_ACTIVE || req->serial != sh->slots[i].serial)
 			continue;
@@ -488,8 +530,8 @@ zklock_settle_followers(int idx, bool granted)
  * (handover_wait) send their check behind the delete.  Caller holds the
  * lock.
  */
-void
-zklock_lk_node_gone(const char *path)
+static void
+lk_node_gone(const char *path)
 {
 	ZklockShared *sh = zklock_shared;
 	const char *name = strrchr(path, '/');
@@ -505,7 +547,8 @@ zklock_lk_node_gone(const char *path)
 		WorkerReq  *req = &zklock_reqs[i];
 		LockTarget	t;
 
-		if (!(req->local_wait || req->handover_wait) ||
+		if (!(req->wait == ZKWS_LOCAL || req->wait == ZKWS_FOLLOWING ||
+			  req->wait == ZKWS_HANDOVER) ||
 			sh->slots[i].state != ZKS_ACTIVE ||
 			req->serial != sh->slots[i].serial || req->inflight != 0 ||
 			strcmp(req->pred, name) != 0)
@@ -513,7 +556,7 @@ zklock_lk_node_gone(const char *path)
 		zklock_lk_target(i, &t);
 		if (strncmp(t.base, path, baselen) != 0 || t.base[baselen] != '\0')
 			continue;
-		if (req->handover_wait)
+		if (req->wait == ZKWS_HANDOVER)
 			handover_check(i, &t);
 		else
 			end_local_wait(i);
@@ -538,11 +581,12 @@ zklock_lk_check_local_waits(void)
 		ZklockSlot *owner;
 		LockTarget	t;
 
-		if (!(req->local_wait || req->handover_wait) ||
+		if (!(req->wait == ZKWS_LOCAL || req->wait == ZKWS_FOLLOWING ||
+			  req->wait == ZKWS_HANDOVER) ||
 			sh->slots[i].state != ZKS_ACTIVE ||
 			req->serial != sh->slots[i].serial || req->inflight != 0)
 			continue;
-		if (req->handover_wait)
+		if (req->wait == ZKWS_HANDOVER)
 		{
 			/*
 			 * Chosen for a handover whose check was not sent: its release
@@ -552,14 +596,13 @@ zklock_lk_check_local_waits(void)
 			zklock_lk_target(i, &t);
 			if (!released_node_pending(t.base, req->pred))
 			{
-				req->handover_wait = false;
 				zklock_lk_list(i);
 			}
 			continue;
 		}
 		owner = &sh->slots[req->pred_slot];
 		/* a reader followed into a held read lock holds it too */
-		if (req->follow_reader && owner->serial == req->pred_serial &&
+		if (req->wait == ZKWS_FOLLOWING && owner->serial == req->pred_serial &&
 			owner->state == ZKS_HELD)
 		{
 			join_reader(i);
@@ -594,11 +637,11 @@ zklock_lk_released(int idx)
 	LockTarget	t;
 
 	zklock_lk_target(idx, &t);
-	/* its delete must follow (zklock_lk_node_gone sends the checks) */
-	if (t.final && !zklock_reqs[idx].parked &&
+	/* its delete must follow (lk_node_gone sends the checks) */
+	if (t.final && !zklock_req_parked(&zklock_reqs[idx]) &&
 		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
 		(void) zklock_lk_hand_over(t.base, t.node, !t.rw);
-	if (t.final && t.read && t.node[0] != '\0' && !zklock_reqs[idx].parked &&
+	if (t.final && t.read && t.node[0] != '\0' && !zklock_req_parked(&zklock_reqs[idx]) &&
 		zklock_shared->slots[idx].downgrade_seq[0] == '\0' &&
 		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
 	{

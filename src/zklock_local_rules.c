@@ -80,3 +80,102 @@ zklock_handover_choice(const ZklockHandoverCandidate *c, int n,
 	}
 	return ntake;
 }
+
+/*
+ * May the create of a lock node go without the listing that normally
+ * follows it on the session (Curator always lists)?  Only when a node of
+ * this worker is the lock's tail (tail_is_ours: the caller found one with
+ * zklock_tail_candidate), so the new node most likely sits right behind it
+ * and it decides for the new one (zklock_placement); otherwise the
+ * listing would be needed anyway.  A mutex node (rw false) may go alone
+ * behind a mutex node; a read node behind a read node; a write node
+ * never, because no node of this worker can decide for a writer.
+ */
+bool
+zklock_create_alone(bool rw, bool read, bool tail_is_ours)
+{
+	if (rw && !read)
+		return false;
+	return tail_is_ours;
+}
+
+/*
+ * Does node n of this worker count as the node a new node (a reader's
+ * when reader, else a mutex's) would sit right behind, so that it may
+ * decide for it?  any_node: the caller asks before the create (is any
+ * such node the tail?), not about the node right before a given one.
+ *
+ * It must be of this session and the worker must run it (a parked
+ * request's session may be gone; one an earlier worker left is not
+ * known), waiting or holding; a reader also while released but not yet
+ * withdrawn (its delete has not left, so it still sorts ahead).  A mutex
+ * node counts for a mutex, a plain read node (not a downgrade's, which
+ * carries its writer's number) for a reader, and a reader that waits on a
+ * writer has decided and guides nobody.  Its node must be known, except
+ * that before a reader's create a reader whose own create is on its way
+ * counts (it is answered first).
+ */
+bool
+zklock_tail_candidate(const ZklockTailNode *n, bool reader, bool any_node)
+{
+	if (!n->current_session || n->parked)
+		return false;
+	if (!(n->state == ZKLOCK_TAIL_WAITING || n->state == ZKLOCK_TAIL_HOLDING ||
+		  (reader && n->state == ZKLOCK_TAIL_RELEASED && n->known)))
+		return false;
+	if (reader && n->state == ZKLOCK_TAIL_WAITING &&
+		(!n->known || n->decided_to_wait))
+		return false;
+	if (n->rw != reader || (reader && (!n->read || n->downgrade)))
+		return false;
+	if (!n->has_node &&
+		!(reader && any_node && n->state == ZKLOCK_TAIL_WAITING && n->create_sent))
+		return false;
+	return true;
+}
+
+/*
+ * May a request's wait state move from from to to?  From no wait it may
+ * start any wait.  A wait on a node (watching, local, following) ends (no
+ * wait), is chosen for a handover (a watcher or a local waiter whose
+ * predecessor is released) or is parked; a watch may be set again.  A
+ * handover ends or parks.  Parked, a request resumes (no wait) or learns
+ * it must look for its node first; once it must, it keeps that until it
+ * resumes.  Any state may end: a grant or a failure ends whatever the
+ * request waited for.
+ */
+bool
+zklock_wait_move_ok(ZklockWaitState from, ZklockWaitState to)
+{
+	if (to == ZKWS_NONE || from == ZKWS_NONE)
+		return true;
+	switch (from)
+	{
+		case ZKWS_WATCHING:
+			return to == ZKWS_WATCHING || to == ZKWS_HANDOVER ||
+				to == ZKWS_PARKED || to == ZKWS_PARKED_RECOVER;
+		case ZKWS_LOCAL:
+		case ZKWS_FOLLOWING:
+			return to == ZKWS_HANDOVER || to == ZKWS_PARKED ||
+				to == ZKWS_PARKED_RECOVER;
+		case ZKWS_HANDOVER:
+			return to == ZKWS_PARKED || to == ZKWS_PARKED_RECOVER;
+		case ZKWS_PARKED:
+			return to == ZKWS_PARKED || to == ZKWS_PARKED_RECOVER;
+		case ZKWS_PARKED_RECOVER:
+			return to == ZKWS_PARKED_RECOVER;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Does a request in this state move on when a watch of its fires?  A
+ * watcher does; so does a local waiter or follower (a watch it set before
+ * it waited locally may still fire, and looking again is always safe).
+ */
+bool
+zklock_wait_for_event(ZklockWaitState s)
+{
+	return s == ZKWS_WATCHING || s == ZKWS_LOCAL || s == ZKWS_FOLLOWING;
+}

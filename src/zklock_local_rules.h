@@ -11,6 +11,33 @@
 
 #include <stdbool.h>
 
+/*
+ * What a request waits for in the worker (WorkerReq.wait): one state, not
+ * a set of flags, so whether it lists, watches, waits locally, follows a
+ * reader, is being handed a lock or is parked is one question.
+ */
+typedef enum ZklockWaitState
+{
+	ZKWS_NONE = 0,				/* no wait: its own call is on its way, or
+								 * it decides now */
+	ZKWS_WATCHING,				/* a ZooKeeper watch it set moves it on */
+	ZKWS_LOCAL,					/* behind pred, a node of this worker, with
+								 * no watch: its owner's release or loss
+								 * moves it (zklock_local.c) */
+	ZKWS_FOLLOWING,				/* a read node right behind a reader of this
+								 * worker still deciding: that answer is its
+								 * own */
+	ZKWS_HANDOVER,				/* chosen to take pred's lock once pred's
+								 * delete is applied and its own node is
+								 * confirmed */
+	ZKWS_PARKED,				/* waits for the connection, then resumes */
+	ZKWS_PARKED_RECOVER			/* same, and first looks for a node a lost
+								 * create may have made (by prefix) */
+} ZklockWaitState;
+
+extern bool zklock_wait_move_ok(ZklockWaitState from, ZklockWaitState to);
+extern bool zklock_wait_for_event(ZklockWaitState s);
+
 /* What a lock node just created does when it may skip its listing */
 typedef enum ZklockPlacement
 {
@@ -39,5 +66,36 @@ typedef struct ZklockHandoverCandidate
 extern int	zklock_handover_choice(const ZklockHandoverCandidate *c, int n,
 								   bool held_mutex, bool twin, int max,
 								   bool *take);
+
+extern bool zklock_create_alone(bool rw, bool read, bool tail_is_ours);
+
+/* What the worker knows of one of its requests on the same lock */
+typedef enum ZklockTailState
+{
+	ZKLOCK_TAIL_WAITING,		/* its request is running (ACTIVE) */
+	ZKLOCK_TAIL_HOLDING,		/* it holds the lock (HELD) */
+	ZKLOCK_TAIL_RELEASED,		/* released, not yet withdrawn: its delete
+								 * has not left */
+	ZKLOCK_TAIL_OTHER			/* anything else: free, lost, cancelled */
+} ZklockTailState;
+
+typedef struct ZklockTailNode
+{
+	ZklockTailState state;
+	bool		current_session;	/* made in the worker's current session */
+	bool		known;			/* the worker runs it (not left by an
+								 * earlier worker) */
+	bool		parked;			/* waits for the connection */
+	bool		decided_to_wait;	/* its listing made it wait on a node
+									 * (not following a reader) */
+	bool		rw;				/* a read/write lock node */
+	bool		read;			/* a read node */
+	bool		downgrade;		/* a write holder's read node */
+	bool		has_node;		/* its node's name is known */
+	bool		create_sent;	/* its create may be on its way */
+} ZklockTailNode;
+
+extern bool zklock_tail_candidate(const ZklockTailNode *n, bool reader,
+								  bool any_node);
 
 #endif							/* ZKLOCK_LOCAL_RULES_H */

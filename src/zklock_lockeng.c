@@ -28,6 +28,17 @@ static void lk_children_done(int rc, const struct String_vector *strings,
 uint64		zklock_lk_creates_sent = 0;
 
 /*
+ * The local layer of the recipe of slot idx, or NULL when the recipe did
+ * not opt in (its ops entry's .local): then this file is Curator's
+ * LockInternals alone.
+ */
+static inline const ZklockLocalLayer *
+lk_local(int idx)
+{
+	return zklock_worker_ops(zklock_shared->slots[idx].op)->local;
+}
+
+/*
  * Where the lock engine works for a slot: the recipe says (its
  * lock_target hook).
  */
@@ -68,10 +79,10 @@ zklock_lk_granted(int idx)
 	LockTarget	t;
 
 	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_granted(idx);
-	/* only read nodes are followed (zklock_lk_placed) */
+	/* only read nodes are followed (the local layer's placed) */
 	zklock_lk_target(idx, &t);
-	if (t.read)
-		zklock_settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
+	if (t.read && lk_local(idx) != NULL)
+		lk_local(idx)->settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
 }
 
 /*
@@ -129,7 +140,7 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 			else if (downgrade)
 				zklock_grant(idx);
 			else if (!zklock_reqs[idx].list_piped)
-				zklock_lk_placed(idx);
+				lk_local(idx)->placed(idx); /* only it sends a create alone */
 			/* otherwise the pipelined listing decides */
 		}
 		else if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
@@ -149,7 +160,7 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
  * waits or holds, and a read lock node queued behind a read lock node of
  * this worker that holds or is about to learn whether it does, go without
  * the listing: the create's reply most likely shows the node right behind
- * that one (zklock_lk_placed), and then the listing would tell nothing new.
+ * that one (lk_placed), and then the listing would tell nothing new.
  * Caller holds the lock.
  */
 void
@@ -164,7 +175,8 @@ zklock_lk_create(int idx)
 	int			rc;
 
 	req->pred[0] = '\0';			/* a new node waits on nothing yet */
-	req->handover_wait = false;
+	if (req->wait == ZKWS_HANDOVER)
+		zklock_req_set_wait(idx, ZKWS_NONE);
 
 	if (!zklock_connected)
 	{
@@ -206,10 +218,9 @@ zklock_lk_create(int idx)
 	*t.create_sent = true;
 	if (slot->downgrade_seq[0] != '\0')
 		req->list_piped = false;
-	else if (t.rw)
-		req->list_piped = !t.read || zklock_local_tail_owner(idx, t.base, NULL, true) < 0;
 	else
-		req->list_piped = zklock_local_tail_owner(idx, t.base, NULL, false) < 0;
+		req->list_piped = (lk_local(idx) == NULL ||
+						   !lk_local(idx)->create_alone(idx, &t));
 	if (req->list_piped)
 		zklock_lk_list(idx);
 }
@@ -229,7 +240,8 @@ lk_start_fresh(int idx)
 
 		/* our node is gone: whoever waits on it locally looks again */
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, t.node);
-		zklock_lk_node_gone(buf);
+		if (lk_local(idx) != NULL)
+			lk_local(idx)->node_gone(buf);
 	}
 	t.node[0] = '\0';
 	t.uuid[0] = '\0';
@@ -248,7 +260,7 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 	if (idx >= 0)
 	{
 		if (rc == ZOK)
-			zklock_reqs[idx].watching = true;
+			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else if (rc == ZNONODE)
 			zklock_lk_list(idx);		/* predecessor already gone */
 		else
@@ -339,7 +351,6 @@ lk_decide(int idx, char **children, int n)
 	WorkerReq  *req = &zklock_reqs[idx];
 	LockTarget	t;
 	ZklockLockDecision d;
-	int			owner;
 
 	zklock_lk_target(idx, &t);
 	if (t.node[0] == '\0')
@@ -372,8 +383,8 @@ lk_decide(int idx, char **children, int n)
 		d = zklock_lock_decide(children, n, t.node, 1);
 
 	/* a reader's answer is its followers' too */
-	if (t.read && !d.holds)
-		zklock_settle_followers(idx, false);
+	if (t.read && !d.holds && lk_local(idx) != NULL)
+		lk_local(idx)->settle_followers(idx, false);
 	if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
@@ -387,9 +398,9 @@ lk_decide(int idx, char **children, int n)
 		zklock_lk_granted(idx);
 	else if (slot->try_only)
 		zklock_give_up_try(idx);
-	else if (!t.rw &&
-			 (owner = zklock_local_node_owner(t.base, children[d.watch_index], idx)) >= 0)
-		zklock_wait_locally(idx, children[d.watch_index], owner, d.blockers);
+	else if (lk_local(idx) != NULL &&
+			 lk_local(idx)->wait_behind(idx, &t, children[d.watch_index], d.blockers))
+		;						/* behind a node of this worker: no watch */
 	else
 	{
 		char		wpath[ZKLOCK_NODE_PATH_SIZE];
@@ -469,9 +480,8 @@ zklock_lk_list(int idx)
 	LockTarget	t;
 
 	zklock_reqs[idx].pred[0] = '\0';	/* the new listing decides */
-	zklock_reqs[idx].local_wait = false;
-	zklock_reqs[idx].handover_wait = false;
-	zklock_reqs[idx].follow_reader = false;
+	if (!zklock_req_parked(&zklock_reqs[idx]))
+		zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_lk_target(idx, &t);
 	zklock_send_listing(idx, t.base, lk_children_done, false, false);
 }

@@ -14,6 +14,10 @@
 #include "zklock_backend_int.h"
 #include "utils/builtins.h"
 
+static void barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data);
+static void barrier_set_done(int rc, const char *value, const void *data);
+static void barrier_wait_done(int rc, const struct Stat *stat, const void *data);
+
 static void barrier_remove_done(int rc, const void *data);
 
 /* ---------------------------------------------------------------------
@@ -24,8 +28,8 @@ static void barrier_remove_done(int rc, const void *data);
 /*
  * Completion of the create of a barrier node.
  */
-void
-zklock_barrier_set_done(int rc, const char *value, const void *data)
+static void
+barrier_set_done(int rc, const char *value, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -52,8 +56,8 @@ zklock_barrier_set_done(int rc, const char *value, const void *data)
  * and is never a barrier; anything else is deleted at the version seen,
  * so a node replaced in between is looked at again.
  */
-void
-zklock_barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
+static void
+barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -111,8 +115,8 @@ barrier_remove_done(int rc, const void *data)
 /*
  * Completion of exists+watch on a barrier node.
  */
-void
-zklock_barrier_wait_done(int rc, const struct Stat *stat, const void *data)
+static void
+barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -123,7 +127,7 @@ zklock_barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZOK && zklock_shared->slots[idx].try_only)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* a look only: still up */
 		else if (rc == ZOK)
-			zklock_reqs[idx].watching = true;
+			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else
 			zklock_call_failed(idx, rc, "wait on the barrier");
 	}
@@ -146,7 +150,7 @@ zklock_barrier_set_start(int idx)
 		req->need_parents = false;
 	}
 	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
-					 zklock_node_acl(), 0, zklock_barrier_set_done,
+					 zklock_node_acl(), 0, barrier_set_done,
 					 zklock_slot_tag(idx)));
 }
 
@@ -158,7 +162,7 @@ void
 zklock_barrier_remove_start(int idx)
 {
 	zklock_call_sent(idx, zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
-					 zklock_barrier_remove_stat_done, zklock_slot_tag(idx)));
+					 barrier_remove_stat_done, zklock_slot_tag(idx)));
 }
 
 /*
@@ -172,11 +176,11 @@ zklock_barrier_wait_start(int idx)
 	int			rc;
 
 	if (slot->try_only)
-		rc = zoo_aexists(zklock_zh, slot->path, 0, zklock_barrier_wait_done,
+		rc = zoo_aexists(zklock_zh, slot->path, 0, barrier_wait_done,
 						 zklock_slot_tag(idx));
 	else
 		rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher,
-						  (void *) zklock_slot_tag(idx), zklock_barrier_wait_done,
+						  (void *) zklock_slot_tag(idx), barrier_wait_done,
 						  zklock_slot_tag(idx));
 	zklock_call_sent(idx, rc);
 }

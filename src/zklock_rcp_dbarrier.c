@@ -13,6 +13,9 @@
 #include "zklock_worker_int.h"
 #include "zklock_backend_int.h"
 
+static bool denter_watch_ready(int idx);
+static void leave_finish(int idx);
+
 static void denter_ready_done(int rc, const struct Stat *stat,
 							  const void *data);
 static void denter_create_done(int rc, const char *value, const void *data);
@@ -59,7 +62,7 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 		{
 			req->ready_seen = false;
 			/* while waiting for P/ready its absence changes nothing */
-			if (!req->watching && req->inflight == 0 && !req->create_sent &&
+			if (req->wait != ZKWS_WATCHING && req->inflight == 0 && !req->create_sent &&
 				slot->node[0] != '\0')
 				denter_list(idx);
 		}
@@ -73,8 +76,8 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
  * Look at P/ready, with a watch that fires when it is created.  Caller
  * holds the lock.
  */
-bool
-zklock_denter_watch_ready(int idx)
+static bool
+denter_watch_ready(int idx)
 {
 	char		ready[ZKLOCK_NODE_PATH_SIZE];
 
@@ -151,7 +154,7 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 			zklock_grant(idx);
 		}
 		else if (rc == ZNODEEXISTS)
-			(void) zklock_denter_watch_ready(idx);
+			(void) denter_watch_ready(idx);
 		else
 			zklock_call_failed(idx, rc, "open the double barrier");
 	}
@@ -189,10 +192,10 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 			}
 			else if (slot->try_only)
 				zklock_give_up_try(idx);	/* a look only: too few members */
-			else if (zklock_denter_watch_ready(idx))
+			else if (denter_watch_ready(idx))
 			{
 				/* wait for P/ready (its watch re-armed, in case it fired) */
-				req->watching = true;
+				zklock_req_set_wait(idx, ZKWS_WATCHING);
 			}
 		}
 		else
@@ -238,7 +241,7 @@ zklock_denter_start(int idx)
 		zklock_create_containers(slot->path, true);
 		req->need_parents = false;
 	}
-	if (!zklock_denter_watch_ready(idx))
+	if (!denter_watch_ready(idx))
 		return;
 	zklock_node_path(slot, slot->node, buf, sizeof(buf));
 	rc = zoo_acreate(zklock_zh, buf, slot->data, strlen(slot->data), zklock_node_acl(),
@@ -264,7 +267,7 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZOK)
-			zklock_reqs[idx].watching = true;
+			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else if (rc == ZNONODE)
 			zklock_leave_list(idx);
 		else
@@ -330,7 +333,7 @@ leave_ready_deleted(int rc, const void *data)
 		if (rc == ZOK || rc == ZNONODE)
 			leave_done(idx);
 		else if (rc == ZBADVERSION)
-			zklock_leave_finish(idx);
+			leave_finish(idx);
 		else
 			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
@@ -349,8 +352,8 @@ leave_ready_deleted(int rc, const void *data)
  * would take that round's P/ready from under it (its late members would
  * count too few and wait).  Caller holds the lock.
  */
-void
-zklock_leave_finish(int idx)
+static void
+leave_finish(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
@@ -391,7 +394,7 @@ leave_member_deleted(int rc, const void *data)
 
 			slot->node_deleted = true;
 			if (req->leave_watch[0] == '\0')
-				zklock_leave_finish(idx);
+				leave_finish(idx);
 			else if (slot->try_only)
 				zklock_give_up_try(idx);
 			else
@@ -440,7 +443,7 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 			switch (action)
 			{
 				case ZKLOCK_LEAVE_DONE:
-					zklock_leave_finish(idx);
+					leave_finish(idx);
 					break;
 				case ZKLOCK_LEAVE_ERROR_MISSING:
 					zklock_req_fail(idx, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -492,7 +495,7 @@ zklock_leave_list(int idx)
 void
 zklock_denter_next(int idx)
 {
-	(void) zklock_denter_watch_ready(idx);
+	(void) denter_watch_ready(idx);
 }
 
 /*
@@ -515,7 +518,7 @@ void
 zklock_leave_resume(int idx, bool recover)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_READY)
-		zklock_leave_finish(idx);
+		leave_finish(idx);
 	else
 		zklock_leave_list(idx);
 }

@@ -15,30 +15,24 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 
+static void participants_children_done(int rc, const struct String_vector *strings, const void *data);
+
+static void forget_participants(int idx);
 static void participants_deliver(int idx);
 static void participants_data_done(int rc, const char *value, int value_len,
 								   const struct Stat *stat, const void *data);
 
 /*
- * Free what a participants request collected so far.
+ * Free what a participants request collected so far (all of it lives in
+ * the request's memory, which zklock_req_reset also frees).
  */
-void
-zklock_free_participants(WorkerReq *req)
+static void
+forget_participants(int idx)
 {
-	int			i;
+	WorkerReq  *req = &zklock_reqs[idx];
 
-	if (req->pnames == NULL)
-		return;
-	for (i = 0; i < req->pn; i++)
-	{
-		if (req->pnames[i])
-			pfree(req->pnames[i]);
-		if (req->pdata[i])
-			pfree(req->pdata[i]);
-	}
-	pfree(req->pnames);
-	pfree(req->pdata);
-	pfree(req->plen);
+	if (req->cxt != NULL)
+		MemoryContextReset(req->cxt);
 	req->pnames = NULL;
 	req->pdata = NULL;
 	req->plen = NULL;
@@ -138,7 +132,7 @@ participants_data_done(int rc, const char *value, int value_len,
 		{
 			if (rc == ZOK && value != NULL && value_len >= 0)
 			{
-				req->pdata[k] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
+				req->pdata[k] = MemoryContextAlloc(zklock_req_memory(idx), value_len + 1);
 				memcpy(req->pdata[k], value, value_len);
 				req->pdata[k][value_len] = '\0';
 				req->plen[k] = value_len;
@@ -148,10 +142,10 @@ participants_data_done(int rc, const char *value, int value_len,
 		}
 		if (zklock_settle_cancel(idx))
 			;
-		else if (zklock_rc_retryable(rc) || req->parked)
+		else if (zklock_rc_retryable(rc) || zklock_req_parked(req))
 		{
 			/* the connection dropped: list again once it is back */
-			if (!req->parked)
+			if (!zklock_req_parked(req))
 				zklock_park(idx, false);
 		}
 		else if (req->inflight == 0)
@@ -164,8 +158,8 @@ participants_data_done(int rc, const char *value, int value_len,
  * Completion of a participants listing: for a semaphore descend into
  * P/leases, otherwise fetch every child's data.
  */
-void
-zklock_participants_children_done(int rc, const struct String_vector *strings, const void *data)
+static void
+participants_children_done(int rc, const struct String_vector *strings, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -185,7 +179,7 @@ zklock_participants_children_done(int rc, const struct String_vector *strings, c
 
 			req->pkind = ZKLOCK_PARTICIPANTS_LEASES;
 			snprintf(req->pdir, sizeof(req->pdir), "%s/leases", slot->path);
-			zrc = zoo_aget_children(zklock_zh, req->pdir, 0, zklock_participants_children_done,
+			zrc = zoo_aget_children(zklock_zh, req->pdir, 0, participants_children_done,
 									zklock_slot_tag(idx));
 			zklock_call_sent(idx, zrc);
 		}
@@ -193,19 +187,19 @@ zklock_participants_children_done(int rc, const struct String_vector *strings, c
 		{
 			int			i;
 
-			zklock_free_participants(req);	/* of a listing before a reconnect */
+			forget_participants(idx);	/* of a listing before a reconnect */
 			req->pn = strings->count;
 			req->pdone = 0;
-			req->pnames = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(req->pn, 1));
-			req->pdata = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(req->pn, 1));
-			req->plen = MemoryContextAllocZero(TopMemoryContext, sizeof(int) * Max(req->pn, 1));
+			req->pnames = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->pn, 1));
+			req->pdata = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->pn, 1));
+			req->plen = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(int) * Max(req->pn, 1));
 			for (i = 0; i < req->pn; i++)
 			{
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				ParticipantCall *call;
 
-				req->pnames[i] = MemoryContextStrdup(TopMemoryContext, strings->data[i]);
+				req->pnames[i] = MemoryContextStrdup(zklock_req_memory(idx), strings->data[i]);
 				req->plen[i] = -1;
 				snprintf(buf, sizeof(buf), "%s/%s", req->pdir, strings->data[i]);
 				call = MemoryContextAlloc(TopMemoryContext, sizeof(ParticipantCall));
@@ -239,7 +233,7 @@ zklock_participants_start(int idx)
 	req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
 	strlcpy(req->pdir, slot->path, sizeof(req->pdir));
 	zklock_call_sent(idx, zoo_aget_children(zklock_zh, slot->path, 0,
-					   zklock_participants_children_done,
+					   participants_children_done,
 					   zklock_slot_tag(idx)));
 }
 

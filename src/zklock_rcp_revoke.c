@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * zklock_rcp_revoke.c
- *	  Revocation (Revocable, Revoker): the worker's watch on a revocable
- *	  holder's node, zk_revoke writing __REVOKE__ into every holder's node,
- *	  and zk_revocation_requested.  See doc/wire.md.
+ *	  Revocation, the asking side (Curator's Revoker): zk_revoke writing
+ *	  __REVOKE__ into every holder's node, and zk_revocation_requested.
+ *	  The holder's watch is zklock_revocable.c.  See doc/wire.md.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,96 +14,9 @@
 #include "zklock_backend_int.h"
 #include "funcapi.h"
 
-static const char REVOKE_MESSAGE[] = "__REVOKE__";
+static void revoke_children_done(int rc, const struct String_vector *strings, const void *data);
 
-static void revoke_data_done(int rc, const char *value, int value_len,
-							 const struct Stat *stat, const void *data);
-static void revoke_watcher(zhandle_t *zzh, int type, int state,
-						   const char *path, void *ctx);
 static void revoke_set_done(int rc, const struct Stat *stat, const void *data);
-
-/* ---------------------------------------------------------------------
- * Revocation: a revocable node is watched with getData; its data
- * becoming "__REVOKE__" asks the holder to let go.
- * ---------------------------------------------------------------------
- */
-
-/*
- * Completion of getData on our own revocable node.
- */
-static void
-revoke_data_done(int rc, const char *value, int value_len,
-				 const struct Stat *stat, const void *data)
-{
-	int			idx;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
-	if (idx >= 0 && rc != ZOK)
-	{
-		/*
-		 * No watch was registered.  The node gone means the lock is gone;
-		 * otherwise arm again on the next full pass once connected.
-		 */
-		zklock_reqs[idx].revoke_armed = false;
-		if (rc != ZNONODE && zklock_rc_retryable(rc))
-			zklock_rescan = true;
-		else if (rc != ZNONODE)
-			ereport(LOG,
-					(errmsg("zklock: cannot watch lock node of \"%s\" for revocation: %s",
-							zklock_shared->slots[idx].path, zerror(rc))));
-	}
-	if (idx >= 0 && rc == ZOK && value != NULL &&
-		value_len == (int) strlen(REVOKE_MESSAGE) &&
-		memcmp(value, REVOKE_MESSAGE, value_len) == 0)
-	{
-		ZklockSlot *slot = &zklock_shared->slots[idx];
-
-		if (!slot->revoke_requested)
-		{
-			slot->revoke_requested = true;
-			zklock_wake_backend(slot);
-		}
-	}
-	LWLockRelease(zklock_shared->lock);
-}
-
-/*
- * Watcher on our own revocable node: its data changed, read it again.
- */
-static void
-revoke_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
-{
-	int			idx;
-
-	if (type != ZOO_CHANGED_EVENT)
-		return;
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(ctx);
-	if (idx >= 0)
-	{
-		ZklockSlotState st = zklock_shared->slots[idx].state;
-
-		if (st == ZKS_ACTIVE || st == ZKS_HELD)
-			zklock_revoke_watch(idx);
-	}
-	LWLockRelease(zklock_shared->lock);
-}
-
-/*
- * Arm the revocation watch on our node.  Caller holds the lock.
- */
-void
-zklock_revoke_watch(int idx)
-{
-	ZklockSlot *slot = &zklock_shared->slots[idx];
-	char		buf[ZKLOCK_NODE_PATH_SIZE];
-
-	zklock_node_path(slot, slot->node, buf, sizeof(buf));
-	zklock_reqs[idx].revoke_armed =
-		zoo_awget(zklock_zh, buf, revoke_watcher, (void *) zklock_slot_tag(idx),
-				  revoke_data_done, zklock_slot_tag(idx)) == ZOK;
-}
 
 /* ---------------------------------------------------------------------
  * Revoke: write __REVOKE__ into every holder's node.
@@ -139,8 +52,8 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
  * Completion of the listing of the lock to revoke: find the holders of
  * the mutex or read/write lock and write into their nodes.
  */
-void
-zklock_revoke_children_done(int rc, const struct String_vector *strings, const void *data)
+static void
+revoke_children_done(int rc, const struct String_vector *strings, const void *data)
 {
 	int			idx = zklock_completion_begin(data);
 
@@ -186,7 +99,7 @@ zklock_revoke_children_done(int rc, const struct String_vector *strings, const v
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[holders[i]]);
-				if (zoo_aset(zklock_zh, buf, REVOKE_MESSAGE, strlen(REVOKE_MESSAGE), -1,
+				if (zoo_aset(zklock_zh, buf, ZKLOCK_REVOKE_MESSAGE, strlen(ZKLOCK_REVOKE_MESSAGE), -1,
 							 revoke_set_done, zklock_slot_tag(idx)) == ZOK)
 				{
 					req->inflight++;
@@ -211,7 +124,7 @@ void
 zklock_revoke_start(int idx)
 {
 	zklock_call_sent(idx, zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
-					   zklock_revoke_children_done, zklock_slot_tag(idx)));
+					   revoke_children_done, zklock_slot_tag(idx)));
 }
 
 /* ---------------------------------------------------------------------

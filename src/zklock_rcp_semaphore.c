@@ -17,6 +17,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+static void lease_list(int idx);
+
 static void lease_create_done(int rc, const char *value,
 							  const struct Stat *stat, const void *data);
 static void lease_children_done(int rc, const struct String_vector *strings,
@@ -99,7 +101,7 @@ zklock_lease_create(int idx)
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
 	req->create_sent = true;
-	zklock_lease_list(idx);
+	lease_list(idx);
 }
 
 /*
@@ -187,7 +189,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			else if (slot->try_only)
 				zklock_give_up_try(idx);
 			else
-				req->watching = true;
+				zklock_req_set_wait(idx, ZKWS_WATCHING);
 		}
 		else if (rc == ZNONODE)
 		{
@@ -206,8 +208,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 /*
  * List P/leases with a watch.  Caller holds the lock.
  */
-void
-zklock_lease_list(int idx)
+static void
+lease_list(int idx)
 {
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
@@ -254,7 +256,7 @@ void
 zklock_lease_next(int idx)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
-		zklock_lease_list(idx);
+		lease_list(idx);
 	else
 		zklock_lk_list(idx);
 }
@@ -271,7 +273,7 @@ zklock_lease_resume(int idx, bool recover)
 	if (slot->phase != ZKP_LEASE)
 		zklock_lk_resume(idx, recover);
 	else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
-		zklock_lease_list(idx);
+		lease_list(idx);
 	else
 		zklock_lease_create(idx);
 }
@@ -295,7 +297,7 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 		strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
 		req->create_sent = false;
 		slot->czxid = ours->czxid;
-		zklock_lease_list(idx);
+		lease_list(idx);
 		return true;
 	}
 	if (exists)

@@ -28,6 +28,8 @@
 #define ZKLOCK_LEASE_NAME "lease-"
 #define ZKLOCK_READ_LOCK_NAME "__READ__"
 #define ZKLOCK_WRITE_LOCK_NAME "__WRIT__"
+/* the data Curator's Revoker writes into a holder's node */
+#define ZKLOCK_REVOKE_MESSAGE "__REVOKE__"
 #define ZKLOCK_READY_NODE "ready"
 #define ZKLOCK_PROTECTED_PREFIX "_c_"
 /* "_c_" + uuid + "-" */

@@ -14,6 +14,8 @@
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
+static bool record_slot_deletes(int idx, bool can_wait);
+
 
 /*
  * Forget the process-local state of a slot, freeing what it holds.
@@ -23,8 +25,25 @@ zklock_req_reset(int idx)
 {
 	WorkerReq  *req = &zklock_reqs[idx];
 
-	zklock_free_participants(req);
+	if (req->cxt != NULL)
+		MemoryContextDelete(req->cxt);
 	memset(req, 0, sizeof(*req));
+}
+
+/*
+ * The memory of request idx's own allocations (a recipe's buffers): made
+ * on first use, freed with the request's state (zklock_req_reset), so the
+ * request layer frees them without knowing the recipe.
+ */
+MemoryContext
+zklock_req_memory(int idx)
+{
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	if (req->cxt == NULL)
+		req->cxt = AllocSetContextCreate(TopMemoryContext, "zklock request",
+										 ALLOCSET_SMALL_SIZES);
+	return req->cxt;
 }
 
 /*
@@ -53,7 +72,7 @@ zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	va_list		ap;
 
-	(void) zklock_record_slot_deletes(idx, false);
+	(void) record_slot_deletes(idx, false);
 	zklock_req_clear_nodes(slot);
 	va_start(ap, fmt);
 	vsnprintf(slot->errmsg, sizeof(slot->errmsg), fmt, ap);
@@ -99,7 +118,7 @@ zklock_req_withdraw(int idx)
 	/* a handover first: the deletes then find nobody waiting on the node */
 	if (slot->state == ZKS_RELEASE && ops->released != NULL)
 		ops->released(idx);
-	if (!zklock_record_slot_deletes(idx, true))
+	if (!record_slot_deletes(idx, true))
 	{
 		zklock_rescan = true;
 		return;
@@ -118,8 +137,7 @@ zklock_grant(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	zklock_reqs[idx].watching = false;
-	zklock_reqs[idx].local_wait = false;
+	zklock_req_set_wait(idx, ZKWS_NONE);
 	slot->waits_on[0] = '\0';
 	zklock_slot_hold(slot);
 	slot->since = GetCurrentTimestamp();
@@ -133,13 +151,25 @@ zklock_grant(int idx)
 void
 zklock_park(int idx, bool recover)
 {
-	zklock_reqs[idx].parked = true;
-	zklock_reqs[idx].watching = false;
-	zklock_reqs[idx].pred[0] = '\0';
-	zklock_reqs[idx].local_wait = false;
+	WorkerReq  *req = &zklock_reqs[idx];
+
+	/* once it must look for its node, it does so when it resumes */
+	if (req->wait == ZKWS_PARKED_RECOVER)
+		recover = true;
+	zklock_req_set_wait(idx, recover ? ZKWS_PARKED_RECOVER : ZKWS_PARKED);
+	req->pred[0] = '\0';
 	zklock_rescan = true;
-	if (recover)
-		zklock_reqs[idx].recover = true;
+}
+
+/*
+ * Move request idx's wait state (WorkerReq.wait) to to: the one place it
+ * changes, checked against the moves zklock_wait_move_ok allows.
+ */
+void
+zklock_req_set_wait(int idx, ZklockWaitState to)
+{
+	Assert(zklock_wait_move_ok(zklock_reqs[idx].wait, to));
+	zklock_reqs[idx].wait = to;
 }
 
 /*
@@ -291,7 +321,7 @@ zklock_call_failed(int idx, int rc, const char *what)
 void
 zklock_give_up_try(int idx)
 {
-	(void) zklock_record_slot_deletes(idx, false);
+	(void) record_slot_deletes(idx, false);
 	zklock_req_clear_nodes(&zklock_shared->slots[idx]);
 	zklock_req_finish(idx, ZKR_NOT_GRANTED, 0);
 }
@@ -357,10 +387,11 @@ zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void 
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	idx = zklock_tag_current(ctx);
-	if (idx >= 0 && zklock_reqs[idx].watching && zklock_reqs[idx].inflight == 0 &&
+	if (idx >= 0 && zklock_wait_for_event(zklock_reqs[idx].wait) &&
+		zklock_reqs[idx].inflight == 0 &&
 		zklock_shared->slots[idx].state == ZKS_ACTIVE)
 	{
-		zklock_reqs[idx].watching = false;
+		zklock_req_set_wait(idx, ZKWS_NONE);
 		zklock_continue_request(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
@@ -422,8 +453,8 @@ zklock_send_exists_watch(int idx, const char *path, stat_completion_t done, bool
  * caller that cannot wait takes what room is left.  Caller holds the
  * lock.
  */
-bool
-zklock_record_slot_deletes(int idx, bool can_wait)
+static bool
+record_slot_deletes(int idx, bool can_wait)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockSlot *slot = &sh->slots[idx];

@@ -24,7 +24,7 @@
  *   HELD     LOST     worker   zklock_slot_lose      the session was lost
  *   HELD     NEW      backend  zklock_slot_resubmit  a double barrier member
  *                                                    leaves (same nodes)
- *   HELD     RELEASE  backend  zklock_slot_release   the lock is released
+ *   HELD     RELEASE  backend  slot_release   the lock is released
  *   NEW      CANCEL   backend  zklock_slot_cancel    given up; it owns nodes
  *   ACTIVE   CANCEL   backend  zklock_slot_cancel    given up while worked on
  *   CANCEL   FREE     worker   zklock_slot_free      withdrawn: its deletes are
@@ -67,10 +67,13 @@
 #include "zklock.h"
 #include "zklock_lease_rules.h"
 
+static bool give_back_slot(int idx);
+static void slot_release(ZklockSlot *slot);
+
 ZklockShared *zklock_shared = NULL;
 int		   *zklock_post_ring = NULL;
 ZklockDelete *zklock_deletes = NULL;
-pg_atomic_uint64 *zklock_give_back_bits = NULL;
+static pg_atomic_uint64 *zklock_give_back_bits = NULL;
 
 /* words of the give-back bitmap */
 #define GIVE_BACK_WORDS(nslots)	(((nslots) + 63) / 64)
@@ -230,15 +233,6 @@ zklock_post(int idx)
 		zklock_post_ring[sh->post_tail] = idx;
 		sh->post_tail = next;
 	}
-}
-
-/*
- * Ask the worker to look at every slot.  Caller holds the lock.
- */
-void
-zklock_post_all(void)
-{
-	zklock_shared->post_overflow = true;
 }
 
 /*
@@ -412,8 +406,8 @@ zklock_slot_cancel(ZklockSlot *slot)
  * Backend: release a held lock; the worker deletes its nodes (HELD ->
  * RELEASE).
  */
-void
-zklock_slot_release(ZklockSlot *slot)
+static void
+slot_release(ZklockSlot *slot)
 {
 	Assert(slot->state == ZKS_HELD);
 	slot->state = ZKS_RELEASE;
@@ -508,8 +502,8 @@ zklock_give_up_new_request(int idx)
  * (and, in a backend, wakes the worker).  Caller holds the lock
  * exclusively.
  */
-bool
-zklock_give_back_slot(int idx)
+static bool
+give_back_slot(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -525,7 +519,7 @@ zklock_give_back_slot(int idx)
 			zklock_slot_cancel(slot);
 			return true;
 		case ZKS_HELD:
-			zklock_slot_release(slot);
+			slot_release(slot);
 			return true;
 		default:
 			return false;
@@ -533,7 +527,7 @@ zklock_give_back_slot(int idx)
 }
 
 /*
- * Backend: give slot idx back (as zklock_give_back_slot would) without
+ * Backend: give slot idx back (as give_back_slot would) without
  * taking the lock, so it works where waiting is not allowed (transaction
  * end, abort, exit) and whatever the worker does.  The wish goes into
  * the slot as (pid, serial), a slot reused meanwhile by another request
@@ -557,7 +551,7 @@ zklock_give_back(int idx, int pid, uint32 serial)
 /*
  * Give up a request or a lock of this backend: a request the worker has
  * not seen is dropped, one it works on is cancelled, a held lock is
- * released, an answer or a lost lock is freed (zklock_give_back_slot).
+ * released, an answer or a lost lock is freed (give_back_slot).
  * Without the lock: it runs where waiting is not allowed (transaction end,
  * abort, an error being handled) and must not wait for a stalled worker;
  * the worker acts on it in its next pass, before any request of ours that
@@ -585,7 +579,7 @@ zklock_give_back_pending(const ZklockSlot *slot)
 /*
  * Worker: act on the slots given back since the last call: each one whose
  * wish still names its request makes the backend's transition
- * (zklock_give_back_slot); those the worker must now withdraw are put in
+ * (give_back_slot); those the worker must now withdraw are put in
  * withdraw (room for every slot), and their number is returned.  Caller
  * holds the lock exclusively.
  */
@@ -614,7 +608,7 @@ zklock_take_give_backs(int *withdraw)
 				continue;
 			slot = &sh->slots[idx];
 			if (zklock_give_back_pending(slot) && slot->state != ZKS_FREE &&
-				zklock_give_back_slot(idx))
+				give_back_slot(idx))
 				withdraw[n++] = idx;
 			pg_atomic_write_u64(&slot->give_back, 0);
 		}

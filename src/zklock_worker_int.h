@@ -28,28 +28,27 @@
 #define LOCAL_WAIT_CHECK_MS	1000
 
 /* Process-local state of one request slot */
+/*
+ * What a request waits for, in the worker (WorkerReq.wait).  Set only with
+ * zklock_req_set_wait, which asserts the move is one of
+ * zklock_wait_move_ok's (zklock_local_rules.c).
+ */
+#include "zklock_local_rules.h"
+
 typedef struct WorkerReq
 {
 	uint32		serial;			/* slot serial this belongs to, 0 = none */
 	int			inflight;		/* async calls whose completion is due */
-	bool		parked;			/* waits for the connection to come back */
-	bool		recover;		/* on resume, look for our node by prefix */
+	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
 	bool		create_sent;	/* a create of our node may have reached the
 								 * server */
 	bool		aux_create_sent;	/* same for a lease's P/locks node */
 	bool		need_parents;	/* create the parents before the node */
-	bool		watching;		/* a watch is armed; its event moves us on */
 	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
 												 * latest listing made us
 												 * wait on ("": none) */
 	bool		pred_last;		/* pred is the only node keeping us out */
-	bool		local_wait;		/* pred is a node of this worker: no watch
-								 * was sent, its release or loss moves us */
-	bool		follow_reader;	/* with local_wait: our read node comes
-								 * right after pred, a read node whose
-								 * listing has not decided yet: its
-								 * answer is ours (zklock_lk_create) */
-	int			pred_slot;		/* with local_wait: the slot owning pred */
+	int			pred_slot;		/* waiting locally: the slot owning pred */
 	uint32		pred_serial;	/* ... and its serial then */
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
@@ -76,14 +75,20 @@ typedef struct WorkerReq
 	char	  **pnames;
 	char	  **pdata;
 	int		   *plen;
+	MemoryContext cxt;			/* the request's own allocations
+								 * (zklock_req_memory), or NULL */
 	bool		node_doubt;		/* a create of our node was in doubt: a
 								 * late one may make a second node with
 								 * its prefix (zklock_ghosts.c) */
 	bool		aux_doubt;		/* same for a lease's P/locks node */
-	bool		handover_wait;	/* lock engine: chosen to take pred's lock
-								 * once its delete is applied and our node
-								 * is confirmed (zklock_lk_hand_over) */
 } WorkerReq;
+
+/* Is the request waiting for the connection (either parked state)? */
+static inline bool
+zklock_req_parked(const WorkerReq *req)
+{
+	return req->wait == ZKWS_PARKED || req->wait == ZKWS_PARKED_RECOVER;
+}
 
 /*
  * Process-local state of an entry of the shared pending-delete table
@@ -124,6 +129,27 @@ typedef struct LockTarget
 } LockTarget;
 
 /*
+ * The local layer as the lock engine calls it (zklock_local.c defines
+ * zklock_local_layer).  A recipe opts in by naming it in its ops entry
+ * (.local); without it the lock engine runs Curator's protocol alone,
+ * round trip for round trip.  A new recipe is off until it opts in.
+ */
+typedef struct ZklockLocalLayer
+{
+	/* may the create of idx's node go without the listing behind it? */
+	bool		(*create_alone) (int idx, const LockTarget *t);
+	/* a create sent alone took: place the node from what this worker knows */
+	void		(*placed) (int idx);
+	/* a listing put idx behind pred: wait without a watch (true: it does) */
+	bool		(*wait_behind) (int idx, const LockTarget *t, const char *pred,
+								int blockers);
+	/* a read lock request has its answer: the readers following it share it */
+	void		(*settle_followers) (int idx, bool granted);
+	/* a node of this worker is going away: its local waiters look again */
+	void		(*node_gone) (const char *path);
+} ZklockLocalLayer;
+
+/*
  * What the worker does for one kind of request (ZklockOp).  The table of
  * them (zklock_recipes.c) is the only place that says which recipe runs
  * which steps: the generic files call these hooks and test no op.
@@ -145,6 +171,8 @@ typedef struct ZklockWorkerOps
 	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
 	/* a held lock was released; its deletes are recorded, not yet sent */
 	void		(*released) (int idx);
+	/* the local layer, for a recipe that opts in (NULL: Curator's alone) */
+	const ZklockLocalLayer *local;
 	uint32		flags;			/* ZKW_* */
 	const char *state_name;		/* zk_locks.state while it runs, or NULL
 								 * for the slot's state */
@@ -248,6 +276,7 @@ extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid);
 extern bool zklock_deletes_due(TimestampTz now);
 extern bool zklock_deletes_have_room(int n);
+extern void (*zklock_node_gone_hook) (const char *path);
 extern void zklock_deletes_load(void);
 extern void zklock_deletes_persist(void);
 extern void zklock_drop_session_deletes(void);
@@ -279,12 +308,13 @@ extern void zklock_continue_request(int idx);
 extern void zklock_give_up_try(int idx);
 extern void zklock_grant(int idx);
 extern void zklock_park(int idx, bool recover);
-extern bool zklock_record_slot_deletes(int idx, bool can_wait);
 extern void zklock_req_clear_nodes(ZklockSlot *slot);
 extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
 extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
+extern MemoryContext zklock_req_memory(int idx);
 extern void zklock_req_reset(int idx);
 extern void zklock_req_withdraw(int idx);
+extern void zklock_req_set_wait(int idx, ZklockWaitState to);
 extern bool zklock_retry_with_parents(int idx);
 extern bool zklock_send_exists_watch(int idx, const char *path,
 									 stat_completion_t done, bool recover);
@@ -310,49 +340,28 @@ extern void zklock_lk_target(int idx, LockTarget *t);
 extern void zklock_lk_granted(int idx);
 
 /* zklock_local.c: the lock engine's local layer */
-extern void zklock_lk_placed(int idx);
-extern int	zklock_local_node_owner(const char *base, const char *name, int except);
-extern int	zklock_local_tail_owner(int idx, const char *base, const char *after,
-									bool reader);
-extern void zklock_wait_locally(int idx, const char *pred, int owner, int blockers);
-extern void zklock_settle_followers(int idx, bool granted);
+extern const ZklockLocalLayer zklock_local_layer;
 extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
 extern void zklock_lk_released(int idx);
-extern void zklock_lk_node_gone(const char *path);
 extern void zklock_lk_check_local_waits(void);
 
 /* zklock_confirm.c */
-extern void zklock_confirm_stat_done(int rc, const struct Stat *stat,
-									 const void *data);
 
 /* zklock_rcp_semaphore.c */
 extern void zklock_lease_create(int idx);
-extern void zklock_lease_list(int idx);
 
 /* zklock_rcp_barrier.c */
-extern void zklock_barrier_remove_stat_done(int rc, const struct Stat *stat,
-											const void *data);
-extern void zklock_barrier_set_done(int rc, const char *value,
-									const void *data);
-extern void zklock_barrier_wait_done(int rc, const struct Stat *stat,
-									 const void *data);
 
 /* zklock_rcp_dbarrier.c */
 extern void zklock_denter_start(int idx);
-extern bool zklock_denter_watch_ready(int idx);
-extern void zklock_leave_finish(int idx);
 extern void zklock_leave_list(int idx);
 
-/* zklock_rcp_revoke.c */
-extern void zklock_revoke_children_done(int rc,
-										const struct String_vector *strings,
-										const void *data);
+/* zklock_revocable.c */
 extern void zklock_revoke_watch(int idx);
 
+/* zklock_rcp_revoke.c */
+
 /* zklock_rcp_participants.c */
-extern void zklock_free_participants(WorkerReq *req);
-extern void zklock_participants_children_done(int rc,
-											  const struct String_vector *strings, const void *data);
 
 /* zklock_worker_log.c */
 extern void zklock_worker_log_init(void);

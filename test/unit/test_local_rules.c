@@ -1,7 +1,9 @@
 /*
  * Unit tests of the local layer's pure decisions (src/zklock_local_rules.c):
  * where a lock node created behind a node of this worker goes without a
- * listing, and which local waiters a release hands the lock to.  The cases
+ * listing, which nodes of this worker may decide for a new one (the
+ * reader predicate, the downgrade twin), when a create skips its listing,
+ * and which local waiters a release hands the lock to.  The cases
  * are the ones the README's failure model names.
  */
 #include <stdarg.h>
@@ -148,6 +150,183 @@ test_handover_over_max(void **state)
 	assert_int_equal(zklock_handover_choice(c, 0, true, false, 2, take), 0);
 }
 
+/* a create goes without its listing only behind a node of this worker, never a writer's */
+static void
+test_create_alone(void **state)
+{
+	(void) state;
+	/* mutex behind a local mutex node; read behind a local reader */
+	assert_true(zklock_create_alone(false, false, true));
+	assert_true(zklock_create_alone(true, true, true));
+	/* nothing of ours at the tail: list, as Curator does */
+	assert_false(zklock_create_alone(false, false, false));
+	assert_false(zklock_create_alone(true, true, false));
+	/* a write node always lists, whatever is at the tail */
+	assert_false(zklock_create_alone(true, false, true));
+	assert_false(zklock_create_alone(true, false, false));
+}
+
+/* a node that may guide: of this session, run by this worker, waiting or holding */
+static ZklockTailNode
+tail_node(ZklockTailState st, bool rw, bool read)
+{
+	ZklockTailNode n;
+
+	n.state = st;
+	n.current_session = true;
+	n.known = true;
+	n.parked = false;
+	n.decided_to_wait = false;
+	n.rw = rw;
+	n.read = read;
+	n.downgrade = false;
+	n.has_node = true;
+	n.create_sent = false;
+	return n;
+}
+
+/* a mutex waiter or holder guides a mutex node; nothing else does */
+static void
+test_tail_mutex(void **state)
+{
+	ZklockTailNode n = tail_node(ZKLOCK_TAIL_WAITING, false, false);
+
+	(void) state;
+	assert_true(zklock_tail_candidate(&n, false, false));
+	n.state = ZKLOCK_TAIL_HOLDING;
+	assert_true(zklock_tail_candidate(&n, false, true));
+	/* a released mutex node is being handed over or deleted: no guide */
+	n.state = ZKLOCK_TAIL_RELEASED;
+	assert_false(zklock_tail_candidate(&n, false, false));
+	n.state = ZKLOCK_TAIL_OTHER;
+	assert_false(zklock_tail_candidate(&n, false, false));
+	/* a read/write node never guides a mutex node, nor a mutex a reader */
+	n = tail_node(ZKLOCK_TAIL_HOLDING, true, true);
+	assert_false(zklock_tail_candidate(&n, false, false));
+	n = tail_node(ZKLOCK_TAIL_HOLDING, false, false);
+	assert_false(zklock_tail_candidate(&n, true, false));
+}
+
+/* a session change, a parked request or an unknown node guide nobody */
+static void
+test_tail_session_and_parked(void **state)
+{
+	ZklockTailNode n = tail_node(ZKLOCK_TAIL_HOLDING, false, false);
+
+	(void) state;
+	n.current_session = false;
+	assert_false(zklock_tail_candidate(&n, false, false));
+	n = tail_node(ZKLOCK_TAIL_WAITING, false, false);
+	n.parked = true;
+	assert_false(zklock_tail_candidate(&n, false, false));
+	n = tail_node(ZKLOCK_TAIL_WAITING, false, false);
+	n.has_node = false;
+	n.create_sent = true;
+	/* a mutex create on its way is no guide, even before ours */
+	assert_false(zklock_tail_candidate(&n, false, true));
+}
+
+/* readers: the reader predicate (held, released not withdrawn, still deciding) */
+static void
+test_tail_reader(void **state)
+{
+	ZklockTailNode n = tail_node(ZKLOCK_TAIL_HOLDING, true, true);
+
+	(void) state;
+	assert_true(zklock_tail_candidate(&n, true, false));
+	/* released, its delete not yet left: still sorts ahead */
+	n.state = ZKLOCK_TAIL_RELEASED;
+	assert_true(zklock_tail_candidate(&n, true, false));
+	n.known = false;
+	assert_false(zklock_tail_candidate(&n, true, false));
+	/* still deciding: guides (its answer is shared) */
+	n = tail_node(ZKLOCK_TAIL_WAITING, true, true);
+	assert_true(zklock_tail_candidate(&n, true, false));
+	/* decided to wait on a writer: guides nobody */
+	n.decided_to_wait = true;
+	assert_false(zklock_tail_candidate(&n, true, false));
+	/* left by an earlier worker: not known, no guide */
+	n = tail_node(ZKLOCK_TAIL_WAITING, true, true);
+	n.known = false;
+	assert_false(zklock_tail_candidate(&n, true, false));
+	/* a write node is no guide for a reader */
+	n = tail_node(ZKLOCK_TAIL_HOLDING, true, false);
+	assert_false(zklock_tail_candidate(&n, true, false));
+}
+
+/* the downgrade twin: a write holder's read node carries the writer's number */
+static void
+test_tail_downgrade_twin(void **state)
+{
+	ZklockTailNode n = tail_node(ZKLOCK_TAIL_HOLDING, true, true);
+
+	(void) state;
+	n.downgrade = true;
+	assert_false(zklock_tail_candidate(&n, true, false));
+	assert_false(zklock_tail_candidate(&n, true, true));
+}
+
+/* before a reader's create, a reader whose create is on its way counts */
+static void
+test_tail_reader_create_on_its_way(void **state)
+{
+	ZklockTailNode n = tail_node(ZKLOCK_TAIL_WAITING, true, true);
+
+	(void) state;
+	n.has_node = false;
+	n.create_sent = true;
+	assert_true(zklock_tail_candidate(&n, true, true));
+	/* but not as the node right before a given one (its name is unknown) */
+	assert_false(zklock_tail_candidate(&n, true, false));
+	/* nor when nothing was sent */
+	n.create_sent = false;
+	assert_false(zklock_tail_candidate(&n, true, true));
+	/* nor once it holds without a known node (cannot happen, but no guess) */
+	n.state = ZKLOCK_TAIL_HOLDING;
+	n.create_sent = true;
+	assert_false(zklock_tail_candidate(&n, true, true));
+}
+
+/* the wait state's moves: what the worker's setter asserts */
+static void
+test_wait_moves(void **state)
+{
+	int			s;
+
+	(void) state;
+	/* any wait may end, and from no wait any may start */
+	for (s = ZKWS_NONE; s <= ZKWS_PARKED_RECOVER; s++)
+	{
+		assert_true(zklock_wait_move_ok((ZklockWaitState) s, ZKWS_NONE));
+		assert_true(zklock_wait_move_ok(ZKWS_NONE, (ZklockWaitState) s));
+	}
+	/* a waiter on a node may be chosen for a handover, or parked */
+	assert_true(zklock_wait_move_ok(ZKWS_WATCHING, ZKWS_HANDOVER));
+	assert_true(zklock_wait_move_ok(ZKWS_LOCAL, ZKWS_HANDOVER));
+	assert_true(zklock_wait_move_ok(ZKWS_LOCAL, ZKWS_PARKED));
+	assert_true(zklock_wait_move_ok(ZKWS_FOLLOWING, ZKWS_PARKED_RECOVER));
+	assert_true(zklock_wait_move_ok(ZKWS_WATCHING, ZKWS_WATCHING));
+	/* a handover never becomes a plain wait without looking again */
+	assert_false(zklock_wait_move_ok(ZKWS_HANDOVER, ZKWS_WATCHING));
+	assert_false(zklock_wait_move_ok(ZKWS_HANDOVER, ZKWS_LOCAL));
+	assert_false(zklock_wait_move_ok(ZKWS_HANDOVER, ZKWS_FOLLOWING));
+	/* a local wait does not turn into a watch (no watch was set) */
+	assert_false(zklock_wait_move_ok(ZKWS_LOCAL, ZKWS_WATCHING));
+	assert_false(zklock_wait_move_ok(ZKWS_FOLLOWING, ZKWS_LOCAL));
+	/* parked: only resume; once it must look for its node, it keeps that */
+	assert_false(zklock_wait_move_ok(ZKWS_PARKED, ZKWS_WATCHING));
+	assert_false(zklock_wait_move_ok(ZKWS_PARKED, ZKWS_HANDOVER));
+	assert_true(zklock_wait_move_ok(ZKWS_PARKED, ZKWS_PARKED_RECOVER));
+	assert_false(zklock_wait_move_ok(ZKWS_PARKED_RECOVER, ZKWS_PARKED));
+	/* which waits a fired watch moves on */
+	assert_true(zklock_wait_for_event(ZKWS_WATCHING));
+	assert_true(zklock_wait_for_event(ZKWS_LOCAL));
+	assert_true(zklock_wait_for_event(ZKWS_FOLLOWING));
+	assert_false(zklock_wait_for_event(ZKWS_HANDOVER));
+	assert_false(zklock_wait_for_event(ZKWS_PARKED));
+	assert_false(zklock_wait_for_event(ZKWS_NONE));
+}
+
 int
 main(void)
 {
@@ -163,6 +342,13 @@ main(void)
 		cmocka_unit_test(test_handover_twin_readers),
 		cmocka_unit_test(test_handover_rw_not_last),
 		cmocka_unit_test(test_handover_over_max),
+		cmocka_unit_test(test_create_alone),
+		cmocka_unit_test(test_tail_mutex),
+		cmocka_unit_test(test_tail_session_and_parked),
+		cmocka_unit_test(test_tail_reader),
+		cmocka_unit_test(test_tail_downgrade_twin),
+		cmocka_unit_test(test_tail_reader_create_on_its_way),
+		cmocka_unit_test(test_wait_moves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
