@@ -6,7 +6,7 @@ OBJS = \
 	src/zklock_shmem.o \
 	src/zklock_worker.o \
 	src/zklock_worker_log.o \
-	src/zklock_recipes.o \
+	src/zklock_ops.o \
 	src/zklock_conn.o \
 	src/zklock_dispatch.o \
 	src/zklock_request.o \
@@ -14,6 +14,7 @@ OBJS = \
 	src/zklock_deletes.o \
 	src/zklock_ghosts.o \
 	src/zklock_lockeng.o \
+	src/zklock_revocable.o \
 	src/zklock_local.o \
 	src/zklock_local_rules.o \
 	src/zklock_confirm.o \
@@ -30,7 +31,7 @@ OBJS = \
 	src/zklock_rcp_mutex.o \
 	src/zklock_rcp_rwlock.o \
 	src/zklock_session.o \
-	src/zklock_recipe.o \
+	src/zklock_curator_rules.o \
 	src/zklock_names.o \
 	src/zklock_lease_rules.o \
 	src/zklock_loss.o
@@ -56,6 +57,6 @@ unittest:
 	$(MAKE) -C test/unit check
 
 # every object depends on the shared headers
-$(OBJS): src/zklock.h src/zklock_recipe.h src/zklock_lease_rules.h \
+$(OBJS): src/zklock.h src/zklock_curator_rules.h src/zklock_names.h src/zklock_lease_rules.h \
 	src/zklock_local_rules.h \
 	src/zklock_worker_int.h src/zklock_backend_int.h

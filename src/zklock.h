@@ -24,7 +24,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "zklock_recipe.h"
+#include "zklock_curator_rules.h"
 
 /* most entries of the shared request table (zklock.max_requests) */
 #define ZKLOCK_MAX_REQUESTS_LIMIT	1000000
@@ -155,7 +155,7 @@ typedef enum ZklockConnState
 } ZklockConnState;
 
 /*
- * What the backend side says of a kind of hold (zklock_recipes.c): its
+ * What the backend side says of a kind of hold (zklock_ops.c): its
  * names in zk_locks, whether waiting for it is an acquire (the wait event
  * ZkLockAcquire rather than ZkLockRequest), and where its node lives
  * below P.
@@ -183,7 +183,7 @@ typedef struct ZklockKindInfo
 								   struct LocalLock *held);
 } ZklockKindInfo;
 
-/* the kind table (zklock_recipes.c) */
+/* the kind table (zklock_ops.c) */
 extern const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1];
 
 /*
@@ -208,12 +208,22 @@ typedef struct ZklockSlot
 	bool		try_only;		/* do not wait: give up if not first */
 	bool		revocable;		/* watch our node for __REVOKE__ */
 	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
-	bool		node_deleted;	/* double barrier leave: ours is gone */
-	bool		own_delete_sent;	/* ... a delete of ours was sent (its
-									 * reply may be lost) */
-	int32		max_leases;		/* lease: semaphore size */
-	int32		member_qty;		/* double barrier: members to wait for */
 	char		downgrade_seq[12];	/* read lock of a write holder: its seq */
+	/* per recipe: set at claim, used by that recipe's steps */
+	struct
+	{
+		int32		max_leases; /* semaphore size */
+	}			lease;
+	struct
+	{
+		int32		member_qty; /* members to wait for */
+		bool		node_deleted;	/* leave: ours is gone */
+		bool		own_delete_sent;	/* ... a delete of ours was sent (its
+										 * reply may be lost) */
+		int64		ready_czxid;	/* creation zxid of the P/ready its enter
+									 * passed, 0 if unknown; the leave
+									 * deletes only that one */
+	}			dbarrier;
 	int64		result_value;	/* ZKR_OK: count or flag */
 	uint32		result_dsm;		/* participants: dsm_handle for the answer */
 	uint32		result_size;	/* ... its size; the worker says what it
@@ -246,9 +256,6 @@ typedef struct ZklockSlot
 	 * none.  The worker acts on it under the lock.
 	 */
 	pg_atomic_uint64 give_back;
-	int64		ready_czxid;	/* double barrier: creation zxid of the
-								 * P/ready its enter passed, 0 if unknown;
-								 * the leave deletes only that one */
 } ZklockSlot;
 
 /*

@@ -11,16 +11,11 @@
  */
 #include "postgres.h"
 
-#include <unistd.h>
-
 #include "access/xact.h"
-#include "commands/dbcommands.h"
 #include "pgstat.h"
-#include "postmaster/postmaster.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 

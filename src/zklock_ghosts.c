@@ -140,7 +140,7 @@ zklock_sweep_doubted(int idx, bool aux_only)
 		slot->node[0] != '\0')
 	{
 		if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
-			snprintf(parent, sizeof(parent), "%s/leases", slot->path);
+			zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LEASES_DIR, NULL);
 		else
 			strlcpy(parent, slot->path, sizeof(parent));
 		zklock_protected_prefix(slot->uuid, prefix);
@@ -148,7 +148,7 @@ zklock_sweep_doubted(int idx, bool aux_only)
 	}
 	if (req->aux_doubt && slot->aux_uuid[0] != '\0' && slot->aux_node[0] != '\0')
 	{
-		snprintf(parent, sizeof(parent), "%s/locks", slot->path);
+		zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 		zklock_protected_prefix(slot->aux_uuid, prefix);
 		zklock_queue_delete(parent, prefix);
 	}

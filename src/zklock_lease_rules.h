@@ -5,7 +5,7 @@
  *		ZooKeeper leader's view of the session, and how long a lock may be
  *		trusted after it.
  *
- * Like zklock_recipe.h, libc only, no PostgreSQL or ZooKeeper calls, so the
+ * Like zklock_curator_rules.h, libc only, no PostgreSQL or ZooKeeper calls, so the
  * rules are unit-tested on their own (test/unit/test_lease_rules.c).  Times
  * are microseconds of one monotonic clock (CLOCK_BOOTTIME in the server);
  * durations given in milliseconds are named *_ms.

@@ -427,24 +427,13 @@ lk_decide(int idx, char **children, int n)
 static void
 lk_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = zklock_listing_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &zklock_reqs[idx];
 
-		req->inflight--;
-		if (req->skip_lists > 0)
-		{
-			/* listing pipelined behind a create that failed */
-			req->skip_lists--;
-			(void) zklock_settle_cancel(idx);
-		}
-		else if (zklock_settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 		{
 			char	  **children;
 			int			n = strings->count;

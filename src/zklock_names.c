@@ -22,9 +22,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "zklock_recipe.h"
+#include "zklock_names.h"
 
 static int utf8_decode(const unsigned char *s, size_t len, unsigned int *cp);
 static bool bad_code_point(unsigned int cp);
@@ -384,6 +385,58 @@ zklock_recipe_node_kind(const char *name)
 	if (zklock_is_uuid(name))
 		return "double barrier member";
 	return NULL;
+}
+
+/*
+ * Curator's own classification of a lock's children, wherever zklock must
+ * see a lock's nodes as Curator does (who holds it, who takes part, who a
+ * reader waits on): Curator tests String.contains (the read/write lock's
+ * predicates, InterProcessMutex.getParticipantNodes), not the name's
+ * shape.  zklock_recipe_node_kind is the strict test of a name's shape,
+ * for refusing to touch recipe nodes.
+ */
+bool
+zklock_is_read_node(const char *name)
+{
+	return strstr(name, ZKLOCK_READ_LOCK_NAME) != NULL;
+}
+
+/*
+ * The path of a recipe's node or directory below the user's path P:
+ * "P/sub/name", "P/sub" (name NULL), "P/name" (sub NULL), written into buf
+ * of size len.  The one place the sub-paths of a recipe (P/leases,
+ * P/locks, P/ready) are put together.  Returns what snprintf returns.
+ */
+int
+zklock_recipe_path(char *buf, size_t len, const char *path, const char *sub,
+				   const char *name)
+{
+	if (sub != NULL && name != NULL)
+		return snprintf(buf, len, "%s/%s/%s", path, sub, name);
+	if (sub != NULL)
+		return snprintf(buf, len, "%s/%s", path, sub);
+	if (name != NULL)
+		return snprintf(buf, len, "%s/%s", path, name);
+	return snprintf(buf, len, "%s", path);
+}
+
+/*
+ * A write lock node, by Curator's test (see zklock_is_read_node).
+ */
+bool
+zklock_is_write_node(const char *name)
+{
+	return strstr(name, ZKLOCK_WRITE_LOCK_NAME) != NULL;
+}
+
+/*
+ * A node of a lock whose nodes are named lock_name, by Curator's test (see
+ * zklock_is_read_node).
+ */
+bool
+zklock_is_lock_node(const char *name, const char *lock_name)
+{
+	return strstr(name, lock_name) != NULL;
 }
 
 /*

@@ -53,14 +53,14 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 
 		if (rc == ZOK)
 		{
-			req->ready_seen = true;
-			slot->ready_czxid = stat->czxid;	/* the P/ready we pass */
+			req->rcp.dbarrier.ready_seen = true;
+			slot->dbarrier.ready_czxid = stat->czxid;	/* the P/ready we pass */
 			if (req->inflight == 0 && !req->create_sent)
 				zklock_grant(idx);		/* member node made, barrier ready */
 		}
 		else if (rc == ZNONODE)
 		{
-			req->ready_seen = false;
+			req->rcp.dbarrier.ready_seen = false;
 			/* while waiting for P/ready its absence changes nothing */
 			if (req->wait != ZKWS_WATCHING && req->inflight == 0 && !req->create_sent &&
 				slot->node[0] != '\0')
@@ -81,8 +81,8 @@ denter_watch_ready(int idx)
 {
 	char		ready[ZKLOCK_NODE_PATH_SIZE];
 
-	snprintf(ready, sizeof(ready), "%s/%s", zklock_shared->slots[idx].path,
-			 ZKLOCK_READY_NODE);
+	zklock_recipe_path(ready, sizeof(ready), zklock_shared->slots[idx].path,
+					   NULL, ZKLOCK_READY_NODE);
 	return zklock_send_exists_watch(idx, ready, denter_ready_done, true);
 }
 
@@ -118,7 +118,7 @@ denter_create_done(int rc, const char *value, const void *data)
 		{
 			if (req->inflight == 0)
 			{
-				if (req->ready_seen)
+				if (req->rcp.dbarrier.ready_seen)
 					zklock_grant(idx);
 				else
 					denter_list(idx);
@@ -150,7 +150,7 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 	{
 		if (rc == ZOK)
 		{
-			zklock_shared->slots[idx].ready_czxid = stat->czxid;
+			zklock_shared->slots[idx].dbarrier.ready_czxid = stat->czxid;
 			zklock_grant(idx);
 		}
 		else if (rc == ZNODEEXISTS)
@@ -177,12 +177,12 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 
 		if (rc == ZOK)
 		{
-			if (strings->count >= slot->member_qty)
+			if (strings->count >= slot->dbarrier.member_qty)
 			{
 				char		ready[ZKLOCK_NODE_PATH_SIZE];
 				int			zrc;
 
-				snprintf(ready, sizeof(ready), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+				zklock_recipe_path(ready, sizeof(ready), slot->path, NULL, ZKLOCK_READY_NODE);
 				zrc = zoo_acreate2(zklock_zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
 								   denter_ready_created, zklock_slot_tag(idx));
 				if (zrc != ZOK)
@@ -228,7 +228,7 @@ zklock_denter_start(int idx)
 
 	if (slot->uuid[0] == '\0')
 	{
-		slot->ready_czxid = 0;
+		slot->dbarrier.ready_czxid = 0;
 		if (!zklock_new_uuid(slot->uuid))
 		{
 			zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
@@ -304,11 +304,11 @@ leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		if (rc == ZNONODE ||
-			(rc == ZOK && slot->ready_czxid != 0 && stat->czxid != slot->ready_czxid))
+			(rc == ZOK && slot->dbarrier.ready_czxid != 0 && stat->czxid != slot->dbarrier.ready_czxid))
 			leave_done(idx);
 		else if (rc == ZOK)
 		{
-			snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+			zklock_recipe_path(buf, sizeof(buf), slot->path, NULL, ZKLOCK_READY_NODE);
 			zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, stat->version,
 											  leave_ready_deleted, zklock_slot_tag(idx)));
 		}
@@ -358,12 +358,12 @@ leave_finish(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	snprintf(buf, sizeof(buf), "%s/%s", slot->path, ZKLOCK_READY_NODE);
+	zklock_recipe_path(buf, sizeof(buf), slot->path, NULL, ZKLOCK_READY_NODE);
 	if (slot->phase != ZKP_READY)
 	{
 		slot->phase = ZKP_READY;
 		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen,
-								 slot->ready_czxid);
+								 slot->dbarrier.ready_czxid);
 	}
 	if (!zklock_connected ||
 		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_slot_tag(idx)) != ZOK)
@@ -392,14 +392,14 @@ leave_member_deleted(int rc, const void *data)
 		{
 			char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-			slot->node_deleted = true;
-			if (req->leave_watch[0] == '\0')
+			slot->dbarrier.node_deleted = true;
+			if (req->rcp.dbarrier.leave_watch[0] == '\0')
 				leave_finish(idx);
 			else if (slot->try_only)
 				zklock_give_up_try(idx);
 			else
 			{
-				snprintf(buf, sizeof(buf), "%s/%s", slot->path, req->leave_watch);
+				snprintf(buf, sizeof(buf), "%s/%s", slot->path, req->rcp.dbarrier.leave_watch);
 				(void) zklock_send_exists_watch(idx, buf, leave_watch_done, false);
 			}
 		}
@@ -437,8 +437,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 			if (n > 0)
 				memcpy(children, strings->data, sizeof(char *) * n);
 			action = zklock_double_barrier_leave_decide(children, n,
-														slot->node_deleted ? NULL : slot->node,
-														slot->own_delete_sent,
+														slot->dbarrier.node_deleted ? NULL : slot->node,
+														slot->dbarrier.own_delete_sent,
 														&watch);
 			switch (action)
 			{
@@ -452,11 +452,11 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					break;
 				case ZKLOCK_LEAVE_DELETE_OURS_DONE:
 				case ZKLOCK_LEAVE_DELETE_OURS_WATCH_LOWEST:
-					strlcpy(zklock_reqs[idx].leave_watch,
+					strlcpy(zklock_reqs[idx].rcp.dbarrier.leave_watch,
 							action == ZKLOCK_LEAVE_DELETE_OURS_DONE ? "" : watch,
-							sizeof(zklock_reqs[idx].leave_watch));
+							sizeof(zklock_reqs[idx].rcp.dbarrier.leave_watch));
 					zklock_node_path(slot, slot->node, buf, sizeof(buf));
-					slot->own_delete_sent = true;
+					slot->dbarrier.own_delete_sent = true;
 					zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
 									 zklock_slot_tag(idx)));
 					break;
@@ -506,7 +506,7 @@ void
 zklock_denter_resume(int idx, bool recover)
 {
 	if (zklock_shared->slots[idx].node[0] != '\0')
-		zklock_reqs[idx].ready_seen = false;
+		zklock_reqs[idx].rcp.dbarrier.ready_seen = false;
 	zklock_denter_start(idx);
 }
 

@@ -33,10 +33,10 @@ forget_participants(int idx)
 
 	if (req->cxt != NULL)
 		MemoryContextReset(req->cxt);
-	req->pnames = NULL;
-	req->pdata = NULL;
-	req->plen = NULL;
-	req->pn = 0;
+	req->rcp.participants.names = NULL;
+	req->rcp.participants.data = NULL;
+	req->rcp.participants.len = NULL;
+	req->rcp.participants.n = 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -59,9 +59,9 @@ participants_deliver(int idx)
 	char	   *p;
 	int			i;
 
-	for (i = 0; i < req->pn; i++)
-		need += sizeof(int32) * 2 + MAXALIGN(strlen(req->pnames[i]) + 1) +
-			MAXALIGN(Max(req->plen[i], 0) + 1);
+	for (i = 0; i < req->rcp.participants.n; i++)
+		need += sizeof(int32) * 2 + MAXALIGN(strlen(req->rcp.participants.names[i]) + 1) +
+			MAXALIGN(Max(req->rcp.participants.len[i], 0) + 1);
 	if (need > slot->result_size)
 	{
 		slot->result_size = (uint32) need;
@@ -75,26 +75,26 @@ participants_deliver(int idx)
 		return;
 	}
 	p = dsm_segment_address(seg);
-	((int32 *) p)[0] = req->pn;
-	((int32 *) p)[1] = req->pkind;
+	((int32 *) p)[0] = req->rcp.participants.n;
+	((int32 *) p)[1] = req->rcp.participants.kind;
 	p += sizeof(int32) * 2;
-	for (i = 0; i < req->pn; i++)
+	for (i = 0; i < req->rcp.participants.n; i++)
 	{
-		int32		nlen = strlen(req->pnames[i]);
-		int32		dlen = req->plen[i];
+		int32		nlen = strlen(req->rcp.participants.names[i]);
+		int32		dlen = req->rcp.participants.len[i];
 
 		memcpy(p, &nlen, sizeof(int32));
 		memcpy(p + sizeof(int32), &dlen, sizeof(int32));
 		p += sizeof(int32) * 2;
-		memcpy(p, req->pnames[i], nlen + 1);
+		memcpy(p, req->rcp.participants.names[i], nlen + 1);
 		p += MAXALIGN(nlen + 1);
 		if (dlen > 0)
-			memcpy(p, req->pdata[i], dlen);
+			memcpy(p, req->rcp.participants.data[i], dlen);
 		p[Max(dlen, 0)] = '\0';
 		p += MAXALIGN(Max(dlen, 0) + 1);
 	}
 	dsm_detach(seg);
-	zklock_req_finish(idx, ZKR_OK, req->pn);
+	zklock_req_finish(idx, ZKR_OK, req->rcp.participants.n);
 }
 
 /*
@@ -127,18 +127,18 @@ participants_data_done(int rc, const char *value, int value_len,
 		int			k = call.k;
 
 		req->inflight--;
-		req->pdone++;
-		if (k >= 0 && k < req->pn)
+		req->rcp.participants.done++;
+		if (k >= 0 && k < req->rcp.participants.n)
 		{
 			if (rc == ZOK && value != NULL && value_len >= 0)
 			{
-				req->pdata[k] = MemoryContextAlloc(zklock_req_memory(idx), value_len + 1);
-				memcpy(req->pdata[k], value, value_len);
-				req->pdata[k][value_len] = '\0';
-				req->plen[k] = value_len;
+				req->rcp.participants.data[k] = MemoryContextAlloc(zklock_req_memory(idx), value_len + 1);
+				memcpy(req->rcp.participants.data[k], value, value_len);
+				req->rcp.participants.data[k][value_len] = '\0';
+				req->rcp.participants.len[k] = value_len;
 			}
 			else
-				req->plen[k] = -1;	/* gone meanwhile, unreadable, no data */
+				req->rcp.participants.len[k] = -1;	/* gone meanwhile, unreadable, no data */
 		}
 		if (zklock_settle_cancel(idx))
 			;
@@ -172,14 +172,14 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 			participants_deliver(idx);
 		else if (rc != ZOK)
 			zklock_call_failed(idx, rc, "list the participants of");
-		else if (req->pkind == ZKLOCK_PARTICIPANTS_LOCK &&
+		else if (req->rcp.participants.kind == ZKLOCK_PARTICIPANTS_LOCK &&
 				 zklock_find_child(strings->data, strings->count, "leases") >= 0)
 		{
 			int			zrc;
 
-			req->pkind = ZKLOCK_PARTICIPANTS_LEASES;
-			snprintf(req->pdir, sizeof(req->pdir), "%s/leases", slot->path);
-			zrc = zoo_aget_children(zklock_zh, req->pdir, 0, participants_children_done,
+			req->rcp.participants.kind = ZKLOCK_PARTICIPANTS_LEASES;
+			zklock_recipe_path(req->rcp.participants.dir, sizeof(req->rcp.participants.dir), slot->path, ZKLOCK_LEASES_DIR, NULL);
+			zrc = zoo_aget_children(zklock_zh, req->rcp.participants.dir, 0, participants_children_done,
 									zklock_slot_tag(idx));
 			zklock_call_sent(idx, zrc);
 		}
@@ -188,20 +188,20 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 			int			i;
 
 			forget_participants(idx);	/* of a listing before a reconnect */
-			req->pn = strings->count;
-			req->pdone = 0;
-			req->pnames = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->pn, 1));
-			req->pdata = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->pn, 1));
-			req->plen = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(int) * Max(req->pn, 1));
-			for (i = 0; i < req->pn; i++)
+			req->rcp.participants.n = strings->count;
+			req->rcp.participants.done = 0;
+			req->rcp.participants.names = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->rcp.participants.n, 1));
+			req->rcp.participants.data = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(char *) * Max(req->rcp.participants.n, 1));
+			req->rcp.participants.len = MemoryContextAllocZero(zklock_req_memory(idx), sizeof(int) * Max(req->rcp.participants.n, 1));
+			for (i = 0; i < req->rcp.participants.n; i++)
 			{
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				ParticipantCall *call;
 
-				req->pnames[i] = MemoryContextStrdup(zklock_req_memory(idx), strings->data[i]);
-				req->plen[i] = -1;
-				snprintf(buf, sizeof(buf), "%s/%s", req->pdir, strings->data[i]);
+				req->rcp.participants.names[i] = MemoryContextStrdup(zklock_req_memory(idx), strings->data[i]);
+				req->rcp.participants.len[i] = -1;
+				snprintf(buf, sizeof(buf), "%s/%s", req->rcp.participants.dir, strings->data[i]);
 				call = MemoryContextAlloc(TopMemoryContext, sizeof(ParticipantCall));
 				call->tag = zklock_slot_tag(idx);
 				call->k = i;
@@ -210,7 +210,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 				else
 				{
 					pfree(call);
-					req->pdone++;
+					req->rcp.participants.done++;
 				}
 			}
 			if (req->inflight == 0)
@@ -230,8 +230,8 @@ zklock_participants_start(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
 
-	req->pkind = ZKLOCK_PARTICIPANTS_LOCK;
-	strlcpy(req->pdir, slot->path, sizeof(req->pdir));
+	req->rcp.participants.kind = ZKLOCK_PARTICIPANTS_LOCK;
+	strlcpy(req->rcp.participants.dir, slot->path, sizeof(req->rcp.participants.dir));
 	zklock_call_sent(idx, zoo_aget_children(zklock_zh, slot->path, 0,
 					   participants_children_done,
 					   zklock_slot_tag(idx)));
@@ -294,8 +294,8 @@ participant_cmp(const void *a, const void *b, void *arg)
 	if (c == 0 && order->rw)
 	{
 		/* a downgraded read node sorts at its writer's place, ahead of it */
-		bool		ra = strstr(pa->name, ZKLOCK_READ_LOCK_NAME) != NULL;
-		bool		rb = strstr(pb->name, ZKLOCK_READ_LOCK_NAME) != NULL;
+		bool		ra = zklock_is_read_node(pa->name);
+		bool		rb = zklock_is_read_node(pb->name);
 
 		if (ra != rb)
 			return ra ? -1 : 1;
@@ -329,9 +329,9 @@ participant_holders(Participant *parts, int n, int kind, bool rw, bool mutex)
 	for (i = 0; i < n; i++)
 	{
 		bool		lock_node = rw ?
-			(strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME) != NULL ||
-			 strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME) != NULL) :
-			strstr(parts[i].name, ZKLOCK_LOCK_NAME) != NULL;
+			(zklock_is_read_node(parts[i].name) ||
+			 zklock_is_write_node(parts[i].name)) :
+			zklock_is_lock_node(parts[i].name, ZKLOCK_LOCK_NAME);
 
 		if (lock_node)
 		{
@@ -441,10 +441,10 @@ zk_participants(PG_FUNCTION_ARGS)
 
 	for (i = 0; i < n; i++)
 	{
-		if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME) ||
-			strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
+		if (zklock_is_read_node(parts[i].name) ||
+			zklock_is_write_node(parts[i].name))
 			rw = true;
-		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
+		else if (zklock_is_lock_node(parts[i].name, ZKLOCK_LOCK_NAME))
 			mutex = true;
 	}
 	order.rw = rw && kind == ZKLOCK_PARTICIPANTS_LOCK;
@@ -464,19 +464,19 @@ zk_participants(PG_FUNCTION_ARGS)
 		nulls[4] = true;
 		if (kind == ZKLOCK_PARTICIPANTS_LEASES)
 			pk = "lease";
-		else if (strstr(parts[i].name, ZKLOCK_WRITE_LOCK_NAME))
+		else if (zklock_is_write_node(parts[i].name))
 		{
 			pk = "write";
 			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
 		}
-		else if (strstr(parts[i].name, ZKLOCK_READ_LOCK_NAME))
+		else if (zklock_is_read_node(parts[i].name))
 		{
 			pk = "read";
 			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
 		}
-		else if (strstr(parts[i].name, ZKLOCK_LOCK_NAME))
+		else if (zklock_is_lock_node(parts[i].name, ZKLOCK_LOCK_NAME))
 		{
 			pk = "lock";
 			values[4] = BoolGetDatum(holds[i]);

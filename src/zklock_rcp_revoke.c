@@ -39,11 +39,11 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 
 		req->inflight--;
 		if (rc == ZOK)
-			req->count++;
+			req->rcp.revoke.written++;
 		if (zklock_settle_cancel(idx))
 			;
 		else if (req->inflight == 0)
-			zklock_req_finish(idx, ZKR_OK, req->count);
+			zklock_req_finish(idx, ZKR_OK, req->rcp.revoke.written);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -80,12 +80,12 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 			{
 				const char *c = strings->data[i];
 
-				if (strstr(c, ZKLOCK_READ_LOCK_NAME) || strstr(c, ZKLOCK_WRITE_LOCK_NAME))
+				if (zklock_is_read_node(c) || zklock_is_write_node(c))
 				{
 					rw = true;
 					children[n++] = strings->data[i];
 				}
-				else if (strstr(c, ZKLOCK_LOCK_NAME))
+				else if (zklock_is_lock_node(c, ZKLOCK_LOCK_NAME))
 					children[n++] = strings->data[i];
 			}
 			if (rw)

@@ -81,7 +81,7 @@ zklock_lease_create(int idx)
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
 		return;
 	}
-	snprintf(name, sizeof(name), "%s/leases", slot->path);
+	zklock_recipe_path(name, sizeof(name), slot->path, ZKLOCK_LEASES_DIR, NULL);
 	if (req->need_parents)
 	{
 		zklock_create_containers(name, true);
@@ -110,24 +110,14 @@ zklock_lease_create(int idx)
 static void
 lease_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx;
+	int			idx = zklock_listing_begin(data);
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
 	if (idx >= 0)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
 
-		req->inflight--;
-		if (req->skip_lists > 0)
-		{
-			req->skip_lists--;
-			(void) zklock_settle_cancel(idx);
-		}
-		else if (zklock_settle_cancel(idx))
-			;
-		else if (rc == ZOK)
+		if (rc == ZOK)
 		{
 			int			found = -1;
 			char		leases[ZKLOCK_NODE_PATH_SIZE];
@@ -137,7 +127,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			 * a lease for the life of the session: delete it.  Its delete
 			 * fires the watch this listing set, and we count again.
 			 */
-			snprintf(leases, sizeof(leases), "%s/leases", slot->path);
+			zklock_recipe_path(leases, sizeof(leases), slot->path, ZKLOCK_LEASES_DIR, NULL);
 			zklock_delete_ghosts(leases, strings->data, strings->count);
 			if (slot->node[0] == '\0')
 			{
@@ -170,16 +160,16 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 					zklock_lease_create(idx);
 				}
 			}
-			else if (strings->count <= slot->max_leases)
+			else if (strings->count <= slot->lease.max_leases)
 			{
 				/* granted: let the next acquirer have P/locks */
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				zklock_grant(idx);
 				/* the next acquirer of this worker may be waiting for it */
-				snprintf(buf, sizeof(buf), "%s/locks", slot->path);
+				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
-				snprintf(buf, sizeof(buf), "%s/locks/%s", slot->path, slot->aux_node);
+				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, slot->aux_node);
 				zklock_queue_delete(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */
 				zklock_sweep_doubted(idx, true);
@@ -213,7 +203,7 @@ lease_list(int idx)
 {
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	snprintf(buf, sizeof(buf), "%s/leases", zklock_shared->slots[idx].path);
+	zklock_recipe_path(buf, sizeof(buf), zklock_shared->slots[idx].path, ZKLOCK_LEASES_DIR, NULL);
 	zklock_send_listing(idx, buf, lease_children_done, true, false);
 }
 
@@ -226,7 +216,7 @@ zklock_lease_lock_target(int idx, LockTarget *t)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	snprintf(t->base, sizeof(t->base), "%s/locks", slot->path);
+	zklock_recipe_path(t->base, sizeof(t->base), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 	t->node = slot->aux_node;
 	t->uuid = slot->aux_uuid;
 	t->lock_name = ZKLOCK_LOCK_NAME;
@@ -304,7 +294,7 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 	{
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-		snprintf(buf, sizeof(buf), "%s/leases/%s", slot->path, req->adopt_name);
+		zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LEASES_DIR, req->adopt_name);
 		zklock_queue_delete(buf, NULL);
 	}
 	slot->node[0] = '\0';

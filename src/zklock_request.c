@@ -212,6 +212,37 @@ zklock_completion_begin(const void *data)
 }
 
 /*
+ * Common start of the completion of a listing of a request: like
+ * zklock_completion_begin, but a listing pipelined behind a create that
+ * failed (zklock_create_failed counted it in skip_lists) is dropped: only
+ * a cancel is settled.  Returns the slot index when the caller should
+ * look at the answer, -1 otherwise; the caller releases the lock either
+ * way.
+ */
+int
+zklock_listing_begin(const void *data)
+{
+	int			idx;
+	WorkerReq  *req;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	idx = zklock_tag_current(data);
+	if (idx < 0)
+		return -1;
+	req = &zklock_reqs[idx];
+	req->inflight--;
+	if (req->skip_lists > 0)
+	{
+		req->skip_lists--;
+		(void) zklock_settle_cancel(idx);
+		return -1;
+	}
+	if (zklock_settle_cancel(idx))
+		return -1;
+	return idx;
+}
+
+/*
  * Common start of the completion of a create of a request's node: like
  * zklock_completion_begin, but a node created for a request that is gone is
  * queued for deletion (it must not linger), and a cancel is left for the
@@ -469,7 +500,7 @@ record_slot_deletes(int idx, bool can_wait)
 	in.protected_names = !(zklock_worker_ops(slot->op)->flags & ZKW_PLAIN_NAMES);
 	in.node = slot->node;
 	in.uuid = slot->uuid;
-	in.node_deleted = slot->node_deleted;
+	in.node_deleted = slot->dbarrier.node_deleted;
 	in.aux_node = slot->aux_node;
 	in.aux_uuid = slot->aux_uuid;
 	n = zklock_cleanup_plan(&in, steps);
@@ -483,10 +514,10 @@ record_slot_deletes(int idx, bool can_wait)
 		switch (steps[k].parent)
 		{
 			case ZKLOCK_CLEANUP_IN_LEASES:
-				snprintf(parent, sizeof(parent), "%s/leases", slot->path);
+				zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LEASES_DIR, NULL);
 				break;
 			case ZKLOCK_CLEANUP_IN_LOCKS:
-				snprintf(parent, sizeof(parent), "%s/locks", slot->path);
+				zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 				break;
 			default:
 				strlcpy(parent, slot->path, sizeof(parent));

@@ -127,11 +127,11 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->try_only = ask->try_only;
 		slot->revocable = ask->revocable;
 		slot->revoke_requested = false;
-		slot->node_deleted = false;
-		slot->own_delete_sent = false;
+		slot->dbarrier.node_deleted = false;
+		slot->dbarrier.own_delete_sent = false;
 		slot->waits_on[0] = '\0';
-		slot->max_leases = ask->max_leases;
-		slot->member_qty = ask->member_qty;
+		slot->lease.max_leases = ask->max_leases;
+		slot->dbarrier.member_qty = ask->member_qty;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
 				sizeof(slot->downgrade_seq));
 		slot->result_value = 0;

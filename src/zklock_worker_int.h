@@ -57,24 +57,36 @@ typedef struct WorkerReq
 								 * behind the create being answered */
 	uint64		create_no;		/* lock engine: number of the create sent
 								 * last (see released_readers) */
-	bool		ready_seen;		/* double barrier: P/ready existed */
 	int			nonode_retries;
 	int			lost_retries;
-	int64		count;			/* revoke: nodes written */
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
 													 * being checked */
-	char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* double barrier leave:
-													 * member to watch once
-													 * ours is deleted ("":
-													 * none, we are done) */
-	/* participants: the listing and the data, collected in order */
-	char		pdir[ZKLOCK_NODE_PATH_SIZE];
-	int			pkind;
-	int			pn;
-	int			pdone;
-	char	  **pnames;
-	char	  **pdata;
-	int		   *plen;
+	/* per recipe: a request uses only the part of its own op */
+	union
+	{
+		struct
+		{
+			bool		ready_seen; /* P/ready existed */
+			char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
+															 * watch once ours is
+															 * deleted ("": none,
+															 * we are done) */
+		}			dbarrier;
+		struct
+		{
+			int64		written;	/* holders' nodes written */
+		}			revoke;
+		struct					/* the listing and the data, in order */
+		{
+			char		dir[ZKLOCK_NODE_PATH_SIZE];
+			int			kind;
+			int			n;
+			int			done;
+			char	  **names;
+			char	  **data;
+			int		   *len;
+		}			participants;
+	}			rcp;
 	MemoryContext cxt;			/* the request's own allocations
 								 * (zklock_req_memory), or NULL */
 	bool		node_doubt;		/* a create of our node was in doubt: a
@@ -151,7 +163,7 @@ typedef struct ZklockLocalLayer
 
 /*
  * What the worker does for one kind of request (ZklockOp).  The table of
- * them (zklock_recipes.c) is the only place that says which recipe runs
+ * them (zklock_ops.c) is the only place that says which recipe runs
  * which steps: the generic files call these hooks and test no op.
  */
 typedef struct ZklockWorkerOps
@@ -189,7 +201,7 @@ typedef struct ZklockWorkerOps
 /* its nodes carry no protection prefix (double barrier members) */
 #define ZKW_PLAIN_NAMES		0x04
 
-/* the ops table (zklock_recipes.c) */
+/* the ops table (zklock_ops.c) */
 extern const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1];
 
 /*
@@ -306,6 +318,7 @@ extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
 								 const char *what);
 extern void zklock_continue_request(int idx);
 extern void zklock_give_up_try(int idx);
+extern int zklock_listing_begin(const void *data);
 extern void zklock_grant(int idx);
 extern void zklock_park(int idx, bool recover);
 extern void zklock_req_clear_nodes(ZklockSlot *slot);

@@ -138,7 +138,7 @@ void
 zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 {
 	if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
-		snprintf(buf, len, "%s/leases/%s", slot->path, name);
+		zklock_recipe_path(buf, len, slot->path, ZKLOCK_LEASES_DIR, name);
 	else
 		snprintf(buf, len, "%s/%s", slot->path, name);
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zklock_recipe.h"
+#include "zklock_curator_rules.h"
 
 #define U1 "53345f98-9423-4e0c-a7b5-9f819e3ec2e1"
 #define U2 "0b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e"

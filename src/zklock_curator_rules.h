@@ -1,99 +1,24 @@
 /*-------------------------------------------------------------------------
  *
- * zklock_recipe.h
- *		Pure decision functions of the zklock recipe core.
+ * zklock_curator_rules.h
+ *		Pure decision functions of Curator's recipes (zklock_curator_rules.c):
+ *		sorting of children, "do I hold the lock", which node to watch,
+ *		who holds, double-barrier leave order, what a request must delete.
+ *		Node names and paths are zklock_names.h.  They make no PostgreSQL
+ *		or ZooKeeper calls and use only libc, so that they can be
+ *		unit-tested on their own (test/unit).
  *
- * These functions re-express the decisions of Apache Curator's recipes
- * (node naming, sorting of children, "do I hold the lock", which node to
- * watch, double-barrier leave order) and ZooKeeper's path validation.  They
- * make no PostgreSQL or ZooKeeper calls and use only libc, so that they can
- * be unit-tested on their own (test/unit).
- *
- * src/zklock_recipe.h
+ * src/zklock_curator_rules.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZKLOCK_RECIPE_H
-#define ZKLOCK_RECIPE_H
+#ifndef ZKLOCK_CURATOR_RULES_H
+#define ZKLOCK_CURATOR_RULES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ZKLOCK_MAX_PATH_LEN 480		/* max bytes of a user path */
-#define ZKLOCK_UUID_LEN 36
-
-/* Curator's node names (doc/wire.md) */
-#define ZKLOCK_LOCK_NAME "lock-"
-#define ZKLOCK_SEQ_DIGITS 10		/* the sequence the server appends */
-#define ZKLOCK_LEASE_NAME "lease-"
-#define ZKLOCK_READ_LOCK_NAME "__READ__"
-#define ZKLOCK_WRITE_LOCK_NAME "__WRIT__"
-/* the data Curator's Revoker writes into a holder's node */
-#define ZKLOCK_REVOKE_MESSAGE "__REVOKE__"
-#define ZKLOCK_READY_NODE "ready"
-#define ZKLOCK_PROTECTED_PREFIX "_c_"
-/* "_c_" + uuid + "-" */
-#define ZKLOCK_PROTECTED_PREFIX_LEN (3 + ZKLOCK_UUID_LEN + 1)
-
-typedef enum ZklockPathError
-{
-	ZKLOCK_PATH_OK = 0,
-	ZKLOCK_PATH_EMPTY,			/* "" */
-	ZKLOCK_PATH_NO_LEADING_SLASH,	/* "a/b" */
-	ZKLOCK_PATH_ROOT,			/* "/" alone: a lock needs a node below the
-								 * root */
-	ZKLOCK_PATH_TRAILING_SLASH, /* "/a/" */
-	ZKLOCK_PATH_EMPTY_COMPONENT,	/* "/a//b" */
-	ZKLOCK_PATH_DOT_COMPONENT,	/* "/a/./b", "/a/..", "/." */
-	ZKLOCK_PATH_BAD_CHARACTER,	/* a character ZooKeeper refuses */
-	ZKLOCK_PATH_BAD_ENCODING,	/* not valid UTF-8 */
-	ZKLOCK_PATH_TOO_LONG,		/* > maxlen bytes */
-	ZKLOCK_PATH_RESERVED		/* first component is "zookeeper" */
-} ZklockPathError;
-
-/*
- * Validate a path the way ZooKeeper's PathUtils.validatePath does, plus the
- * rules above.  path need not be NUL-terminated; len bytes.  On error
- * *bad_offset (if not NULL) is the byte offset of the offending character or
- * component; on success it is left alone.
- */
-extern ZklockPathError zklock_validate_path(const char *path, size_t len,
-											size_t maxlen, size_t *bad_offset);
-extern const char *zklock_path_error_message(ZklockPathError err);
-
-/* Java UUID.randomUUID().toString() of 16 random bytes; out has 37 bytes */
-extern void zklock_format_uuid(const unsigned char bytes[16], char *out);
-extern bool zklock_is_uuid(const char *s);
-
-/* "_c_" + uuid + "-" (40 chars) into out (>= 41 bytes) */
-extern void zklock_protected_prefix(const char *uuid, char *out);
-
-/*
- * What kind of recipe node a node name is ("lock", "lease", "read lock",
- * "write lock", "protected node", "double barrier member"), or NULL when
- * it is none: barrier calls refuse to touch such nodes.
- */
-extern const char *zklock_recipe_node_kind(const char *name);
-/* "_c_<uuid>-<lock_name>"; returns chars needed (snprintf semantics) */
-extern int	zklock_protected_name(const char *uuid, const char *lock_name,
-								  char *out, size_t outlen);
-extern int	zklock_find_protected(char *const *children, int n,
-								  const char *prefix);
-
-/*
- * A live request of this client, for zklock_find_ghosts: its protection id
- * and the name of its node under the listed parent, NULL or "" while not
- * known (a create with the id may still be in flight or in doubt).
- */
-typedef struct ZklockLiveId
-{
-	const char *uuid;
-	const char *node;
-} ZklockLiveId;
-
-/* children that carry a live id's prefix but are not its node; sorts live */
-extern int	zklock_find_ghosts(char *const *children, int n, ZklockLiveId *live,
-							   int nlive, int *ghosts);
+#include "zklock_names.h"
 
 extern const char *zklock_sort_key(const char *name, const char *lock_name);
 extern void zklock_sort_children(char **names, int n, const char *lock_name);
@@ -205,4 +130,4 @@ extern bool zklock_delete_may_add(int used, int size, int need, bool can_wait,
  */
 extern int	zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms);
 
-#endif							/* ZKLOCK_RECIPE_H */
+#endif							/* ZKLOCK_CURATOR_RULES_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * zklock_recipe.c
+ * zklock_curator_rules.c
  *		Pure decision functions of the zklock recipe core: the order of a
  *		lock's children, who holds, what to watch, the double barrier's
  *		leave steps, what a failed request must delete, back-off.
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zklock_recipe.h"
+#include "zklock_curator_rules.h"
 
 static int	compare_by_key(const char *a, const char *b, const char *lock_name,
 						   bool rw);
@@ -288,16 +288,16 @@ zklock_lock_holders(char *const *sorted, int n, bool rw, int *holders)
 		return count;
 
 	first_key = zklock_rw_sort_key(sorted[0]);
-	writer_first = strstr(sorted[0], ZKLOCK_WRITE_LOCK_NAME) != NULL;
+	writer_first = zklock_is_write_node(sorted[0]);
 	for (i = 1; i < n && strcmp(zklock_rw_sort_key(sorted[i]), first_key) == 0; i++)
 	{
-		if (strstr(sorted[i], ZKLOCK_WRITE_LOCK_NAME) != NULL)
+		if (zklock_is_write_node(sorted[i]))
 			writer_first = true;
 		holders[count++] = i;
 	}
 	if (writer_first)
 		return count;
-	for (; i < n && strstr(sorted[i], ZKLOCK_WRITE_LOCK_NAME) == NULL; i++)
+	for (; i < n && !zklock_is_write_node(sorted[i]); i++)
 		holders[count++] = i;
 	return count;
 }
@@ -338,7 +338,7 @@ zklock_read_decide(char *const *sorted, int n, const char *own)
 
 		if (name == NULL)
 			continue;
-		if (strstr(name, ZKLOCK_WRITE_LOCK_NAME) != NULL)
+		if (zklock_is_write_node(name))
 		{
 			if (first_writer < 0)
 				first_writer = i;

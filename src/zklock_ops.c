@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * zklock_recipes.c
+ * zklock_ops.c
  *	  The tables of the recipes: which worker steps run each kind of
  *	  request (ZklockOp), and what the backend side says of each kind of
  *	  hold (ZklockKind).  Adding a recipe adds its entries here; the

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * test_recipe.c
- *		cmocka unit tests of the zklock recipe core (src/zklock_recipe.c).
+ * test_curator_rules.c
+ *		cmocka unit tests of the zklock recipe core (src/zklock_curator_rules.c).
  *
  * Expected values are Curator 5.x / ZooKeeper 3.8 behaviour as written
  * down in doc/wire.md: what a Java peer would name, sort and decide.
  *
- * test/unit/test_recipe.c
+ * test/unit/test_curator_rules.c
  *
  *-------------------------------------------------------------------------
  */
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zklock_recipe.h"
+#include "zklock_curator_rules.h"
 
 #define NOT_SET ((size_t) 0xDEADBEEF)
 
@@ -1209,7 +1209,7 @@ test_leave_own_delete_sent(void **state)
 
 /* Barrier calls refuse every node a recipe makes, and nothing else. */
 static void
-test_recipe_node_kind(void **state)
+test_curator_rules_node_kind(void **state)
 {
 	(void) state;
 	assert_string_equal(zklock_recipe_node_kind("_c_" U1 "-lock-0000000003"), "lock");
@@ -1408,11 +1408,50 @@ test_retry_delay_doubles_to_cap(void **state)
 	assert_int_equal(zklock_retry_delay_ms(3, 5000, 2000), 2000);
 }
 
+/* Curator's own test of a lock's children: String.contains */
+static void
+test_curator_child_tests(void **state)
+{
+	(void) state;
+	assert_true(zklock_is_read_node("_c_7c1a5f3e-1f9c-4b7c-9a51-0a2f6b1c3d4e-__READ__0000000003"));
+	assert_true(zklock_is_read_node("__READ__0000000001"));
+	assert_false(zklock_is_read_node("_c_x-__WRIT__0000000001"));
+	assert_true(zklock_is_write_node("_c_x-__WRIT__0000000001"));
+	assert_false(zklock_is_write_node("_c_x-lock-0000000001"));
+	assert_true(zklock_is_lock_node("_c_x-lock-0000000001", ZKLOCK_LOCK_NAME));
+	/* contains, as Curator: no sequence needed (its filter, not a shape) */
+	assert_true(zklock_is_lock_node("deadlock-x", ZKLOCK_LOCK_NAME));
+	assert_false(zklock_is_lock_node("_c_x-lease-0000000001", ZKLOCK_LOCK_NAME));
+	assert_true(zklock_is_lock_node("_c_x-lease-0000000001", ZKLOCK_LEASE_NAME));
+	/* the strict shape test refuses what is no recipe node */
+	assert_null(zklock_recipe_node_kind("deadlock-x"));
+}
+
+/* the sub-paths of a recipe, put together in one place */
+static void
+test_recipe_path(void **state)
+{
+	char		buf[64];
+
+	(void) state;
+	assert_int_equal(zklock_recipe_path(buf, sizeof(buf), "/a/b", ZKLOCK_LEASES_DIR, NULL), 11);
+	assert_string_equal(buf, "/a/b/leases");
+	zklock_recipe_path(buf, sizeof(buf), "/a/b", ZKLOCK_LOCKS_DIR, "_c_x-lock-0000000001");
+	assert_string_equal(buf, "/a/b/locks/_c_x-lock-0000000001");
+	zklock_recipe_path(buf, sizeof(buf), "/a/b", NULL, ZKLOCK_READY_NODE);
+	assert_string_equal(buf, "/a/b/ready");
+	zklock_recipe_path(buf, sizeof(buf), "/a/b", NULL, NULL);
+	assert_string_equal(buf, "/a/b");
+	/* truncated like snprintf, with the length it needed */
+	assert_int_equal(zklock_recipe_path(buf, 8, "/a/b", ZKLOCK_LEASES_DIR, NULL), 11);
+	assert_string_equal(buf, "/a/b/le");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_recipe_node_kind),
+		cmocka_unit_test(test_curator_rules_node_kind),
 		cmocka_unit_test(test_path_valid_simple_and_nested),
 		cmocka_unit_test(test_path_valid_utf8),
 		cmocka_unit_test(test_path_valid_dots_inside_names),
@@ -1490,6 +1529,8 @@ main(void)
 		cmocka_unit_test(test_cleanup_aux_ignored_outside_lease),
 		cmocka_unit_test(test_delete_table_room),
 		cmocka_unit_test(test_retry_delay_doubles_to_cap),
+		cmocka_unit_test(test_curator_child_tests),
+		cmocka_unit_test(test_recipe_path),
 	};
 
 	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
