@@ -1,10 +1,48 @@
 /*-------------------------------------------------------------------------
  *
  * zklock_lockeng.c
- *	  Curator's lock engine (LockInternals): create the protected node, list,
- *	  decide, watch the predecessor, adopt a node whose create reply was lost.
- *	  What a worker knows beyond Curator (its own waiters and holders) is in
- *	  zklock_local.c, called at the points marked there.
+ *	  Curator's lock engine (LockInternals with StandardLockInternalsDriver),
+ *	  as asynchronous steps of the worker: create the protected node, list,
+ *	  decide, watch the predecessor, adopt a node whose create reply was
+ *	  lost.  Read it side by side with Curator:
+ *
+ *	  Curator (5.4/5.7)                       here
+ *	  --------------------------------------  ------------------------------
+ *	  LockInternals.attemptLock: loop of      zklock_lk_create, then
+ *	    createsTheLock + internalLockLoop,      lk_children_done -> lk_decide;
+ *	    again on NoNode                         lk_start_fresh on NoNode
+ *	  StandardLockInternalsDriver             zklock_lk_create:
+ *	    .createsTheLock: create()               zoo_acreate2 of _c_<uuid>-
+ *	    .creatingParentContainersIfNeeded()     <lock_name>, parents as
+ *	    .withProtection()                       containers once a create
+ *	    .withMode(EPHEMERAL_SEQUENTIAL)         found one missing
+ *	  CreateBuilderImpl protection: after     zklock_lk_resume (recover),
+ *	    ConnectionLoss, find our node by        lk_decide looks by prefix,
+ *	    its prefix                              zklock_adopt_check adopts
+ *	  internalLockLoop: getSortedChildren     lk_children_done (the listing,
+ *	    (sorted by fixForSorting)               sorted by zklock_sort_children
+ *	                                            or zklock_rw_sort_children)
+ *	  driver.getsTheLock: ourIndex <          zklock_lock_decide /
+ *	    maxLeases, else watch                   zklock_read_decide
+ *	    children[ourIndex - maxLeases];         (zklock_curator_rules.c);
+ *	    validateOurIndex: our node gone         d.lost -> lk_start_fresh
+ *	  getData().usingWatcher(watcher) on      lk_decide: zoo_awget of the
+ *	    the predecessor; NoNode: loop           predecessor, lk_watch_done;
+ *	                                            the watch: zklock_step_watcher
+ *	  checkRevocableWatcher / revocable-      zklock_revoke_watch
+ *	    Watcher (makeRevocable)                 (zklock_revocable.c) on grant
+ *	  deleteOurPath on failure or timeout     the request layer records the
+ *	                                            node's delete
+ *	                                            (record_slot_deletes)
+ *	  releaseLock: deleteOurPath              the same, on withdraw
+ *
+ *	  Where zklock does more than Curator can, it is the local layer
+ *	  (zklock_local.c), reached only through the recipe's ops entry
+ *	  (.local, lk_local() below): a create sent without its listing
+ *	  (create_alone, then placed), a wait without a watch behind a node of
+ *	  this worker (wait_behind), a reader's answer shared with the readers
+ *	  right behind it (settle_followers), and a node going away
+ *	  (node_gone).  Without .local this file is Curator's engine alone.
  *
  *-------------------------------------------------------------------------
  */

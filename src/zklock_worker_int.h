@@ -48,8 +48,11 @@ typedef struct WorkerReq
 												 * latest listing made us
 												 * wait on ("": none) */
 	bool		pred_last;		/* pred is the only node keeping us out */
-	int			pred_slot;		/* waiting locally: the slot owning pred */
-	uint32		pred_serial;	/* ... and its serial then */
+	struct						/* the local layer's own (zklock_local.c) */
+	{
+		int			owner;		/* waiting locally: the slot owning pred */
+		uint32		owner_serial;	/* ... and its serial then */
+	}			local;
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */
