@@ -24,6 +24,8 @@ static void denter_ready_created(int rc, const char *value,
 static void denter_children_done(int rc, const struct String_vector *strings,
 								 const void *data);
 static void denter_list(int idx);
+static void denter_give_up(int idx);
+static void denter_given_up(int rc, const void *data);
 static void leave_watch_done(int rc, const struct Stat *stat,
 							 const void *data);
 static void leave_ready_stat_done(int rc, const struct Stat *stat,
@@ -191,7 +193,7 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 					req->inflight++;
 			}
 			else if (slot->try_only)
-				zklock_give_up_try(idx);	/* a look only: too few members */
+				denter_give_up(idx);	/* a look only: too few members */
 			else if (denter_watch_ready(idx))
 			{
 				/* wait for P/ready (its watch re-armed, in case it fired) */
@@ -200,6 +202,53 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 		}
 		else
 			zklock_call_failed(idx, rc, "list the double barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * A look (zero timeout) found too few members: delete our member node and
+ * answer false only once ZooKeeper answered the delete.  A member node
+ * left for a moment after the answer would be counted by another member's
+ * enter, which would then pass with one member too few.  When the delete
+ * cannot be sent, the pending-delete table takes it (zklock_give_up_try).
+ * Caller holds the lock.
+ */
+static void
+denter_give_up(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	char		buf[ZKLOCK_NODE_PATH_SIZE];
+
+	if (slot->node[0] == '\0' || !zklock_connected)
+	{
+		zklock_give_up_try(idx);
+		return;
+	}
+	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	if (zoo_adelete(zklock_zh, buf, -1, denter_given_up, zklock_slot_tag(idx)) != ZOK)
+	{
+		zklock_give_up_try(idx);
+		return;
+	}
+	zklock_reqs[idx].inflight++;
+}
+
+/*
+ * Completion of the delete of a look's member node: answer false.  Gone
+ * (deleted, or not there), nothing is left to delete; otherwise the
+ * pending-delete table takes it over.
+ */
+static void
+denter_given_up(int rc, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+			zklock_shared->slots[idx].dbarrier.node_deleted = true;
+		zklock_give_up_try(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
