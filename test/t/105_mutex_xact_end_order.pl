@@ -87,40 +87,46 @@ my %a_end = (
 	rollback => "BEGIN;\nSELECT zk_mutex_acquire_xact('/t064/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK;\n",
 	savepoint => "BEGIN;\nSAVEPOINT s;\nSELECT zk_mutex_acquire_xact('/t064/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK TO SAVEPOINT s;\nCOMMIT;\n",
 );
-my $handovers0 = $node->safe_psql('postgres', 'SELECT handovers FROM zk_status()');
-for my $way (qw(commit rollback savepoint))
-{
-	(my $b = $b_script) =~ s/:'way'/'$way'/g;
-	my $err = pgbench_run(1000, a => $a_end{$way}, b => $b);
-	unlike($err, qr/aborted|ERROR/, "$way: both pgbench clients ran 1,000 cycles without an error")
-	  or diag($err);
-	is($node->safe_psql('postgres', "SELECT count(*) FROM misses WHERE way = '$way'"), '0',
-		"$way: B, holding the mutex, never found A's advisory or table lock still held");
-	diag($node->safe_psql('postgres', "SELECT what, count(*) FROM misses WHERE way = '$way' GROUP BY 1"))
-	  if $node->safe_psql('postgres', "SELECT count(*) FROM misses WHERE way = '$way'") ne '0';
-}
-cmp_ok($node->safe_psql('postgres', 'SELECT handovers FROM zk_status()') - $handovers0, '>', 0,
-	'the mutex went from A to B by local handover (the fast path the order matters for)');
-ok(wait_until(sub { @{ lock_children($peer, '/t064/m') } == 0 }, 10), 'no node left under /t064/m');
+subtest 'the next holder never finds the previous _xact holder\'s advisory or table lock still held (COMMIT, ROLLBACK, ROLLBACK TO SAVEPOINT; local handover)' => sub {
+	my $handovers0 = $node->safe_psql('postgres', 'SELECT handovers FROM zk_status()');
+	for my $way (qw(commit rollback savepoint))
+	{
+		(my $b = $b_script) =~ s/:'way'/'$way'/g;
+		my $err = pgbench_run(1000, a => $a_end{$way}, b => $b);
+		unlike($err, qr/aborted|ERROR/, "$way: both pgbench clients ran 1,000 cycles without an error")
+		  or diag($err);
+		is($node->safe_psql('postgres', "SELECT count(*) FROM misses WHERE way = '$way'"), '0',
+			"$way: B, holding the mutex, never found A's advisory or table lock still held");
+		diag($node->safe_psql('postgres', "SELECT what, count(*) FROM misses WHERE way = '$way' GROUP BY 1"))
+		  if $node->safe_psql('postgres', "SELECT count(*) FROM misses WHERE way = '$way'") ne '0';
+	}
+	cmp_ok($node->safe_psql('postgres', 'SELECT handovers FROM zk_status()') - $handovers0, '>', 0,
+		'the mutex went from A to B by local handover (the fast path the order matters for)');
+	ok(wait_until(sub { @{ lock_children($peer, '/t064/m') } == 0 }, 10), 'no node left under /t064/m');
+};
+
+my $p;    # the session of part 2
 
 # 2. PREPARE TRANSACTION of a transaction relying on a session lock.
-my $p = ZklockTest::Session->new($node, 'p');
-$p->value('SET zklock.check_session_locks_at_commit = on');
-$p->value('BEGIN');
-is($p->value(q{SELECT zk_mutex_acquire('/t064/p')}), 't', 'p takes a session lock in its transaction');
-$p->value(q{INSERT INTO work_done VALUES ('prepared')});
-my $r = $p->query(q{PREPARE TRANSACTION 't064'});
-is($r->{sqlstate}, '0A000', 'PREPARE TRANSACTION is refused with 0A000') or diag($r->{err});
-like($r->{err}, qr/relies on a zookeeper lock/, '... saying that it relies on a zookeeper lock');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '... nothing is prepared');
-is($p->value(q{SELECT zk_mutex_release('/t064/p')}), 't', 'p releases the session lock');
-$peer->acquire('cp', '/t064/p', 5000);
-is($peer->acquire_result('cp'), 'acquired', 'a Curator client takes /t064/p');
-$r = $node->psql('postgres', q{COMMIT PREPARED 't064'});
-isnt($r, 0, 'COMMIT PREPARED has nothing to commit');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM work_done WHERE tag = 'prepared'}), '0',
-	'the row written under the lock never becomes visible');
-$peer->release('cp');
+subtest 'PREPARE of a transaction relying on a session lock is refused, and its row never becomes visible' => sub {
+	$p = ZklockTest::Session->new($node, 'p');
+	$p->value('SET zklock.check_session_locks_at_commit = on');
+	$p->value('BEGIN');
+	is($p->value(q{SELECT zk_mutex_acquire('/t064/p')}), 't', 'p takes a session lock in its transaction');
+	$p->value(q{INSERT INTO work_done VALUES ('prepared')});
+	my $r = $p->query(q{PREPARE TRANSACTION 't064'});
+	is($r->{sqlstate}, '0A000', 'PREPARE TRANSACTION is refused with 0A000') or diag($r->{err});
+	like($r->{err}, qr/relies on a zookeeper lock/, '... saying that it relies on a zookeeper lock');
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '... nothing is prepared');
+	is($p->value(q{SELECT zk_mutex_release('/t064/p')}), 't', 'p releases the session lock');
+	$peer->acquire('cp', '/t064/p', 5000);
+	is($peer->acquire_result('cp'), 'acquired', 'a Curator client takes /t064/p');
+	$r = $node->psql('postgres', q{COMMIT PREPARED 't064'});
+	isnt($r, 0, 'COMMIT PREPARED has nothing to commit');
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM work_done WHERE tag = 'prepared'}), '0',
+		'the row written under the lock never becomes visible');
+	$peer->release('cp');
+};
 
 $p->quit;
 $peer->quit;

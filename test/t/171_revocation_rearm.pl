@@ -82,50 +82,55 @@ sub curator_excluded
 	return ($peer->acquire_result($id) // '') eq 'timeout';
 }
 
+my ($s1, $s2, $pc, $pm, $pw, $session, $old, $new);    # shared by the parts below and the end
+
 ############################################################################
 # 1. Control: no fault.
 ############################################################################
-my $s1 = ZklockTest::Session->new($node, 's1');
-my $pc = '/t044/control';
-is($s1->value("SELECT zk_mutex_acquire('$pc', NULL, true)"), 't', 's1 holds a revocable mutex');
-my $nc = zk_lock_rows($node, $pc)->{ $s1->pid }{node};
-is(requested($s1), '', 'no revocation requested yet');
-ok($peer->revoke("$pc/$nc"), 'Curator revokes it');
-ok(wait_requested($s1, $pc), 'zk_revocation_requested() lists it');
-is(flags($pc), 'held|t', 'zk_locks: held, revocation_requested');
-is($s1->value("SELECT zk_mutex_release('$pc')"), 't', 's1 releases');
+subtest 'control: a revocation is seen without any fault' => sub {
+	$s1 = ZklockTest::Session->new($node, 's1');
+	$pc = '/t044/control';
+	is($s1->value("SELECT zk_mutex_acquire('$pc', NULL, true)"), 't', 's1 holds a revocable mutex');
+	my $nc = zk_lock_rows($node, $pc)->{ $s1->pid }{node};
+	is(requested($s1), '', 'no revocation requested yet');
+	ok($peer->revoke("$pc/$nc"), 'Curator revokes it');
+	ok(wait_requested($s1, $pc), 'zk_revocation_requested() lists it');
+	is(flags($pc), 'held|t', 'zk_locks: held, revocation_requested');
+	is($s1->value("SELECT zk_mutex_release('$pc')"), 't', 's1 releases');
+};
 
 ############################################################################
 # 2. The worker is restarted while revocable locks are held.
 ############################################################################
-my $s2 = ZklockTest::Session->new($node, 's2');
-my ($pm, $pw) = ('/t044/mutex', '/t044/write');
-is($s2->value("SELECT zk_mutex_acquire('$pm', NULL, true)"), 't', 's2 holds a revocable mutex');
-is($s2->value("SELECT zk_write_lock_acquire('$pw', NULL, true)"), 't', 's2 holds a revocable write lock');
-my $nm = zk_lock_rows($node, $pm)->{ $s2->pid }{node};
-my $nw = zk_lock_rows($node, $pw)->{ $s2->pid }{node};
-like($nw, qr/__WRIT__/, "the write lock's node is $nw");
+subtest 'a revocation is still seen after a worker restart' => sub {
+	$s2 = ZklockTest::Session->new($node, 's2');
+	($pm, $pw) = ('/t044/mutex', '/t044/write');
+	is($s2->value("SELECT zk_mutex_acquire('$pm', NULL, true)"), 't', 's2 holds a revocable mutex');
+	is($s2->value("SELECT zk_write_lock_acquire('$pw', NULL, true)"), 't', 's2 holds a revocable write lock');
+	my $nm = zk_lock_rows($node, $pm)->{ $s2->pid }{node};
+	my $nw = zk_lock_rows($node, $pw)->{ $s2->pid }{node};
+	like($nw, qr/__WRIT__/, "the write lock's node is $nw");
 
-my $session = status_row($node)->{session_id};
-my $old = worker_pid($node);
-ok(kill('TERM', $old), "SIGTERM to the worker (pid $old)");
-my $new;
-ok(wait_until(sub { $new = worker_pid($node); $new ne '' && $new ne $old }, 20, 'a new worker'),
-	'the postmaster started a new worker');
-ok(wait_connected($node, 20), "the new worker (pid $new) is connected");
-is(status_row($node)->{session_id}, $session, "... in the same ZooKeeper session $session");
-is(flags($pm), 'held|f', 'the mutex is still held, no revocation requested');
-is(flags($pw), 'held|f', 'the write lock is still held, no revocation requested');
+	$session = status_row($node)->{session_id};
+	$old = worker_pid($node);
+	ok(kill('TERM', $old), "SIGTERM to the worker (pid $old)");
+	ok(wait_until(sub { $new = worker_pid($node); $new ne '' && $new ne $old }, 20, 'a new worker'),
+		'the postmaster started a new worker');
+	ok(wait_connected($node, 20), "the new worker (pid $new) is connected");
+	is(status_row($node)->{session_id}, $session, "... in the same ZooKeeper session $session");
+	is(flags($pm), 'held|f', 'the mutex is still held, no revocation requested');
+	is(flags($pw), 'held|f', 'the write lock is still held, no revocation requested');
 
-ok($peer->revoke("$pm/$nm"), 'Curator revokes the mutex');
-ok($peer->revoke("$pw/$nw"), 'Curator revokes the write lock');
-is($peer->get("$pm/$nm"), '__REVOKE__', "the mutex node holds Curator's revocation message");
-ok(wait_requested($s2, "$pm,$pw"), 'zk_revocation_requested() lists both after the worker restart');
-is(flags($pm), 'held|t', 'zk_locks: the mutex is held, revocation_requested');
-is(flags($pw), 'held|t', 'zk_locks: the write lock is held, revocation_requested');
-ok(curator_excluded($pm), 'the mutex is not released behind the holder\'s back');
-is($s2->value("SELECT zk_mutex_release('$pm')"), 't', 's2 releases the mutex');
-is($s2->value("SELECT zk_write_lock_release('$pw')"), 't', 's2 releases the write lock');
+	ok($peer->revoke("$pm/$nm"), 'Curator revokes the mutex');
+	ok($peer->revoke("$pw/$nw"), 'Curator revokes the write lock');
+	is($peer->get("$pm/$nm"), '__REVOKE__', "the mutex node holds Curator's revocation message");
+	ok(wait_requested($s2, "$pm,$pw"), 'zk_revocation_requested() lists both after the worker restart');
+	is(flags($pm), 'held|t', 'zk_locks: the mutex is held, revocation_requested');
+	is(flags($pw), 'held|t', 'zk_locks: the write lock is held, revocation_requested');
+	ok(curator_excluded($pm), 'the mutex is not released behind the holder\'s back');
+	is($s2->value("SELECT zk_mutex_release('$pm')"), 't', 's2 releases the mutex');
+	is($s2->value("SELECT zk_write_lock_release('$pw')"), 't', 's2 releases the write lock');
+};
 
 ############################################################################
 # 3. The worker's getData on the node fails once (NOAUTH).
@@ -142,56 +147,58 @@ is($s2->value("SELECT zk_write_lock_release('$pw')"), 't', 's2 releases the writ
 # adopted node cannot be used on ZooKeeper 3.9, whose exists also checks
 # READ.)
 ############################################################################
-my $s3 = ZklockTest::Session->new($node, 's3');
-my $pa = '/t044/acl';
-is($s3->value("SELECT zk_mutex_acquire('$pa', NULL, true)"), 't', 's3 holds a revocable mutex');
-my $na = zk_lock_rows($node, $pa)->{ $s3->pid }{node};
-my ($rc, $lines) = zktool('setacl', $zk, "$pa/" . ($na // 'none'), 'wa');
-is($lines->[0], "setacl $pa/" . ($na // 'none'), "the node's ACL is now world:anyone:wa (nobody may read it)");
-my $log_at = -s $node->logfile;
-$old = worker_pid($node);
-ok(kill('TERM', $old), "SIGTERM to the worker (pid $old)");
-ok(wait_until(sub { $new = worker_pid($node); $new ne '' && $new ne $old }, 20, 'a new worker'),
-	'the postmaster started a new worker');
-ok(wait_connected($node, 20), "the new worker (pid $new) is connected");
-is(status_row($node)->{session_id}, $session, "... in the same ZooKeeper session $session");
-my $failed;
-ok( wait_until(
-		sub {
-			my $l = substr(slurp_file($node->logfile), $log_at);
-			$failed = $1 if $l =~ /(cannot watch lock node of "[^"]*\Q$pa\E" for revocation: [^\n]*)/;
-			return defined $failed;
-		},
-		10, 'the failed getData in the log'),
-	"the new worker's getData on the node failed: " . ($failed // 'no log line'));
-is_deeply(zk_acl($zk, "$pa/$na"), ['world:anyone:wa'], '(the ACL still denied reading then)');
-is(flags($pa), 'held|f', 's3 still holds the lock');
+subtest 'a revocation is still seen after a failed read of the node' => sub {
+	my $s3 = ZklockTest::Session->new($node, 's3');
+	my $pa = '/t044/acl';
+	is($s3->value("SELECT zk_mutex_acquire('$pa', NULL, true)"), 't', 's3 holds a revocable mutex');
+	my $na = zk_lock_rows($node, $pa)->{ $s3->pid }{node};
+	my ($rc, $lines) = zktool('setacl', $zk, "$pa/" . ($na // 'none'), 'wa');
+	is($lines->[0], "setacl $pa/" . ($na // 'none'), "the node's ACL is now world:anyone:wa (nobody may read it)");
+	my $log_at = -s $node->logfile;
+	$old = worker_pid($node);
+	ok(kill('TERM', $old), "SIGTERM to the worker (pid $old)");
+	ok(wait_until(sub { $new = worker_pid($node); $new ne '' && $new ne $old }, 20, 'a new worker'),
+		'the postmaster started a new worker');
+	ok(wait_connected($node, 20), "the new worker (pid $new) is connected");
+	is(status_row($node)->{session_id}, $session, "... in the same ZooKeeper session $session");
+	my $failed;
+	ok( wait_until(
+			sub {
+				my $l = substr(slurp_file($node->logfile), $log_at);
+				$failed = $1 if $l =~ /(cannot watch lock node of "[^"]*\Q$pa\E" for revocation: [^\n]*)/;
+				return defined $failed;
+			},
+			10, 'the failed getData in the log'),
+		"the new worker's getData on the node failed: " . ($failed // 'no log line'));
+	is_deeply(zk_acl($zk, "$pa/$na"), ['world:anyone:wa'], '(the ACL still denied reading then)');
+	is(flags($pa), 'held|f', 's3 still holds the lock');
 
-($rc, $lines) = zktool('setacl', $zk, "$pa/$na", 'cdrwa');
-is($lines->[0], "setacl $pa/$na", "the node's ACL is open again");
-ok($peer->revoke("$pa/$na"), 'Curator revokes s3\'s lock');
+	($rc, $lines) = zktool('setacl', $zk, "$pa/$na", 'cdrwa');
+	is($lines->[0], "setacl $pa/$na", "the node's ACL is open again");
+	ok($peer->revoke("$pa/$na"), 'Curator revokes s3\'s lock');
 
-my $st = status_row($node);
-$proxy->set_mode('cut');
-$proxy->set_mode('pass');
-ok( wait_until(
-		sub {
-			my $s = status_row($node);
-			$s->{state} eq 'connected' && $s->{connected_count} > $st->{connected_count};
-		},
-		20, 'the worker to reconnect'),
-	'the connection was cut and the worker reconnected');
-is(status_row($node)->{session_id}, $st->{session_id}, '... resuming the same session');
-ok(wait_requested($s3, $pa), 'the worker watched and read the node again: the revocation is seen');
-is(flags($pa), 'held|t', 'zk_locks: held, revocation_requested');
-ok(curator_excluded($pa), 'the lock is still held');
-is($s3->value("SELECT zk_mutex_release('$pa')"), 't', 's3 releases');
+	my $st = status_row($node);
+	$proxy->set_mode('cut');
+	$proxy->set_mode('pass');
+	ok( wait_until(
+			sub {
+				my $s = status_row($node);
+				$s->{state} eq 'connected' && $s->{connected_count} > $st->{connected_count};
+			},
+			20, 'the worker to reconnect'),
+		'the connection was cut and the worker reconnected');
+	is(status_row($node)->{session_id}, $st->{session_id}, '... resuming the same session');
+	ok(wait_requested($s3, $pa), 'the worker watched and read the node again: the revocation is seen');
+	is(flags($pa), 'held|t', 'zk_locks: held, revocation_requested');
+	ok(curator_excluded($pa), 'the lock is still held');
+	is($s3->value("SELECT zk_mutex_release('$pa')"), 't', 's3 releases');
 
-# Nothing left behind.
-ok(wait_children_count($peer, $_, 0), "no node left under $_") for ($pc, $pm, $pw, $pa);
-is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
+	# Nothing left behind.
+	ok(wait_children_count($peer, $_, 0), "no node left under $_") for ($pc, $pm, $pw, $pa);
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
 
-$_->quit for ($s1, $s2, $s3);
+	$_->quit for ($s1, $s2, $s3);
+};
 $peer->quit;
 $node->stop;
 $proxy->stop;
