@@ -93,41 +93,51 @@ sub crash_case
 }
 
 # 1. SIGKILL of the zklock worker: the postmaster crash-restarts everything.
-crash_case('worker-SIGKILL', sub { kill('KILL', worker_pid($node)) },
-	'/t032/w1', '/t032/w2');
+subtest 'SIGKILL of the zklock worker: the crash-restart releases the cluster\'s locks at once' => sub {
+	crash_case('worker-SIGKILL', sub { kill('KILL', worker_pid($node)) },
+		'/t032/w1', '/t032/w2');
+};
 
 # 2. SIGKILL of a backend (here: the holder itself).
-crash_case('backend-SIGKILL', sub { kill('KILL', $_[0]->pid) },
-	'/t032/b1', '/t032/b2');
+subtest 'SIGKILL of a holding backend: the crash-restart releases the cluster\'s locks at once' => sub {
+	crash_case('backend-SIGKILL', sub { kill('KILL', $_[0]->pid) },
+		'/t032/b1', '/t032/b2');
+};
 
 # 3. SIGKILL of an unrelated backend that holds nothing.
-my $bystander = ZklockTest::Session->new($node, 'bystander');
-crash_case('bystander-SIGKILL', sub { kill('KILL', $bystander->pid) }, '/t032/x1');
-$bystander->quit;
+subtest 'SIGKILL of a backend holding nothing: the same' => sub {
+	my $bystander = ZklockTest::Session->new($node, 'bystander');
+	crash_case('bystander-SIGKILL', sub { kill('KILL', $bystander->pid) }, '/t032/x1');
+	$bystander->quit;
+};
 
 # No crash happened without being noticed in the log (sanity: the crash
 # cases above really were crash-restarts).
-my $log = log_contents($node);
-my $n_crash = () = $log =~ /terminated by signal 9/g;
-cmp_ok($n_crash, '>=', 3, "the server log shows the three SIGKILLs ($n_crash)");
+subtest 'the server log shows the three crash-restarts' => sub {
+	my $log = log_contents($node);
+	my $n_crash = () = $log =~ /terminated by signal 9/g;
+	cmp_ok($n_crash, '>=', 3, "the server log shows the three SIGKILLs ($n_crash)");
+};
 
 # 4. pg_ctl stop -m fast while a lock is held: nodes gone within a few
 #    seconds of the stop.
-{
-	my ($s, $nodes) = hold('fast-stop', '/t032/f1', '/t032/f2');
-	$node->stop('fast');
-	my $t_stop = time;
+subtest 'pg_ctl stop -m fast while a lock is held: its nodes go within seconds of the stop' => sub {
 	{
-		ok( wait_until(
-				sub { !grep { @{ lock_children($peer, $_) } } ('/t032/f1', '/t032/f2') },
-				$bound, 'nodes to go after the fast shutdown'),
-			sprintf('fast shutdown: nodes gone %.1f s after pg_ctl stop returned', time - $t_stop));
+		my ($s, $nodes) = hold('fast-stop', '/t032/f1', '/t032/f2');
+		$node->stop('fast');
+		my $t_stop = time;
+		{
+			ok( wait_until(
+					sub { !grep { @{ lock_children($peer, $_) } } ('/t032/f1', '/t032/f2') },
+					$bound, 'nodes to go after the fast shutdown'),
+				sprintf('fast shutdown: nodes gone %.1f s after pg_ctl stop returned', time - $t_stop));
+		}
+		$peer->acquire('c-fast', '/t032/f1', 5000);
+		is($peer->acquire_result('c-fast', 40), 'acquired', 'fast shutdown: Curator takes the lock');
+		is($peer->release('c-fast'), 'released', 'and releases it');
 	}
-	$peer->acquire('c-fast', '/t032/f1', 5000);
-	is($peer->acquire_result('c-fast', 40), 'acquired', 'fast shutdown: Curator takes the lock');
-	is($peer->release('c-fast'), 'released', 'and releases it');
-}
 
+};
 $peer->quit;
 stop_zk($zk);
 done_testing();
