@@ -136,78 +136,86 @@ sub ready_deleted
 ############################################################################
 # 1. Crash-restart.
 ############################################################################
-{
-	my $p = '/t060/crash';
-	pending_ready($p);
-	crash_restart();
-	ok($peer->exists("$p/ready"), 'crash: P/ready is still there during the fault');
-	heal('crash');
-	ready_deleted($p, 'crash');
-	too_few($p, 'crash');
-}
+subtest 'a held-back P/ready delete survives a crash-restart and is applied once ZooKeeper is back' => sub {
+	{
+		my $p = '/t060/crash';
+		pending_ready($p);
+		crash_restart();
+		ok($peer->exists("$p/ready"), 'crash: P/ready is still there during the fault');
+		heal('crash');
+		ready_deleted($p, 'crash');
+		too_few($p, 'crash');
+	}
+};
 
 ############################################################################
 # 2. Full restart: pg_ctl stop -m immediate, start.
 ############################################################################
-{
-	my $p = '/t060/restart';
-	pending_ready($p);
-	$node->stop('immediate');
-	$node->start;
-	ok(wait_back($node, 60), 'restart: the cluster accepts queries again');
-	ok($peer->exists("$p/ready"), 'restart: P/ready is still there during the fault');
-	heal('restart');
-	ready_deleted($p, 'restart');
-	too_few($p, 'restart');
-}
+subtest 'a held-back P/ready delete survives pg_ctl stop -m immediate and start' => sub {
+	{
+		my $p = '/t060/restart';
+		pending_ready($p);
+		$node->stop('immediate');
+		$node->start;
+		ok(wait_back($node, 60), 'restart: the cluster accepts queries again');
+		ok($peer->exists("$p/ready"), 'restart: P/ready is still there during the fault');
+		heal('restart');
+		ready_deleted($p, 'restart');
+		too_few($p, 'restart');
+	}
+};
 
 ############################################################################
 # 3. A later round's P/ready is not ours to delete.
 ############################################################################
-{
-	my $p = '/t060/new_round';
-	my $old = pending_ready($p);
-	# another member removes P/ready; a new round of two Curator members
-	# (barrier of 2) makes a new one and stays in
-	like($peer->delete("$p/ready"), qr/^deleted/, 'new round: P/ready removed by another client');
-	$peer->denter($_, $p, 2, 20000) for qw(c1 c2);
-	is($peer->entered_result($_, 25), 'true', "new round: Curator member $_ entered") for qw(c1 c2);
-	my $new = $peer->czxid("$p/ready");
-	ok(defined $new && $new ne $old, "new round: a new P/ready (czxid " . ($new // 'none') . " after $old)");
-	crash_restart();
-	heal('new round');
-	ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 15),
-		'new round: the pending delete is done');
-	is($peer->czxid("$p/ready"), $new, "new round: the new round's P/ready is still there");
-	$peer->dleave($_, 20000) for qw(c1 c2);
-	is($peer->left_result($_, 25), 'true', "new round: Curator member $_ left") for qw(c1 c2);
-	ok(!$peer->exists("$p/ready"), 'new round: its P/ready went with its leave');
-}
+subtest 'a later round\'s P/ready is never deleted' => sub {
+	{
+		my $p = '/t060/new_round';
+		my $old = pending_ready($p);
+		# another member removes P/ready; a new round of two Curator members
+		# (barrier of 2) makes a new one and stays in
+		like($peer->delete("$p/ready"), qr/^deleted/, 'new round: P/ready removed by another client');
+		$peer->denter($_, $p, 2, 20000) for qw(c1 c2);
+		is($peer->entered_result($_, 25), 'true', "new round: Curator member $_ entered") for qw(c1 c2);
+		my $new = $peer->czxid("$p/ready");
+		ok(defined $new && $new ne $old, "new round: a new P/ready (czxid " . ($new // 'none') . " after $old)");
+		crash_restart();
+		heal('new round');
+		ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 15),
+			'new round: the pending delete is done');
+		is($peer->czxid("$p/ready"), $new, "new round: the new round's P/ready is still there");
+		$peer->dleave($_, 20000) for qw(c1 c2);
+		is($peer->left_result($_, 25), 'true', "new round: Curator member $_ left") for qw(c1 c2);
+		ok(!$peer->exists("$p/ready"), 'new round: its P/ready went with its leave');
+	}
+};
 
 ############################################################################
 # 4. A damaged file.
 ############################################################################
-{
-	my $f = $node->data_dir . '/zklock.deletes';
-	ok(!-e $f, 'nothing pending: no file of pending deletes');
-	$node->stop;
-	open(my $fh, '>', $f) or die "cannot write $f: $!";
-	print $fh "zklock pending deletes 1 0badc0de\nhosts x\n\0\x{ff}garbage\t\t\n";
-	close $fh;
-	my $off = -s $node->logfile;
-	$node->start;
-	ok(wait_connected($node, 30), 'damaged file: zklock connected');
-	my $log = slurp_file($node->logfile, $off);
-	like($log, qr/WARNING:  zklock: ignoring "zklock.deletes"/, 'damaged file: a WARNING says it is ignored');
-	unlike($log, qr/terminated by signal|PANIC/, 'damaged file: no process crashed');
-	is(deletes_pending($node), '0', 'damaged file: nothing pending');
-	ok(!-e $f, 'damaged file: replaced by what the table holds (nothing)');
-	my $s = ZklockTest::Session->new($node, 'after');
-	is($s->value("SELECT zk_double_barrier_enter('/t060/after', 1, '5s')"), 't', 'damaged file: a barrier of one enters');
-	is($s->value("SELECT zk_double_barrier_leave('/t060/after', '5s')"), 't', '... and leaves');
-	ok(!$peer->exists('/t060/after/ready'), '... and its P/ready is gone');
-	$s->quit;
-}
+subtest 'a damaged file of pending deletes is ignored with a WARNING' => sub {
+	{
+		my $f = $node->data_dir . '/zklock.deletes';
+		ok(!-e $f, 'nothing pending: no file of pending deletes');
+		$node->stop;
+		open(my $fh, '>', $f) or die "cannot write $f: $!";
+		print $fh "zklock pending deletes 1 0badc0de\nhosts x\n\0\x{ff}garbage\t\t\n";
+		close $fh;
+		my $off = -s $node->logfile;
+		$node->start;
+		ok(wait_connected($node, 30), 'damaged file: zklock connected');
+		my $log = slurp_file($node->logfile, $off);
+		like($log, qr/WARNING:  zklock: ignoring "zklock.deletes"/, 'damaged file: a WARNING says it is ignored');
+		unlike($log, qr/terminated by signal|PANIC/, 'damaged file: no process crashed');
+		is(deletes_pending($node), '0', 'damaged file: nothing pending');
+		ok(!-e $f, 'damaged file: replaced by what the table holds (nothing)');
+		my $s = ZklockTest::Session->new($node, 'after');
+		is($s->value("SELECT zk_double_barrier_enter('/t060/after', 1, '5s')"), 't', 'damaged file: a barrier of one enters');
+		is($s->value("SELECT zk_double_barrier_leave('/t060/after', '5s')"), 't', '... and leaves');
+		ok(!$peer->exists('/t060/after/ready'), '... and its P/ready is gone');
+		$s->quit;
+	}
+};
 
 $peer->quit;
 $node->stop;

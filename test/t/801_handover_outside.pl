@@ -104,90 +104,94 @@ sub reconnect
 # 1. The released node's delete is held back: nobody holds while it exists;
 #    revocation and participants name the real holder.
 ############################################################################
-my $P = '/t062/revoke';
-my $s0 = status_row($node)->{session_id};
-is($sa->value(qq{SELECT zk_mutex_acquire('$P', NULL, true)}), 't', 'a holds a revocable mutex');
-$sb->start(qq{SELECT zk_mutex_acquire('$P', '60s', true)});
-wait_children_count($peer, $P, 2) or BAIL_OUT('b is not queued');
-wait_until(sub { waiting_for($sb) ne '' }, 10, 'b to be queued') or BAIL_OUT('b is not queued');
-my $kids = lock_children($peer, $P);
-my ($na, $nb) = @$kids;
-is(waiting_for($sb), $na, "b waits behind a's node");
+subtest 'while the released node\'s delete is held back nobody holds; revocation and participants name the real holder' => sub {
+	my $P = '/t062/revoke';
+	my $s0 = status_row($node)->{session_id};
+	is($sa->value(qq{SELECT zk_mutex_acquire('$P', NULL, true)}), 't', 'a holds a revocable mutex');
+	$sb->start(qq{SELECT zk_mutex_acquire('$P', '60s', true)});
+	wait_children_count($peer, $P, 2) or BAIL_OUT('b is not queued');
+	wait_until(sub { waiting_for($sb) ne '' }, 10, 'b to be queued') or BAIL_OUT('b is not queued');
+	my $kids = lock_children($peer, $P);
+	my ($na, $nb) = @$kids;
+	is(waiting_for($sb), $na, "b waits behind a's node");
 
-$proxy->set_mode('blackhole');
-is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases, its delete held back');
-ok(release_taken($sa, $P), "the worker took a's release");
-is_deeply(lock_children($peer, $P), [ $na, $nb ], "a's node is still first in ZooKeeper's queue");
-is($peer->participants($P)->[0], "$P/$na", "Curator's participants: a's node comes first");
-is(other_holder($P), $na, "another cluster's zk_participants: a's node holds");
-is(holders_of($P), '', '... and no zklock session holds meanwhile');
-ok($peer->revoke("$P/$na"), "Curator's Revoker.attemptRevoke on the first node (a's)");
-is(lock_state($node, $sb->pid, $P), 'waiting', 'b still does not hold: nobody was asked while holding');
+	$proxy->set_mode('blackhole');
+	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases, its delete held back');
+	ok(release_taken($sa, $P), "the worker took a's release");
+	is_deeply(lock_children($peer, $P), [ $na, $nb ], "a's node is still first in ZooKeeper's queue");
+	is($peer->participants($P)->[0], "$P/$na", "Curator's participants: a's node comes first");
+	is(other_holder($P), $na, "another cluster's zk_participants: a's node holds");
+	is(holders_of($P), '', '... and no zklock session holds meanwhile');
+	ok($peer->revoke("$P/$na"), "Curator's Revoker.attemptRevoke on the first node (a's)");
+	is(lock_state($node, $sb->pid, $P), 'waiting', 'b still does not hold: nobody was asked while holding');
 
-reconnect('cut', $s0);
-my $r = $sb->result(10);
-is($r->{out}, 't', 'b gets the lock once the delete is applied');
-is_deeply(lock_children($peer, $P), [$nb], "a's node is gone, b's is first");
-is($peer->participants($P)->[0], "$P/$nb", "Curator's participants: b's node comes first");
-is(other_holder($P), $nb, "another cluster's zk_participants: b's node holds");
-is(holders_of($P), $sb->pid, 'zk_locks: b holds');
-is(requested($sb), '', "the revocation written into a's node asks nothing of b");
-ok($peer->revoke("$P/$nb"), "Curator's Revoker.attemptRevoke on the first node (b's)");
-ok(wait_until(sub { requested($sb) eq $P }, 10, "b's revocation"),
-	'the revocation reaches b, the holder (zk_revocation_requested)');
-is($sb->value(qq{SELECT zk_mutex_release('$P')}), 't', 'b releases');
-ok(wait_children_count($peer, $P, 0), 'nothing left');
+	reconnect('cut', $s0);
+	my $r = $sb->result(10);
+	is($r->{out}, 't', 'b gets the lock once the delete is applied');
+	is_deeply(lock_children($peer, $P), [$nb], "a's node is gone, b's is first");
+	is($peer->participants($P)->[0], "$P/$nb", "Curator's participants: b's node comes first");
+	is(other_holder($P), $nb, "another cluster's zk_participants: b's node holds");
+	is(holders_of($P), $sb->pid, 'zk_locks: b holds');
+	is(requested($sb), '', "the revocation written into a's node asks nothing of b");
+	ok($peer->revoke("$P/$nb"), "Curator's Revoker.attemptRevoke on the first node (b's)");
+	ok(wait_until(sub { requested($sb) eq $P }, 10, "b's revocation"),
+		'the revocation reaches b, the holder (zk_revocation_requested)');
+	is($sb->value(qq{SELECT zk_mutex_release('$P')}), 't', 'b releases');
+	ok(wait_children_count($peer, $P, 0), 'nothing left');
+};
 
 ############################################################################
 # 2. The waiter's node is deleted from outside, then the release is held
 #    back and the connection drops (or the worker restarts): the waiter is
 #    never believed to hold while Curator does.
 ############################################################################
-for my $how (qw(cut restart))
-{
-	$P = "/t062/gone_$how";
-	$s0 = status_row($node)->{session_id};
-	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', "$how: a holds the mutex");
-	$sb->value('BEGIN');
-	$sb->start(qq{SELECT zk_mutex_acquire_xact('$P', '60s')});
-	wait_children_count($peer, $P, 2) or BAIL_OUT("$how: b is not queued");
-	wait_until(sub { waiting_for($sb) ne '' }, 10, 'b to be queued') or BAIL_OUT('b is not queued');
-	$peer->acquire("c_$how", $P, -1);
-	wait_children_count($peer, $P, 3) or BAIL_OUT("$how: Curator is not queued");
-	$kids = lock_children($peer, $P);
-	like($peer->delete("$P/$kids->[1]"), qr/^deleted /, "$how: b's node is deleted from outside");
-	ok(wait_children_count($peer, $P, 2), "$how: a and Curator are left in the queue");
+subtest 'a waiter whose node was deleted from outside is never believed to hold across a connection loss or worker restart while Curator holds' => sub {
+	for my $how (qw(cut restart))
+	{
+		my $P = "/t062/gone_$how";
+		my $s0 = status_row($node)->{session_id};
+		is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', "$how: a holds the mutex");
+		$sb->value('BEGIN');
+		$sb->start(qq{SELECT zk_mutex_acquire_xact('$P', '60s')});
+		wait_children_count($peer, $P, 2) or BAIL_OUT("$how: b is not queued");
+		wait_until(sub { waiting_for($sb) ne '' }, 10, 'b to be queued') or BAIL_OUT('b is not queued');
+		$peer->acquire("c_$how", $P, -1);
+		wait_children_count($peer, $P, 3) or BAIL_OUT("$how: Curator is not queued");
+		my $kids = lock_children($peer, $P);
+		like($peer->delete("$P/$kids->[1]"), qr/^deleted /, "$how: b's node is deleted from outside");
+		ok(wait_children_count($peer, $P, 2), "$how: a and Curator are left in the queue");
 
-	$proxy->set_mode('blackhole');
-	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', "$how: a releases, its delete held back");
-	ok(release_taken($sa, $P), "$how: the worker took a's release");
-	reconnect($how, $s0);
-	is($peer->acquire_result("c_$how", 15), 'acquired', "$how: the Curator waiter gets the lock");
-	isnt(lock_state($node, $sb->pid, $P), 'held', "$how: zk_locks: b does not hold while Curator does");
-	if ($sb->done)
-	{
-		# the lock was handed to b and then called lost
-		is(lock_state($node, $sb->pid, $P), 'lost', "$how: b's lock is called lost");
-		$sb->result(1);
-		$sb->query(qq{INSERT INTO work_done VALUES ('$how')});
-		$r = $sb->query('COMMIT');
-		is($r->{sqlstate}, '40000', "$how: b's COMMIT fails with 40000") or diag($r->{err});
-		is($peer->release("c_$how"), 'released', "$how: Curator releases");
-		is(committed($node, $how), '0', "$how: nothing b wrote is committed");
+		$proxy->set_mode('blackhole');
+		is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', "$how: a releases, its delete held back");
+		ok(release_taken($sa, $P), "$how: the worker took a's release");
+		reconnect($how, $s0);
+		is($peer->acquire_result("c_$how", 15), 'acquired', "$how: the Curator waiter gets the lock");
+		isnt(lock_state($node, $sb->pid, $P), 'held', "$how: zk_locks: b does not hold while Curator does");
+		if ($sb->done)
+		{
+			# the lock was handed to b and then called lost
+			is(lock_state($node, $sb->pid, $P), 'lost', "$how: b's lock is called lost");
+			$sb->result(1);
+			$sb->query(qq{INSERT INTO work_done VALUES ('$how')});
+			my $r = $sb->query('COMMIT');
+			is($r->{sqlstate}, '40000', "$how: b's COMMIT fails with 40000") or diag($r->{err});
+			is($peer->release("c_$how"), 'released', "$how: Curator releases");
+			is(committed($node, $how), '0', "$how: nothing b wrote is committed");
+		}
+		else
+		{
+			is(lock_state($node, $sb->pid, $P), 'waiting', "$how: b waits (queued again, behind Curator)");
+			is($peer->release("c_$how"), 'released', "$how: Curator releases");
+			my $r = $sb->result(10);
+			is($r->{out}, 't', "$how: then b gets the lock");
+			$sb->query(qq{INSERT INTO work_done VALUES ('$how')});
+			$r = $sb->query('COMMIT');
+			is($r->{err}, '', "$how: b's COMMIT succeeds");
+			is(committed($node, $how), '1', "$how: what b wrote under the lock is committed");
+		}
+		ok(wait_children_count($peer, $P, 0), "$how: nothing left");
 	}
-	else
-	{
-		is(lock_state($node, $sb->pid, $P), 'waiting', "$how: b waits (queued again, behind Curator)");
-		is($peer->release("c_$how"), 'released', "$how: Curator releases");
-		$r = $sb->result(10);
-		is($r->{out}, 't', "$how: then b gets the lock");
-		$sb->query(qq{INSERT INTO work_done VALUES ('$how')});
-		$r = $sb->query('COMMIT');
-		is($r->{err}, '', "$how: b's COMMIT succeeds");
-		is(committed($node, $how), '1', "$how: what b wrote under the lock is committed");
-	}
-	ok(wait_children_count($peer, $P, 0), "$how: nothing left");
-}
+};
 
 $_->quit for ($sa, $sb);
 $peer->quit;
