@@ -192,72 +192,82 @@ for my $kind (sort keys %cur)
 
 # Mutex: disjoint intervals, increasing tokens.
 my @m = sort { $a->[3] <=> $b->[3] } grep { $_->[1] eq 'mutex' } @ev;
-my %by = ();
-$by{ $_->[0] =~ /^curator/ ? 'curator' : substr($_->[0], 0, 1) }++ for @m;
-note(sprintf('mutex holds: %d (A %d, B %d, Curator %d)', scalar @m, $by{A} // 0, $by{B} // 0, $by{curator} // 0));
-my (@overlap, @tokbad);
-my ($max_end, $max_end_who) = (0, '');
-my ($last_tok, $last_tok_who) = (-1, '');
-for my $e (@m)
-{
-	my ($who, undef, $tok, $t0, $t1) = @$e;
-	push @overlap, "$who [$t0, $t1] starts before $max_end_who ended ($max_end)" if $t0 < $max_end;
-	($max_end, $max_end_who) = ($t1, $who) if $t1 > $max_end;
-	next if $tok < 0;
-	push @tokbad, "$who token $tok after $last_tok_who token $last_tok" if $tok <= $last_tok;
-	($last_tok, $last_tok_who) = ($tok, $who);
-}
-cmp_ok(scalar @m, '>=', 50, 'the mutex was really contended (' . scalar(@m) . ' holds)');
-is(scalar @overlap, 0, 'no two mutex holders ever overlapped (SQL on A and B, and Curator)')
-  or diag(join("\n", @overlap[ 0 .. ($#overlap < 9 ? $#overlap : 9) ]));
-is(scalar @tokbad, 0, 'fencing tokens strictly increase in acquisition order')
-  or diag(join("\n", @tokbad[ 0 .. ($#tokbad < 9 ? $#tokbad : 9) ]));
-my $no_tok = grep { $_->[2] < 0 } @m;
-note("holds without a token (Curator could not stat during the failover): $no_tok");
+subtest 'mutex: no two holders ever overlap, fencing tokens strictly increase' => sub {
+	my %by = ();
+	$by{ $_->[0] =~ /^curator/ ? 'curator' : substr($_->[0], 0, 1) }++ for @m;
+	note(sprintf('mutex holds: %d (A %d, B %d, Curator %d)', scalar @m, $by{A} // 0, $by{B} // 0, $by{curator} // 0));
+	my (@overlap, @tokbad);
+	my ($max_end, $max_end_who) = (0, '');
+	my ($last_tok, $last_tok_who) = (-1, '');
+	for my $e (@m)
+	{
+		my ($who, undef, $tok, $t0, $t1) = @$e;
+		push @overlap, "$who [$t0, $t1] starts before $max_end_who ended ($max_end)" if $t0 < $max_end;
+		($max_end, $max_end_who) = ($t1, $who) if $t1 > $max_end;
+		next if $tok < 0;
+		push @tokbad, "$who token $tok after $last_tok_who token $last_tok" if $tok <= $last_tok;
+		($last_tok, $last_tok_who) = ($tok, $who);
+	}
+	cmp_ok(scalar @m, '>=', 50, 'the mutex was really contended (' . scalar(@m) . ' holds)');
+	is(scalar @overlap, 0, 'no two mutex holders ever overlapped (SQL on A and B, and Curator)')
+	  or diag(join("\n", @overlap[ 0 .. ($#overlap < 9 ? $#overlap : 9) ]));
+	is(scalar @tokbad, 0, 'fencing tokens strictly increase in acquisition order')
+	  or diag(join("\n", @tokbad[ 0 .. ($#tokbad < 9 ? $#tokbad : 9) ]));
+	my $no_tok = grep { $_->[2] < 0 } @m;
+	note("holds without a token (Curator could not stat during the failover): $no_tok");
+};
 
 # Progress after the failover, from every kind of client.
 my $after = int(($t_kill + 5) * 1e6);
-for my $c ('A', 'B', 'curator')
-{
-	my $n = grep { $_->[3] > $after && ($c eq 'curator' ? $_->[0] =~ /^curator/ : $_->[0] =~ /^\Q$c\E-/) } @m;
-	cmp_ok($n, '>', 0, "$c acquired the mutex after the leader failure ($n holds)");
-}
+subtest 'every kind of client acquires the mutex after the leader failure' => sub {
+	for my $c ('A', 'B', 'curator')
+	{
+		my $n = grep { $_->[3] > $after && ($c eq 'curator' ? $_->[0] =~ /^curator/ : $_->[0] =~ /^\Q$c\E-/) } @m;
+		cmp_ok($n, '>', 0, "$c acquired the mutex after the leader failure ($n holds)");
+	}
+};
 
 # Semaphore: never more than $max_leases at once.
-my @s = grep { $_->[1] eq 'semaphore' } @ev;
-my @pts = sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] }
-  ((map { [ $_->[3], 1 ] } @s), (map { [ $_->[4], -1 ] } @s));
-my ($cur, $max) = (0, 0);
-for my $p (@pts)
-{
-	$cur += $p->[1];
-	$max = $cur if $cur > $max;
-}
-note('semaphore holds: ' . scalar(@s) . ", most at once: $max");
-cmp_ok(scalar @s, '>=', 50, 'the semaphore was really contended');
-cmp_ok($max, '<=', $max_leases, "never more than $max_leases semaphore leases at once");
-cmp_ok($max, '>=', 2, 'the semaphore did grant concurrent leases');
-my $s_after = grep { $_->[3] > $after } @s;
-cmp_ok($s_after, '>', 0, "semaphore leases were granted after the leader failure ($s_after)");
+subtest 'semaphore: never more than max_leases at once, leases granted after the leader failure' => sub {
+	my @s = grep { $_->[1] eq 'semaphore' } @ev;
+	my @pts = sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] }
+	  ((map { [ $_->[3], 1 ] } @s), (map { [ $_->[4], -1 ] } @s));
+	my ($cur, $max) = (0, 0);
+	for my $p (@pts)
+	{
+		$cur += $p->[1];
+		$max = $cur if $cur > $max;
+	}
+	note('semaphore holds: ' . scalar(@s) . ", most at once: $max");
+	cmp_ok(scalar @s, '>=', 50, 'the semaphore was really contended');
+	cmp_ok($max, '<=', $max_leases, "never more than $max_leases semaphore leases at once");
+	cmp_ok($max, '>=', 2, 'the semaphore did grant concurrent leases');
+	my $s_after = grep { $_->[3] > $after } @s;
+	cmp_ok($s_after, '>', 0, "semaphore leases were granted after the leader failure ($s_after)");
+};
 
 # Everything is clean afterwards. Losing the leader drops every client
 # connection of the ensemble (followers leave service until the election
 # ends), so both clusters went through a suspension and kept their session.
-for my $i (0 .. $#nodes)
-{
-	my $n = $nodes[$i];
-	ok(wait_connected($n, 20), $n->name . ': connected at the end');
-	my $st = status_row($n);
-	is($st->{session_id}, $before[$i]{session_id}, $n->name . ': the same session survived the failover');
-	cmp_ok($st->{suspended_count}, '>', $before[$i]{suspended_count},
-		$n->name . ": zk_status counted the suspension (now on $st->{server})")
-	  if exists $st->{suspended_count};
-	ok(wait_sql($n, 'SELECT count(*) FROM zk_locks', '0', 10), $n->name . ': zk_locks empty');
-}
+subtest 'both clusters keep their session through the failover and end with zk_locks empty' => sub {
+	for my $i (0 .. $#nodes)
+	{
+		my $n = $nodes[$i];
+		ok(wait_connected($n, 20), $n->name . ': connected at the end');
+		my $st = status_row($n);
+		is($st->{session_id}, $before[$i]{session_id}, $n->name . ': the same session survived the failover');
+		cmp_ok($st->{suspended_count}, '>', $before[$i]{suspended_count},
+			$n->name . ": zk_status counted the suspension (now on $st->{server})")
+		  if exists $st->{suspended_count};
+		ok(wait_sql($n, 'SELECT count(*) FROM zk_locks', '0', 10), $n->name . ': zk_locks empty');
+	}
+};
 my $peer = new_peer($zk);
-ok(wait_children_count($peer, $mutex, 0, 20), 'no mutex node left');
-ok(wait_children_count($peer, "$sem/leases", 0, 20), 'no lease node left');
-ok(wait_children_count($peer, "$sem/locks", 0, 20), 'no semaphore lock node left');
+subtest 'no mutex, lease or lock node is left' => sub {
+	ok(wait_children_count($peer, $mutex, 0, 20), 'no mutex node left');
+	ok(wait_children_count($peer, "$sem/leases", 0, 20), 'no lease node left');
+	ok(wait_children_count($peer, "$sem/locks", 0, 20), 'no semaphore lock node left');
+};
 
 $_->quit for @sess;
 $peer->quit;
