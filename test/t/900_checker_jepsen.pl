@@ -84,6 +84,7 @@ use ZklockTest;
 use ZklockFault;
 use ZklockProxy;
 use ZklockNet;
+use ZklockLoad;
 
 my $MUTEX = '/chk/m';
 my $SEM = '/chk/s';
@@ -292,31 +293,9 @@ sub pump_clients
 	return;
 }
 
-# drive_for($secs): the clients run (load time; it decides nothing).
-sub drive_for { return pump_for($_[0], \&pump_clients, 3_000); }
-
-# drive_until($cond, $timeout, $what): wait_until with the clients running;
-# $cond is evaluated every 0.2 s.
-sub drive_until { return wait_pumping(@_[0 .. 2], \&pump_clients, 0.2, 3_000); }
-
-# try_status($node): zk_status() as a hash, undef while the cluster does
-# not answer (crash-restart).
-sub try_status
-{
-	my ($n) = @_;
-	my ($out, $err, $to) = ('', '', 0);
-	$n->psql('postgres', q{SELECT row_to_json(s)::text FROM zk_status() s},
-		stdout => \$out, stderr => \$err, timeout => 10, timed_out => \$to);
-	return undef if $to || $out !~ /^\{/;
-	return eval { status_row($n) };    # undef when it went down meanwhile
-}
-
-sub connected_in_new_session
-{
-	my ($n, $old_session) = @_;
-	my $st = try_status($n) or return 0;
-	return $st->{state} eq 'connected' && $st->{session_id} ne $old_session ? $st : 0;
-}
+# drive_for($secs) and drive_until($cond, $timeout, $what) (ZklockLoad)
+# run these clients; a condition is evaluated every 0.2 s.
+load_driver(pump => \&pump_clients, us => 3_000, every => 0.2);
 
 # all_healthy(): both clusters connected and every server of the ensemble
 # serving, one of them the leader.
@@ -331,13 +310,6 @@ sub all_healthy
 	return 0 unless (grep { defined $m->{ $_->{id} } } @members) == @members;
 	return 0 unless grep { ($m->{ $_->{id} } // '') eq 'leader' } @members;
 	return 1;
-}
-
-sub log_since
-{
-	my ($n, $offset) = @_;
-	my $log = log_contents($n);
-	return substr($log, $offset);
 }
 
 # long_sections($c, $hold, [$recipe, $name], ...): sessions of cluster $c
@@ -423,18 +395,12 @@ sub interrupted
 ############################################################################
 # Run: the clients start, the nemesis goes through its schedule.
 ############################################################################
-my @faults;    # [ what, seconds into the run, detail ]
+# fault_note($what, $detail) (ZklockLoad) keeps the faults: faults().
 my ($t0, $t_healed, $t_load_end, $t_victim_kill);
-sub fault_note
-{
-	my ($what, $detail) = @_;
-	push @faults, [ $what, time - $t0, $detail ];
-	note(sprintf('fault at %.1f s: %s (%s)', time - $t0, $what, $detail));
-	return;
-}
 
 quietly(sub {
 	$t0 = time;
+	fault_clock($t0);
 	for my $p (sort keys %peer)
 	{
 		$peer{$p}->send("mxloop ${p}m $MUTEX $LOOP_CAP_MS $HOLD_MS{mutex}");
@@ -445,7 +411,7 @@ quietly(sub {
 	########################################################################
 	# 1. Black hole between cluster A's worker and ZooKeeper.
 	########################################################################
-	{
+	subtest 'fault 1, a black hole between cluster A and ZooKeeper: A\'s lease runs out, its lost sections cannot commit, A reconnects in a new session' => sub {
 		my $before = status_row($node{A});
 		my $log_off = length(log_contents($node{A}));
 		my @st0 = map { $_->stats } @{ $proxies{A} };
@@ -472,14 +438,14 @@ quietly(sub {
 			"fault 1: cluster A counted its long sections' locks lost ($before->{locks_lost} -> $after->{locks_lost})");
 		note("cluster A: session $before->{session_id} -> $after->{session_id}");
 		end_long_section($_, 'fault 1') for ('A-long-m1', 'A-long-s1');
-	}
-	ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 1');
+	};
+	healthy(\&all_healthy, 30, 'everything healthy', 'healthy again after fault 1');
 	drive_for(3);
 
 	########################################################################
 	# 2. Cluster B's worker stalls (SIGSTOP) longer than the session timeout.
 	########################################################################
-	{
+	subtest 'fault 2, cluster B\'s worker stalled past the session timeout: B\'s lease runs out, its lost sections cannot commit, B reconnects in a new session' => sub {
 		my $before = status_row($node{B});
 		my $log_off = length(log_contents($node{B}));
 		my $wpid = worker_pid($node{B});
@@ -508,14 +474,14 @@ quietly(sub {
 		note("cluster B: session $before->{session_id} -> $after->{session_id}, "
 			  . "locks lost $before->{locks_lost} -> $after->{locks_lost}");
 		end_long_section($_, 'fault 2') for ('B-long-m1', 'B-long-s1');
-	}
-	ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 2');
+	};
+	healthy(\&all_healthy, 30, 'everything healthy', 'healthy again after fault 2');
 	drive_for(3);
 
 	########################################################################
 	# 3. The ZooKeeper leader is killed, and started again later.
 	########################################################################
-	{
+	subtest 'fault 3, the ZooKeeper leader killed: a new leader is elected, the old one serves again' => sub {
 		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
 		my $old = netns_leader();
 		ok($old, 'fault 3: found the leader: server ' . ($old ? $old->{id} : '?'));
@@ -533,15 +499,15 @@ quietly(sub {
 		ok(drive_until(sub { defined netns_mode($old) }, 60, "server $old->{id} to serve"),
 			"fault 3: the old leader (server $old->{id}) serves again, as "
 			  . (netns_mode($old) // '?'));
-		ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 3');
+		healthy(\&all_healthy, 30, 'everything healthy', 'healthy again after fault 3');
 		interrupted('fault 3', \%before);
-	}
+	};
 	drive_for(3);
 
 	########################################################################
 	# 4. Rolling restart of the ensemble: followers first, the leader last.
 	########################################################################
-	{
+	subtest 'fault 4, a rolling restart of the ensemble: every server serves again' => sub {
 		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
 		my $leader = netns_leader();
 		my @order = sort { ($a == $leader) <=> ($b == $leader) || $a->{id} <=> $b->{id} } @members;
@@ -559,15 +525,15 @@ quietly(sub {
 				"fault 4: server $e->{id} ($was, pid $old_pid) restarted as pid $e->{pid}, serves as "
 				  . (netns_mode($e) // '?'));
 		}
-		ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 4');
+		healthy(\&all_healthy, 30, 'everything healthy', 'healthy again after fault 4');
 		interrupted('fault 4', \%before);
-	}
+	};
 	drive_for(3);
 
 	########################################################################
 	# 5. A backend of cluster A that holds the mutex is killed (SIGKILL).
 	########################################################################
-	{
+	subtest 'fault 5, a backend of cluster A holding the mutex killed: a crash-restart, a new session, the victim\'s section not committed' => sub {
 		my $before = status_row($node{A});
 		my $old_worker = worker_pid($node{A});
 		my $log_off = length(log_contents($node{A}));
@@ -593,15 +559,15 @@ quietly(sub {
 		  or diag("victim: out=[$r->{out}] err=[$r->{err}]");
 		$victim->{s}->quit;
 		$t_victim_kill = $t_kill;
-	}
-	ok(drive_until(\&all_healthy, 30, 'everything healthy'), 'healthy again after fault 5');
+	};
+	healthy(\&all_healthy, 30, 'everything healthy', 'healthy again after fault 5');
 	drive_for(3);
 
 	########################################################################
 	# 6. The follower cluster A's worker is on is cut off from the other
 	#    servers; A keeps its link to it (issue 18).
 	########################################################################
-	{
+	subtest 'fault 6, the follower cluster A is on cut off from the other servers: A\'s sections cannot commit once Curator may hold' => sub {
 		my ($F) = netns_followers();
 		ok($F, 'fault 6: found a follower: server ' . ($F ? $F->{id} : '?'));
 		my ($fi) = grep { $members[$_] == $F } 0 .. $#members;
@@ -662,14 +628,14 @@ quietly(sub {
 			"fault 6: cluster A counted its long sections' locks lost ($before->{locks_lost} -> $after->{locks_lost})");
 		note("cluster A: session $before->{session_id} -> $after->{session_id}");
 		end_long_section($_, 'fault 6') for ('A-long-m6', 'A-long-s6');
-	}
-	ok(drive_until(\&all_healthy, 60, 'everything healthy'), 'healthy again after fault 6');
+	};
+	healthy(\&all_healthy, 60, 'everything healthy', 'healthy again after fault 6');
 	drive_for(3);
 
 	########################################################################
 	# 7. A minority partition: the leader is cut off from both followers.
 	########################################################################
-	{
+	subtest 'fault 7, a minority partition around the leader: a new leader on the majority, the old one steps down and serves again after the heal' => sub {
 		my %before = map { $_ => status_row($node{$_}) } ('A', 'B');
 		my $old = netns_leader();
 		ok($old, 'fault 7: found the leader: server ' . ($old ? $old->{id} : '?'));
@@ -690,9 +656,9 @@ quietly(sub {
 		cmp_ok(netns_dropped(), '>', $d0, 'fault 7: the partition dropped traffic between the servers');
 		ok(drive_until(sub { defined netns_mode($old) }, 60, "server $old->{id} to serve"),
 			"fault 7: server $old->{id} serves again, as " . (netns_mode($old) // '?'));
-		ok(drive_until(\&all_healthy, 60, 'everything healthy'), 'healthy again after fault 7');
+		healthy(\&all_healthy, 60, 'everything healthy', 'healthy again after fault 7');
 		interrupted('fault 7', \%before);
-	}
+	};
 	$t_healed = time;
 
 	# Load after the last fault: everybody must make progress again.
@@ -705,46 +671,48 @@ quietly(sub {
 	ok($drained, 'every SQL iteration finished (no hang)');
 	$t_load_end = time;
 });
-is(scalar @faults, 7, 'the nemesis injected its 7 faults');
+is(scalar(faults()), 7, 'the nemesis injected its 7 faults');
 
 # Curator: events and counts.
 my @sections;    # { recipe, client, who, token, enter, exit, susp }
 my %cur_done;
-for my $p (sort keys %peer)
-{
-	for my $loop ([ 'mxloop', "${p}m", 'mutex' ], [ 'semloop', "${p}s", 'semaphore' ])
+subtest 'the Curator loops ran to their end through the ZooKeeper faults' => sub {
+	for my $p (sort keys %peer)
 	{
-		my ($cmd, $id, $recipe) = @$loop;
-		my $l = quietly(sub { $peer{$p}->wait_reply(qr/^($cmd|error) \Q$id\E(\s|$)/, 30) });
-		ok(defined $l && $l =~ /^\Q$cmd $id\E done /, "Curator $id: the $cmd ran to its end")
-		  or diag("Curator $id: " . ($l // 'no reply'));
-		$cur_done{$id} = $l // '';
-		# faults 3 and 4 drop every client connection of the ensemble
-		my ($susp) = ($cur_done{$id} =~ / suspended=(\d+)/);
-		cmp_ok($susp // 0, '>', 0, "Curator $id: went through the ZooKeeper faults (suspended " . ($susp // '?') . ' times)')
-		  if $cmd eq 'mxloop';
+		for my $loop ([ 'mxloop', "${p}m", 'mutex' ], [ 'semloop', "${p}s", 'semaphore' ])
+		{
+			my ($cmd, $id, $recipe) = @$loop;
+			my $l = quietly(sub { $peer{$p}->wait_reply(qr/^($cmd|error) \Q$id\E(\s|$)/, 30) });
+			ok(defined $l && $l =~ /^\Q$cmd $id\E done /, "Curator $id: the $cmd ran to its end")
+			  or diag("Curator $id: " . ($l // 'no reply'));
+			$cur_done{$id} = $l // '';
+			# faults 3 and 4 drop every client connection of the ensemble
+			my ($susp) = ($cur_done{$id} =~ / suspended=(\d+)/);
+			cmp_ok($susp // 0, '>', 0, "Curator $id: went through the ZooKeeper faults (suspended " . ($susp // '?') . ' times)')
+			  if $cmd eq 'mxloop';
+		}
+		# the event lines came before the done lines: they are queued
+		my @rest;
+		for my $e (@{ $peer{$p}{lines} })
+		{
+			if ($e =~ /^mxev (\S+) (-?\d+) (\d+) (\d+) (\d+)$/)
+			{
+				push @sections, { recipe => 'mutex', client => $1, who => $p, token => $2,
+					enter => $3, exit => $4, susp => $5 };
+			}
+			elsif ($e =~ /^semev (\S+) (\d+) (\d+) (\d+)$/)
+			{
+				push @sections, { recipe => 'semaphore', client => $1, who => $p, token => -1,
+					enter => $2, exit => $3, susp => $4 };
+			}
+			else
+			{
+				push @rest, $e;
+			}
+		}
+		$peer{$p}{lines} = \@rest;
 	}
-	# the event lines came before the done lines: they are queued
-	my @rest;
-	for my $e (@{ $peer{$p}{lines} })
-	{
-		if ($e =~ /^mxev (\S+) (-?\d+) (\d+) (\d+) (\d+)$/)
-		{
-			push @sections, { recipe => 'mutex', client => $1, who => $p, token => $2,
-				enter => $3, exit => $4, susp => $5 };
-		}
-		elsif ($e =~ /^semev (\S+) (\d+) (\d+) (\d+)$/)
-		{
-			push @sections, { recipe => 'semaphore', client => $1, who => $p, token => -1,
-				enter => $2, exit => $3, susp => $4 };
-		}
-		else
-		{
-			push @rest, $e;
-		}
-	}
-	$peer{$p}{lines} = \@rest;
-}
+};
 
 # SQL: the committed sections.
 my %rows;
@@ -779,7 +747,7 @@ for my $c ('A', 'B')
 my %count;    # "who recipe" => sections
 $count{"$_->{who} $_->{recipe}"}++ for @sections;
 note(sprintf('run: %.0f s of load; faults: %s', $t_load_end - $t0,
-		join('; ', map { sprintf('%s at %.1f s (%s)', @$_) } @faults)));
+		join('; ', map { sprintf('%s at %.1f s (%s)', @$_) } faults())));
 for my $who ('A', 'B', 'cur1', 'cur2')
 {
 	note(sprintf('sections of %-4s: mutex %5d, semaphore %5d', $who,
@@ -808,22 +776,26 @@ note("Curator $_: $cur_done{$_}") for sort keys %cur_done;
 ############################################################################
 # The checker
 ############################################################################
-my @bad_interval = grep { $_->{enter} > $_->{exit} } @sections;
-is(scalar @bad_interval, 0, 'every section has enter <= exit');
+subtest 'every section has enter <= exit' => sub {
+	my @bad_interval = grep { $_->{enter} > $_->{exit} } @sections;
+	is(scalar @bad_interval, 0, 'every section has enter <= exit');
+};
 
 # Not vacuous: every kind of client did real work on both recipes, and
 # again after the last fault healed.
-my $after_us = int($t_healed * 1e6);
-for my $who ('A', 'B', 'cur1', 'cur2')
-{
-	for my $recipe ('mutex', 'semaphore')
+subtest 'not vacuous: every client completed sections of both recipes, also after the last fault healed' => sub {
+	my $after_us = int($t_healed * 1e6);
+	for my $who ('A', 'B', 'cur1', 'cur2')
 	{
-		my @mine = grep { $_->{who} eq $who && $_->{recipe} eq $recipe } @sections;
-		cmp_ok(scalar @mine, '>=', $MIN_SECTIONS, "$who completed $MIN_SECTIONS or more $recipe sections (" . scalar(@mine) . ')');
-		my $late = grep { $_->{enter} > $after_us } @mine;
-		cmp_ok($late, '>', 0, "$who completed $recipe sections after the last fault healed ($late)");
+		for my $recipe ('mutex', 'semaphore')
+		{
+			my @mine = grep { $_->{who} eq $who && $_->{recipe} eq $recipe } @sections;
+			cmp_ok(scalar @mine, '>=', $MIN_SECTIONS, "$who completed $MIN_SECTIONS or more $recipe sections (" . scalar(@mine) . ')');
+			my $late = grep { $_->{enter} > $after_us } @mine;
+			cmp_ok($late, '>', 0, "$who completed $recipe sections after the last fault healed ($late)");
+		}
 	}
-}
+};
 
 sub show
 {
@@ -873,48 +845,54 @@ sub semaphore_most
 
 # Mutex: no two sections overlap.
 my @m = sort { $a->{enter} <=> $b->{enter} || $a->{exit} <=> $b->{exit} } grep { $_->{recipe} eq 'mutex' } @sections;
-my @overlaps = mutex_overlaps(@m);
-is(scalar @overlaps, 0, 'no two mutex sections overlap (' . scalar(@m) . ' sections, SQL on A and B and Curator)')
-  or diag(join("\n", first_ten(@overlaps)));
+subtest 'mutex: no two committed sections overlap, fencing tokens strictly increase' => sub {
+	my @overlaps = mutex_overlaps(@m);
+	is(scalar @overlaps, 0, 'no two mutex sections overlap (' . scalar(@m) . ' sections, SQL on A and B and Curator)')
+	  or diag(join("\n", first_ten(@overlaps)));
 
-# Fencing tokens strictly increase in order of entering the section.
-my (@tokbad, $prev);
-for my $s (grep { $_->{token} >= 0 } @m)
-{
-	push @tokbad, show($s) . ' after ' . show($prev) if $prev && $s->{token} <= $prev->{token};
-	$prev = $s;
-}
-my $sql_no_token = grep { $_->{who} =~ /^[AB]$/ && $_->{token} < 0 } @m;
-is($sql_no_token, 0, 'every committed SQL mutex section has its fencing token');
-my $cur_no_token = grep { $_->{who} =~ /^cur/ && $_->{token} < 0 } @m;
-note("Curator mutex sections without a token (the stat of their node failed): $cur_no_token");
-is(scalar @tokbad, 0, 'fencing tokens strictly increase in order of entering the mutex')
-  or diag(join("\n", first_ten(@tokbad)));
+	# Fencing tokens strictly increase in order of entering the section.
+	my (@tokbad, $prev);
+	for my $s (grep { $_->{token} >= 0 } @m)
+	{
+		push @tokbad, show($s) . ' after ' . show($prev) if $prev && $s->{token} <= $prev->{token};
+		$prev = $s;
+	}
+	my $sql_no_token = grep { $_->{who} =~ /^[AB]$/ && $_->{token} < 0 } @m;
+	is($sql_no_token, 0, 'every committed SQL mutex section has its fencing token');
+	my $cur_no_token = grep { $_->{who} =~ /^cur/ && $_->{token} < 0 } @m;
+	note("Curator mutex sections without a token (the stat of their node failed): $cur_no_token");
+	is(scalar @tokbad, 0, 'fencing tokens strictly increase in order of entering the mutex')
+	  or diag(join("\n", first_ten(@tokbad)));
+};
 
 # Semaphore: never more than $MAX_LEASES open at once.
 my @sem = grep { $_->{recipe} eq 'semaphore' } @sections;
-my ($most, @too_many) = semaphore_most(@sem);
-note('semaphore sections: ' . scalar(@sem) . ", most open at once: $most");
-cmp_ok($most, '<=', $MAX_LEASES, "never more than $MAX_LEASES semaphore sections open at once")
-  or diag(join("\n", first_ten(@too_many)));
-cmp_ok($most, '>=', 2, 'the semaphore did have concurrent sections');
+subtest 'semaphore: never more than 3 sections open at once' => sub {
+	my ($most, @too_many) = semaphore_most(@sem);
+	note('semaphore sections: ' . scalar(@sem) . ", most open at once: $most");
+	cmp_ok($most, '<=', $MAX_LEASES, "never more than $MAX_LEASES semaphore sections open at once")
+	  or diag(join("\n", first_ten(@too_many)));
+	cmp_ok($most, '>=', 2, 'the semaphore did have concurrent sections');
+};
 
 # SQL bookkeeping: a row exists iff the COMMIT succeeded.  Per client, the
 # committed rows are at least the iterations that reported success and at
 # most those plus the ones whose outcome died with the backend.
-for my $c (@sql)
-{
-	my $o = $outcome{ $c->{name} } // {};
-	my $ok = $o->{ok} // 0;
-	my $ind = $o->{indeterminate} // 0;
-	my $n = $rows{ $c->{name} } // 0;
-	ok($n >= $ok && $n <= $ok + $ind,
-		"$c->{name}: $n committed rows for $ok successful iterations ($ind indeterminate)");
-}
-for my $name (sort keys %long)
-{
-	is($rows{$name} // 0, 0, "$name left no committed section");
-}
+subtest 'a SQL section\'s row is committed iff its COMMIT succeeded; the long sections committed none' => sub {
+	for my $c (@sql)
+	{
+		my $o = $outcome{ $c->{name} } // {};
+		my $ok = $o->{ok} // 0;
+		my $ind = $o->{indeterminate} // 0;
+		my $n = $rows{ $c->{name} } // 0;
+		ok($n >= $ok && $n <= $ok + $ind,
+			"$c->{name}: $n committed rows for $ok successful iterations ($ind indeterminate)");
+	}
+	for my $name (sort keys %long)
+	{
+		is($rows{$name} // 0, 0, "$name left no committed section");
+	}
+};
 
 # After the SIGKILL of the holder, the mutex went on to others without
 # waiting for the old session to time out (the new worker closed it).
@@ -929,46 +907,50 @@ for my $name (sort keys %long)
 # sections of others (had zklock let them commit, the checks above would
 # have failed).  For the long mutex sections of faults 1, 2 and 6 this
 # must be so: ZooKeeper gave their mutex to others before they ended.
-my %refused_overlaps;
-for my $x (@refused)
-{
-	my @others = grep { $_->{recipe} eq $x->{recipe} && $_->{enter} <= $x->{exit} && $_->{exit} >= $x->{enter} }
-	  @sections;
-	$refused_overlaps{ $x->{client} } = scalar @others;
-	note(sprintf('refused %s section of %s [%d, %d] (%s): %d committed sections of others overlap it',
-			$x->{recipe}, $x->{client}, $x->{enter}, $x->{exit}, $x->{sqlstate}, scalar @others));
-}
-for my $name ('A-long-m1', 'B-long-m1', 'A-long-m6')
-{
-	cmp_ok($refused_overlaps{$name} // 0, '>', 0,
-		"$name: others entered the mutex while it still ran (its lock was really lost)");
-}
-# The same checks, had the refused sections committed: they would fail.
-{
-	my @x = grep { $_->{client} =~ /-long-/ } @refused;
-	my $n = () = mutex_overlaps(@m, grep { $_->{recipe} eq 'mutex' } @x);
-	cmp_ok($n, '>', 0, "the mutex checker flags the refused long sections as violations ($n overlaps)");
-	my ($most_x) = semaphore_most(@sem, grep { $_->{recipe} eq 'semaphore' } @x);
-	note("with the refused long semaphore sections, most open at once would be $most_x");
-}
-
-my (@hangs, @unexpected, @bad_state);
-for my $c (@sql)
-{
-	my $o = $outcome{ $c->{name} } // {};
-	push @hangs, $c->{name} if $o->{hang};
-	push @unexpected, $c->{name} if $o->{unexpected};
-	for my $k (sort keys %$o)
+subtest 'the refused long sections were real violations: others held while they ran' => sub {
+	my %refused_overlaps;
+	for my $x (@refused)
 	{
-		next unless $k =~ /^(acquire|commit) (\S+)$/;
-		push @bad_state, "$c->{name}: $k x$o->{$k}: " . ($c->{last_err}{$2} // '')
-		  unless $EXPECTED_SQLSTATE{$2};
+		my @others = grep { $_->{recipe} eq $x->{recipe} && $_->{enter} <= $x->{exit} && $_->{exit} >= $x->{enter} }
+		  @sections;
+		$refused_overlaps{ $x->{client} } = scalar @others;
+		note(sprintf('refused %s section of %s [%d, %d] (%s): %d committed sections of others overlap it',
+				$x->{recipe}, $x->{client}, $x->{enter}, $x->{exit}, $x->{sqlstate}, scalar @others));
 	}
-}
-is(scalar @hangs, 0, 'no SQL iteration hung') or diag("hung: @hangs");
-is(scalar @unexpected, 0, 'no SQL iteration had an unexpected result') or diag("unexpected: @unexpected");
-is(scalar @bad_state, 0, 'failed SQL attempts carry only the SQLSTATEs of these faults (08006, 40000)')
-  or diag(join("\n", @bad_state));
+	for my $name ('A-long-m1', 'B-long-m1', 'A-long-m6')
+	{
+		cmp_ok($refused_overlaps{$name} // 0, '>', 0,
+			"$name: others entered the mutex while it still ran (its lock was really lost)");
+	}
+	# The same checks, had the refused sections committed: they would fail.
+	{
+		my @x = grep { $_->{client} =~ /-long-/ } @refused;
+		my $n = () = mutex_overlaps(@m, grep { $_->{recipe} eq 'mutex' } @x);
+		cmp_ok($n, '>', 0, "the mutex checker flags the refused long sections as violations ($n overlaps)");
+		my ($most_x) = semaphore_most(@sem, grep { $_->{recipe} eq 'semaphore' } @x);
+		note("with the refused long semaphore sections, most open at once would be $most_x");
+	}
+};
+
+subtest 'no SQL iteration hung or had an unexpected result; failures carry only the faults\' SQLSTATEs' => sub {
+	my (@hangs, @unexpected, @bad_state);
+	for my $c (@sql)
+	{
+		my $o = $outcome{ $c->{name} } // {};
+		push @hangs, $c->{name} if $o->{hang};
+		push @unexpected, $c->{name} if $o->{unexpected};
+		for my $k (sort keys %$o)
+		{
+			next unless $k =~ /^(acquire|commit) (\S+)$/;
+			push @bad_state, "$c->{name}: $k x$o->{$k}: " . ($c->{last_err}{$2} // '')
+			  unless $EXPECTED_SQLSTATE{$2};
+		}
+	}
+	is(scalar @hangs, 0, 'no SQL iteration hung') or diag("hung: @hangs");
+	is(scalar @unexpected, 0, 'no SQL iteration had an unexpected result') or diag("unexpected: @unexpected");
+	is(scalar @bad_state, 0, 'failed SQL attempts carry only the SQLSTATEs of these faults (08006, 40000)')
+	  or diag(join("\n", @bad_state));
+};
 
 ############################################################################
 # Clean up

@@ -72,6 +72,7 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 use ZklockTest;
 use ZklockFault;
+use ZklockLoad;
 
 my $SOAK_SECS = $ENV{ZKLOCK_SOAK_SECONDS} // 100;
 my $SEED = $ENV{ZKLOCK_SOAK_SEED} // (time() % 100000);
@@ -613,33 +614,13 @@ sub pump_peer
 # both kinds of clients take their next step
 sub pump_all { pump_sessions(); pump_peer(); return; }
 
-# drive_for($secs): the clients run (load time; it decides nothing).
-sub drive_for { return pump_for($_[0], \&pump_all, 4_000); }
+# drive_for($secs) and drive_until($cond, $timeout, $what) (ZklockLoad)
+# run both kinds of clients; a condition is evaluated every 0.25 s.
+load_driver(pump => \&pump_all, us => 4_000, every => 0.25);
 
-# drive_until($cond, $timeout, $what): wait_until with the clients running;
-# $cond is evaluated every 0.25 s.
-sub drive_until { return wait_pumping(@_[0 .. 2], \&pump_all, 0.25, 4_000); }
-
-# try_sql($sql): output of $sql, undef while the cluster does not answer.
-sub try_sql
-{
-	my ($sql) = @_;
-	my ($out, $err, $to) = ('', '', 0);
-	eval {
-		$node->psql('postgres', $sql, stdout => \$out, stderr => \$err, timeout => 10, timed_out => \$to);
-	};
-	return undef if $@ || $to || $err =~ /ERROR|FATAL|could not connect|server closed/;
-	return $out;
-}
-
-sub try_status
-{
-	my $out = try_sql(q{SELECT row_to_json(s)::text FROM zk_status() s});
-	return undef unless defined $out && $out =~ /^\{/;
-	return row_from_json($out);
-}
-
-sub connected { my $s = try_status(); return $s && $s->{state} eq 'connected' ? $s : 0; }
+# connected(): zk_status() once zklock is connected, else 0 (try_status and
+# try_sql, from ZklockLoad, answer undef while the cluster does not).
+sub connected { my $s = try_status($node); return $s && $s->{state} eq 'connected' ? $s : 0; }
 
 # proc_mem($pid): { VmRSS, VmHWM, RssAnon } in kB from /proc.
 sub proc_mem
@@ -660,7 +641,7 @@ sub proc_mem
 sub victims
 {
 	my ($n) = @_;
-	my $out = try_sql(q{SELECT l.pid, l.state, l.recipe FROM zk_locks l
+	my $out = try_sql($node, q{SELECT l.pid, l.state, l.recipe FROM zk_locks l
 		JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE a.application_name ~ '^soak[0-9]+$' AND l.state IN ('held', 'waiting')
 		ORDER BY random()}) // '';
@@ -681,22 +662,8 @@ sub victims
 ############################################################################
 # The faults
 ############################################################################
-my @faults;       # [ seconds into the run, what ]
+# fault_note($what) (ZklockLoad) keeps the faults: faults().
 my (%sigterm_workers, %cancel_workers, %terminated, %cancelled, $killed_pid, $t_kill);
-
-sub fault_note
-{
-	my ($what) = @_;
-	push @faults, [ time - $t0, $what ];
-	note(sprintf('fault at %.1f s: %s', time - $t0, $what));
-	return;
-}
-
-sub healthy
-{
-	ok(drive_until(\&connected, 60, 'zklock connected'), "$_[0]: zklock is connected again");
-	return;
-}
 
 # worker_restart($how, $label, $connected): the worker exits (SIGTERM, or
 # pg_cancel_backend); the postmaster starts a new one about 1 s later and
@@ -705,7 +672,7 @@ sub healthy
 sub worker_restart
 {
 	my ($how, $label, $connected) = @_;
-	my $before = try_status() // status_row($node);
+	my $before = try_status($node) // status_row($node);
 	my $old = $before->{worker_pid};
 	if ($how eq 'SIGTERM')
 	{
@@ -715,12 +682,12 @@ sub worker_restart
 	else
 	{
 		$cancel_workers{$old} = 1;
-		is(try_sql("SELECT pg_cancel_backend($old)"), 't', "$label: pg_cancel_backend of the worker (pid $old)");
+		is(try_sql($node, "SELECT pg_cancel_backend($old)"), 't', "$label: pg_cancel_backend of the worker (pid $old)");
 	}
 	fault_note("$label: worker $how (pid $old)");
 	my $st = drive_until(
 		sub {
-			my $s = try_status();
+			my $s = try_status($node);
 			$s && $s->{worker_pid} && $s->{worker_pid} != $old && (!$connected || $s->{state} eq 'connected') ? $s : 0;
 		},
 		30, 'a new worker');
@@ -755,7 +722,7 @@ sub terminate
 		}
 	}
 	my $list = join(',', map { $_->[0] } @v);
-	my $r = try_sql("SELECT string_agg($how(p)::text, ',') FROM unnest(ARRAY[$list]) p") // '';
+	my $r = try_sql($node, "SELECT string_agg($how(p)::text, ',') FROM unnest(ARRAY[$list]) p") // '';
 	push @{ $failed{ $_->[0] } }, sprintf('%.1f s %s (%s %s)', time - $t0, $how, $_->[1], $_->[2]) for @v;
 	is($r, join(',', map { 'true' } @v), "$label: $how of $what");
 	fault_note("$label: $how of $what");
@@ -769,7 +736,7 @@ sub gone_from_zk_locks
 {
 	my ($label, @v) = @_;
 	my $list = join(',', map { $_->[0] } @v) || '0';
-	ok(drive_until(sub { (try_sql("SELECT count(*) FROM zk_locks WHERE pid IN ($list)") // '') eq '0' }, 30,
+	ok(drive_until(sub { (try_sql($node, "SELECT count(*) FROM zk_locks WHERE pid IN ($list)") // '') eq '0' }, 30,
 			'the terminated sessions to leave zk_locks'),
 		"$label: the terminated sessions left zk_locks");
 	return;
@@ -781,8 +748,8 @@ sub gone_from_zk_locks
 sub zk_down
 {
 	my ($label, $secs) = @_;
-	my $before = try_status() // status_row($node);
-	my $lease_end = try_sql('SELECT extract(epoch FROM lease_until) FROM zk_status()') // '';
+	my $before = try_status($node) // status_row($node);
+	my $lease_end = try_sql($node, 'SELECT extract(epoch FROM lease_until) FROM zk_status()') // '';
 	$before->{log_offset} = length(log_contents($node));
 	my $t = time;
 	stop_zk($zk);
@@ -942,6 +909,7 @@ sub quiesce_check
 my ($mem0, $mem1, $calm_worker, $calm_iters);
 quietly(sub {
 	$t0 = time;
+	fault_clock($t0);
 	my $cap = int(($SOAK_SECS + 200) * 1000);
 	$peer->send("mxloop cmxl /soak/m1 $cap 20");
 	$peer->send("semloop csml /soak/sem 3 $cap 20");
@@ -1010,7 +978,7 @@ quietly(sub {
 
 	# Calm: load without faults, over one worker lifetime.
 	$phase = 'calm';
-	healthy('before the calm phase');
+	healthy(\&connected, 60, 'zklock connected', 'before the calm phase: zklock is connected again');
 	my $calm = $SOAK_SECS - (time - $t0);
 	$calm = $CALM_SECS if $calm < $CALM_SECS;
 	drive_for(2);
@@ -1031,7 +999,7 @@ my $t_load_end = time;
 ############################################################################
 # Counts
 ############################################################################
-note(sprintf('load: %.0f s; faults: %s', $t_load_end - $t0, join('; ', map { sprintf('%.1f s %s', @$_) } @faults)));
+note(sprintf('load: %.0f s; faults: %s', $t_load_end - $t0, join('; ', map { sprintf('%.1f s %s', $_->[1], $_->[0]) } faults())));
 my %all_err;
 for my $r (@RECIPES)
 {
@@ -1058,182 +1026,192 @@ for my $id (sort keys %cur)
 ############################################################################
 # Wrong answers, hangs, SQLSTATEs, progress
 ############################################################################
-is(scalar @wrong, 0, 'no wrong answer (oracle overlaps, downgrade, participants, revoke, lease counts, releases)')
-  or diag(join("\n", @wrong > 20 ? (@wrong[ 0 .. 19 ], '...') : @wrong));
-is(scalar @hangs, 0, "no SQL statement ran longer than ${HANG_SECS}s") or diag(join("\n", @hangs));
-my @bad = grep { !$EXPECTED_SQLSTATE{$_} } sort keys %all_err;
-is(scalar @bad, 0, 'every error carries an SQLSTATE the faults explain ('
-	  . join(', ', map { "$_ x$all_err{$_}" } sort keys %all_err) . ')')
-  or diag(join("\n", map { "$_: $last_err{$_}" } @bad));
-my @bad_cleanup = grep { !/^(ok|dead|error (08006|57P01))$/ } keys %cleanup;
-is(scalar @bad_cleanup, 0, 'the cleanup statements (zk_release_all) did not fail') or diag("@bad_cleanup");
-for my $r (@RECIPES)
-{
-	cmp_ok($stat{$r}{ok} // 0, '>=', $MIN_OK, "$r: real work ($MIN_OK or more successful iterations)");
-	cmp_ok($stat{$r}{calm_ok} // 0, '>', 0, "$r: works again after the faults (successes in the calm phase)");
-}
-cmp_ok($stat{revoke}{ok} // 0, '>', 0, 'revocation: a revocable holder was told of its revocation');
-cmp_ok(($cur{$_}{ok} // 0), '>', 0, "Curator $_: got through") for map { $_->{id} } @actors;
+subtest 'no wrong answer, no hang, only the SQLSTATEs the faults explain, every recipe works again after the faults' => sub {
+	is(scalar @wrong, 0, 'no wrong answer (oracle overlaps, downgrade, participants, revoke, lease counts, releases)')
+	  or diag(join("\n", @wrong > 20 ? (@wrong[ 0 .. 19 ], '...') : @wrong));
+	is(scalar @hangs, 0, "no SQL statement ran longer than ${HANG_SECS}s") or diag(join("\n", @hangs));
+	my @bad = grep { !$EXPECTED_SQLSTATE{$_} } sort keys %all_err;
+	is(scalar @bad, 0, 'every error carries an SQLSTATE the faults explain ('
+		  . join(', ', map { "$_ x$all_err{$_}" } sort keys %all_err) . ')')
+	  or diag(join("\n", map { "$_: $last_err{$_}" } @bad));
+	my @bad_cleanup = grep { !/^(ok|dead|error (08006|57P01))$/ } keys %cleanup;
+	is(scalar @bad_cleanup, 0, 'the cleanup statements (zk_release_all) did not fail') or diag("@bad_cleanup");
+	for my $r (@RECIPES)
+	{
+		cmp_ok($stat{$r}{ok} // 0, '>=', $MIN_OK, "$r: real work ($MIN_OK or more successful iterations)");
+		cmp_ok($stat{$r}{calm_ok} // 0, '>', 0, "$r: works again after the faults (successes in the calm phase)");
+	}
+	cmp_ok($stat{revoke}{ok} // 0, '>', 0, 'revocation: a revocable holder was told of its revocation');
+	cmp_ok(($cur{$_}{ok} // 0), '>', 0, "Curator $_: got through") for map { $_->{id} } @actors;
+};
 
 ############################################################################
 # Memory of the worker over the calm phase
 ############################################################################
-ok($mem0 && $mem1, "the worker's memory was read from /proc/$calm_worker/status");
-if ($mem0 && $mem1)
-{
-	my $grow = $mem1->{VmRSS} - $mem0->{VmRSS};
-	note(sprintf('worker %d over the calm phase (%d iterations): VmRSS %d -> %d kB, RssAnon %d -> %d kB, VmHWM %d -> %d kB',
-			$calm_worker, $calm_iters, $mem0->{VmRSS}, $mem1->{VmRSS}, $mem0->{RssAnon} // -1, $mem1->{RssAnon} // -1,
-			$mem0->{VmHWM}, $mem1->{VmHWM}));
-	# The worker allocates its request table once; per request it keeps only
-	# short-lived copies of node lists.  32 MB is far above any working set it
-	# should need and far below what a per-request leak over thousands of
-	# requests adds.
-	cmp_ok($grow, '<=', $MEM_BOUND_KB, "the worker's VmRSS grew by $grow kB over the calm phase (bound $MEM_BOUND_KB kB)");
-	cmp_ok($mem1->{VmHWM} - $mem0->{VmRSS}, '<=', $MEM_BOUND_KB,
-		"the worker's peak (VmHWM $mem1->{VmHWM} kB) stayed within $MEM_BOUND_KB kB of its size at the start of the calm phase");
-}
+subtest 'the worker\'s memory stays flat over the calm phase' => sub {
+	ok($mem0 && $mem1, "the worker's memory was read from /proc/$calm_worker/status");
+	if ($mem0 && $mem1)
+	{
+		my $grow = $mem1->{VmRSS} - $mem0->{VmRSS};
+		note(sprintf('worker %d over the calm phase (%d iterations): VmRSS %d -> %d kB, RssAnon %d -> %d kB, VmHWM %d -> %d kB',
+				$calm_worker, $calm_iters, $mem0->{VmRSS}, $mem1->{VmRSS}, $mem0->{RssAnon} // -1, $mem1->{RssAnon} // -1,
+				$mem0->{VmHWM}, $mem1->{VmHWM}));
+		# The worker allocates its request table once; per request it keeps only
+		# short-lived copies of node lists.  32 MB is far above any working set it
+		# should need and far below what a per-request leak over thousands of
+		# requests adds.
+		cmp_ok($grow, '<=', $MEM_BOUND_KB, "the worker's VmRSS grew by $grow kB over the calm phase (bound $MEM_BOUND_KB kB)");
+		cmp_ok($mem1->{VmHWM} - $mem0->{VmRSS}, '<=', $MEM_BOUND_KB,
+			"the worker's peak (VmHWM $mem1->{VmHWM} kB) stayed within $MEM_BOUND_KB kB of its size at the start of the calm phase");
+	}
+};
 
 ############################################################################
 # The end: every client releases; nothing is left behind
 ############################################################################
-quietly(sub { release_all('the end') });
+subtest 'at the end every client releases and Curator\'s loops end with completed sections' => sub {
+	quietly(sub { release_all('the end') });
 
-# Curator's loops end and report; then the peer closes its session.
-my %loop_done;
-for my $l ([ 'mxloop', 'cmxl' ], [ 'semloop', 'csml' ])
-{
-	my ($cmd, $id) = @$l;
-	$peer->send("stoploop $id");
-	my $line = quietly(sub {
-		my $deadline = time + 60;
-		while (time < $deadline)
-		{
-			pump_peer();
-			my ($i) = grep { $peer_other[$_] =~ /^(\Q$cmd\E|error) \Q$id\E(\s|$)/ } 0 .. $#peer_other;
-			return splice(@peer_other, $i, 1) if defined $i;
-			usleep(20_000);
-		}
-		return undef;
-	});
-	$loop_done{$id} = $line // 'no reply';
-	my ($n) = ($line // '') =~ /^\Q$cmd $id\E done (\d+)/;
-	cmp_ok($n // 0, '>', 0, "Curator $cmd ran to its end with completed sections: " . ($line // 'no reply'));
-}
-my @stray = grep { !/^(mxev|semev|stopping) / } @peer_other;
-note('other Curator replies: ' . join(' | ', @stray)) if @stray;
-$peer->quit;
+	# Curator's loops end and report; then the peer closes its session.
+	my %loop_done;
+	for my $l ([ 'mxloop', 'cmxl' ], [ 'semloop', 'csml' ])
+	{
+		my ($cmd, $id) = @$l;
+		$peer->send("stoploop $id");
+		my $line = quietly(sub {
+			my $deadline = time + 60;
+			while (time < $deadline)
+			{
+				pump_peer();
+				my ($i) = grep { $peer_other[$_] =~ /^(\Q$cmd\E|error) \Q$id\E(\s|$)/ } 0 .. $#peer_other;
+				return splice(@peer_other, $i, 1) if defined $i;
+				usleep(20_000);
+			}
+			return undef;
+		});
+		$loop_done{$id} = $line // 'no reply';
+		my ($n) = ($line // '') =~ /^\Q$cmd $id\E done (\d+)/;
+		cmp_ok($n // 0, '>', 0, "Curator $cmd ran to its end with completed sections: " . ($line // 'no reply'));
+	}
+	my @stray = grep { !/^(mxev|semev|stopping) / } @peer_other;
+	note('other Curator replies: ' . join(' | ', @stray)) if @stray;
+	$peer->quit;
+};
 
 # (1) No lock, lease, locks/ or member node: ephemeral nodes of an expired
 # session go when the server expires it (session timeout 10 s).
-my $left;
-my $ok = wait_until(sub { $left = leftovers(); $left && !grep { !m{^/soak/(db/ready|b)$} } @$left }, 30,
-	'no lock, lease or member node left');
-ok($ok, 'no lock, lease, locks/ or member node is left under ' . join(' ', @PATHS))
-  or diag_nodes(grep { !m{^/soak/(db/ready|b)$} } @{ $left // [] });
+subtest 'nothing is left behind: no node of any recipe, nothing in zk_status' => sub {
+	my $left;
+	my $ok = wait_until(sub { $left = leftovers(); $left && !grep { !m{^/soak/(db/ready|b)$} } @$left }, 30,
+		'no lock, lease or member node left');
+	ok($ok, 'no lock, lease, locks/ or member node is left under ' . join(' ', @PATHS))
+	  or diag_nodes(grep { !m{^/soak/(db/ready|b)$} } @{ $left // [] });
 
-# diag_nodes(@paths): who left these nodes: owner session, creation zxid and
-# the data the creator wrote (zklock writes its backend's identity).
-sub diag_nodes
-{
-	my @paths = @_;
-	my $p = eval { new_peer($zk, 'diag') };
-	diag("zklock's session: " . status_row($node)->{session_id} . '; faults: '
-		  . join('; ', map { sprintf('%.1f s %s', @$_) } @faults));
-	for my $path (@paths)
+	# diag_nodes(@paths): who left these nodes: owner session, creation zxid and
+	# the data the creator wrote (zklock writes its backend's identity).
+	sub diag_nodes
 	{
-		my $s = zk_stat($zk, $path);
-		my $data = $p ? ($p->get($path) // '(gone)') : '?';
-		diag("left: $path owner " . ($s ? "$s->{owner} czxid $s->{czxid}" : 'gone') . " data $data");
-		my ($pid) = $data =~ /"pid":(\d+)/;
-		diag("    failed iterations of its creator, backend $pid: " . join('; ', @{ $failed{$pid} // ['none'] }))
-		  if defined $pid;
+		my @paths = @_;
+		my $p = eval { new_peer($zk, 'diag') };
+		diag("zklock's session: " . status_row($node)->{session_id} . '; faults: '
+			  . join('; ', map { sprintf('%.1f s %s', $_->[1], $_->[0]) } faults()));
+		for my $path (@paths)
+		{
+			my $s = zk_stat($zk, $path);
+			my $data = $p ? ($p->get($path) // '(gone)') : '?';
+			diag("left: $path owner " . ($s ? "$s->{owner} czxid $s->{czxid}" : 'gone') . " data $data");
+			my ($pid) = $data =~ /"pid":(\d+)/;
+			diag("    failed iterations of its creator, backend $pid: " . join('; ', @{ $failed{$pid} // ['none'] }))
+			  if defined $pid;
+		}
+		$p->quit if $p;
+		return;
 	}
-	$p->quit if $p;
-	return;
-}
 
-# (2) P/ready is persistent and only the last member to leave deletes it
-# (Curator's protocol): it may stay only when a membership was lost to a
-# fault (a member terminated or crashed, its session expired).
-my $ready = grep { $_ eq '/soak/db/ready' } @{ $left // [] };
-if ($ready)
-{
-	cmp_ok($db_lost, '>', 0, "/soak/db/ready was left: a double barrier membership was lost to a fault ($db_lost)");
-}
-else
-{
-	note("/soak/db/ready is not left (memberships lost to faults: $db_lost)");
-}
+	# (2) P/ready is persistent and only the last member to leave deletes it
+	# (Curator's protocol): it may stay only when a membership was lost to a
+	# fault (a member terminated or crashed, its session expired).
+	my $ready = grep { $_ eq '/soak/db/ready' } @{ $left // [] };
+	if ($ready)
+	{
+		cmp_ok($db_lost, '>', 0, "/soak/db/ready was left: a double barrier membership was lost to a fault ($db_lost)");
+	}
+	else
+	{
+		note("/soak/db/ready is not left (memberships lost to faults: $db_lost)");
+	}
 
-# (3) A last round: two members enter and leave, and the barrier is removed;
-# then nothing but the directories is left.
-{
-	my @s = map { ZklockTest::Session->new($node, "closing$_") } 1 .. 2;
-	$_->start(q{SELECT zk_double_barrier_enter('/soak/db', 2, '10s')}) for @s;
-	is(join(',', map { $_->result(30)->{out} } @s), 't,t', 'closing round: two members enter the double barrier');
-	$_->start(q{SELECT zk_double_barrier_leave('/soak/db', '10s')}) for @s;
-	is(join(',', map { $_->result(30)->{out} } @s), 't,t', 'closing round: and leave it');
-	my $r = $s[0]->query(q{SELECT zk_barrier_remove('/soak/b')});
-	like($r->{out}, qr/^[tf]$/, "closing round: the barrier is removed ($r->{out})");
-	$_->quit for @s;
-}
-# (after a failure of (1) one look is enough: the nodes are there to stay)
-$ok = wait_until(sub { $left = leftovers(); $left && !@$left }, $ok ? 30 : 0.1, 'an empty tree');
-ok($ok, 'every recipe directory is empty at the end') or diag('left: ' . join(' ', @{ $left // ['?'] }));
+	# (3) A last round: two members enter and leave, and the barrier is removed;
+	# then nothing but the directories is left.
+	{
+		my @s = map { ZklockTest::Session->new($node, "closing$_") } 1 .. 2;
+		$_->start(q{SELECT zk_double_barrier_enter('/soak/db', 2, '10s')}) for @s;
+		is(join(',', map { $_->result(30)->{out} } @s), 't,t', 'closing round: two members enter the double barrier');
+		$_->start(q{SELECT zk_double_barrier_leave('/soak/db', '10s')}) for @s;
+		is(join(',', map { $_->result(30)->{out} } @s), 't,t', 'closing round: and leave it');
+		my $r = $s[0]->query(q{SELECT zk_barrier_remove('/soak/b')});
+		like($r->{out}, qr/^[tf]$/, "closing round: the barrier is removed ($r->{out})");
+		$_->quit for @s;
+	}
+	# (after a failure of (1) one look is enough: the nodes are there to stay)
+	$ok = wait_until(sub { $left = leftovers(); $left && !@$left }, $ok ? 30 : 0.1, 'an empty tree');
+	ok($ok, 'every recipe directory is empty at the end') or diag('left: ' . join(' ', @{ $left // ['?'] }));
 
-my $st = status_row($node);
-is("$st->{locks_held} $st->{slots_used}", '0 0', 'zk_status: no lock held, no slot of the request table in use');
+	my $st = status_row($node);
+	is("$st->{locks_held} $st->{slots_used}", '0 0', 'zk_status: no lock held, no slot of the request table in use');
+};
 
 ############################################################################
 # The server log
 ############################################################################
-my $log = log_contents($node);
-my (@unexpected, %log_count);
-for my $line (split /\n/, $log)
-{
-	if ($line =~ /was terminated by signal (\d+)/)
+subtest 'the server log has no unexpected ERROR or FATAL, no crash but the test\'s SIGKILL' => sub {
+	my $log = log_contents($node);
+	my (@unexpected, %log_count);
+	for my $line (split /\n/, $log)
 	{
-		push @unexpected, $line unless $1 == 9 && defined $killed_pid && $line =~ /\(PID $killed_pid\)/;
-		next;
+		if ($line =~ /was terminated by signal (\d+)/)
+		{
+			push @unexpected, $line unless $1 == 9 && defined $killed_pid && $line =~ /\(PID $killed_pid\)/;
+			next;
+		}
+		if ($line =~ /\bTRAP:|\bPANIC:/)
+		{
+			push @unexpected, $line;
+			next;
+		}
+		next unless $line =~ /\[(\d+)\] ([0-9A-Z]{5}) (?:\S+ )?(ERROR|FATAL):\s+(.*)$/;
+		my ($pid, $code, $level, $msg) = ($1, $2, $3, $4);
+		my $ok = 0;
+		if ($level eq 'ERROR')
+		{
+			$ok = 1 if $code eq '08006' && $msg =~ /^zookeeper is not reachable$|^zookeeper lock ".*" was (lost as it was granted|granted but cannot be proven held)$/;
+			$ok = 1 if $code eq '40000' && $msg =~ /^zookeeper lock ".*" was lost before commit$|^zookeeper locks of this transaction cannot be proven held at commit$/;
+			$ok = 1 if $code eq '55P03' && $msg =~ /^canceling statement due to lock timeout$/;
+			$ok = 1 if $code eq '57014' && $msg =~ /^canceling statement due to user request$/ && ($cancel_workers{$pid} || $cancelled{$pid});
+		}
+		else
+		{
+			$ok = 1 if $code eq '57P01' && $msg =~ /^terminating connection due to administrator command$/ && $terminated{$pid};
+			$ok = 1 if $code eq '57P01' && $msg =~ /^terminating background worker "zklock.*" due to administrator command$/ && $sigterm_workers{$pid};
+			$ok = 1 if $code eq '57P03' && defined $t_kill && $msg =~ /^the database system is (starting up|in recovery mode|not yet accepting connections)$/;
+		}
+		if ($ok)
+		{
+			$log_count{"$level $code $msg" =~ s/"[^"]*"/"..."/gr}++;
+		}
+		else
+		{
+			push @unexpected, $line;
+		}
 	}
-	if ($line =~ /\bTRAP:|\bPANIC:/)
+	note("expected ERROR/FATAL lines in the log:\n" . join("\n", map { "  $log_count{$_} x $_" } sort keys %log_count));
+	is(scalar @unexpected, 0, 'the server log has no unexpected ERROR or FATAL, no crash but the SIGKILL of the test')
+	  or diag(join("\n", @unexpected > 40 ? (@unexpected[ 0 .. 39 ], '... ' . (@unexpected - 40) . ' more') : @unexpected));
+	if (defined $killed_pid)
 	{
-		push @unexpected, $line;
-		next;
+		like($log, qr/\(PID $killed_pid\) was terminated by signal 9/, 'the log shows the SIGKILL of the test');
 	}
-	next unless $line =~ /\[(\d+)\] ([0-9A-Z]{5}) (?:\S+ )?(ERROR|FATAL):\s+(.*)$/;
-	my ($pid, $code, $level, $msg) = ($1, $2, $3, $4);
-	my $ok = 0;
-	if ($level eq 'ERROR')
-	{
-		$ok = 1 if $code eq '08006' && $msg =~ /^zookeeper is not reachable$|^zookeeper lock ".*" was (lost as it was granted|granted but cannot be proven held)$/;
-		$ok = 1 if $code eq '40000' && $msg =~ /^zookeeper lock ".*" was lost before commit$|^zookeeper locks of this transaction cannot be proven held at commit$/;
-		$ok = 1 if $code eq '55P03' && $msg =~ /^canceling statement due to lock timeout$/;
-		$ok = 1 if $code eq '57014' && $msg =~ /^canceling statement due to user request$/ && ($cancel_workers{$pid} || $cancelled{$pid});
-	}
-	else
-	{
-		$ok = 1 if $code eq '57P01' && $msg =~ /^terminating connection due to administrator command$/ && $terminated{$pid};
-		$ok = 1 if $code eq '57P01' && $msg =~ /^terminating background worker "zklock.*" due to administrator command$/ && $sigterm_workers{$pid};
-		$ok = 1 if $code eq '57P03' && defined $t_kill && $msg =~ /^the database system is (starting up|in recovery mode|not yet accepting connections)$/;
-	}
-	if ($ok)
-	{
-		$log_count{"$level $code $msg" =~ s/"[^"]*"/"..."/gr}++;
-	}
-	else
-	{
-		push @unexpected, $line;
-	}
-}
-note("expected ERROR/FATAL lines in the log:\n" . join("\n", map { "  $log_count{$_} x $_" } sort keys %log_count));
-is(scalar @unexpected, 0, 'the server log has no unexpected ERROR or FATAL, no crash but the SIGKILL of the test')
-  or diag(join("\n", @unexpected > 40 ? (@unexpected[ 0 .. 39 ], '... ' . (@unexpected - 40) . ' more') : @unexpected));
-if (defined $killed_pid)
-{
-	like($log, qr/\(PID $killed_pid\) was terminated by signal 9/, 'the log shows the SIGKILL of the test');
-}
+};
 
 for my $c (@cl)
 {
