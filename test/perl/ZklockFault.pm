@@ -1,6 +1,6 @@
 
 # ZklockFault — helpers for zklock's fault-injection and security TAP tests
-# (test/t/03*.pl), on top of ZklockTest.
+# (test/t/2xx-9xx), on top of ZklockTest.
 #
 #   zktool(@args)                 run test/java/ZkTool.java (plain ZooKeeper
 #                                 client: expire a session, list a tree, stat,
