@@ -25,7 +25,7 @@
 # mirror the host's apt uses.  Run as root.  Environment knobs:
 #   TAP_TESTS            the TAP tests to run, as for test/all.sh (the one
 #                        variable passed into the root's empty environment),
-#                        e.g. TAP_TESTS=test/t/057_isolated_follower.pl
+#                        e.g. TAP_TESTS=test/t/502_isolated_follower.pl
 #                        bash test/debian-root.sh trixie tap
 #   ZKLOCK_ROOT_PARENT   folder for the root (default /var/tmp)
 #   ZKLOCK_KEEP_ROOT=1   keep the root afterwards (its path is printed)

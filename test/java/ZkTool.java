@@ -1,6 +1,6 @@
 /*
  * ZkTool — one-shot ZooKeeper operations for zklock's fault-injection and
- * security tests (test/t/03*.pl), next to the interactive CuratorPeer.
+ * security tests (test/t/2xx-9xx), next to the interactive CuratorPeer.
  *
  * Build:  javac -cp /usr/share/java/curator-recipes.jar -d BUILD test/java/ZkTool.java
  * Run:    java -cp BUILD:/usr/share/java/curator-recipes.jar ZkTool <command> <connect> ...

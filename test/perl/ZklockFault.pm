@@ -1,6 +1,6 @@
 
 # ZklockFault — helpers for zklock's fault-injection and security TAP tests
-# (test/t/03*.pl), on top of ZklockTest.
+# (test/t/2xx-9xx), on top of ZklockTest.
 #
 #   zktool(@args)                 run test/java/ZkTool.java (plain ZooKeeper
 #                                 client: expire a session, list a tree, stat,
@@ -30,11 +30,6 @@
 #                                 sessions and peers write for every
 #                                 statement (the caller's own note/diag,
 #                                 bound at import, still print)
-#   pump_for($secs, $pump, $us)   call $pump (the test's clients) every $us
-#                                 microseconds for $secs seconds
-#   wait_pumping($cond, $timeout, $what, $pump, $every, $us)
-#                                 wait_until with $pump called meanwhile;
-#                                 $cond is evaluated every $every seconds
 #   wait_back($node, $timeout)    poll until the cluster accepts queries again
 #                                 (after a crash-restart)
 package ZklockFault;
@@ -59,7 +54,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
-  drop_create_reply row_from_json pump_for wait_pumping quietly
+  drop_create_reply row_from_json quietly
 );
 
 ############################################################################
@@ -425,47 +420,6 @@ sub quietly
 	no warnings 'redefine';
 	local *Test::More::note = sub { };
 	return $code->();
-}
-
-# pump_for($secs, $pump, $us): let the test's clients run for $secs seconds
-# ($pump is called every $us microseconds; it decides nothing).
-sub pump_for
-{
-	my ($secs, $pump, $us) = @_;
-	my $end = time + $secs;
-	while (time < $end)
-	{
-		$pump->();
-		usleep($us);
-	}
-	return;
-}
-
-# wait_pumping($cond, $timeout, $what, $pump, $every, $us): wait (bounded)
-# until $cond returns true, calling $pump every $us microseconds meanwhile
-# and $cond every $every seconds; returns $cond's last value.
-sub wait_pumping
-{
-	my ($cond, $timeout, $what, $pump, $every, $us) = @_;
-	my $deadline = time + $timeout;
-	my $next = 0;
-	my $v;
-	while (1)
-	{
-		$pump->();
-		if (time >= $next)
-		{
-			$v = $cond->();
-			return $v if $v;
-			$next = time + $every;
-		}
-		if (time >= $deadline)
-		{
-			diag("timed out after ${timeout}s waiting for $what");
-			return $v;
-		}
-		usleep($us);
-	}
 }
 
 sub status_has_column
