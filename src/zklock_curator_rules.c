@@ -570,3 +570,117 @@ zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms)
 		delay *= 2;
 	return (int) (delay < cap_ms ? delay : cap_ms);
 }
+
+/*
+ * SharedCount's value into out: 4 bytes, big-endian (Java's
+ * ByteBuffer.putInt).
+ */
+void
+zklock_count_encode(int32_t value, unsigned char out[4])
+{
+	uint32_t	u = (uint32_t) value;
+
+	out[0] = (unsigned char) (u >> 24);
+	out[1] = (unsigned char) (u >> 16);
+	out[2] = (unsigned char) (u >> 8);
+	out[3] = (unsigned char) u;
+}
+
+/*
+ * SharedCount's value from a node's data: exactly 4 bytes, or false.
+ */
+bool
+zklock_count_decode(const char *data, int len, int32_t *value)
+{
+	const unsigned char *d = (const unsigned char *) data;
+
+	if (data == NULL || len != 4)
+		return false;
+	*value = (int32_t) (((uint32_t) d[0] << 24) | ((uint32_t) d[1] << 16) |
+						((uint32_t) d[2] << 8) | (uint32_t) d[3]);
+	return true;
+}
+
+/*
+ * DistributedAtomicLong's value into out: 8 bytes, big-endian (Java's
+ * ByteBuffer.putLong).
+ */
+void
+zklock_long_encode(int64_t value, unsigned char out[8])
+{
+	uint64_t	u = (uint64_t) value;
+	int			i;
+
+	for (i = 7; i >= 0; i--)
+	{
+		out[i] = (unsigned char) u;
+		u >>= 8;
+	}
+}
+
+/*
+ * DistributedAtomicLong's value from a node's data: empty (or no data)
+ * is 0, as Curator reads it; 8 bytes big-endian; any other length false.
+ */
+bool
+zklock_long_decode(const char *data, int len, int64_t *value)
+{
+	const unsigned char *d = (const unsigned char *) data;
+	uint64_t	u = 0;
+	int			i;
+
+	if (data == NULL || len <= 0)
+	{
+		*value = 0;
+		return len <= 0;
+	}
+	if (len != 8)
+		return false;
+	for (i = 0; i < 8; i++)
+		u = (u << 8) | d[i];
+	*value = (int64_t) u;
+	return true;
+}
+
+/*
+ * a + b into *sum, or false when the sum does not fit in 64 bits (Java's
+ * long would wrap; SQL refuses instead).
+ */
+bool
+zklock_long_add(int64_t a, int64_t b, int64_t *sum)
+{
+	if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+		return false;
+	*sum = a + b;
+	return true;
+}
+
+/*
+ * Order of the latch participants among children: index of each child
+ * containing "latch-" (Curator's getParticipantNodes filter), sorted as
+ * Curator sorts them (LockInternals.getSortedChildren with "latch-").
+ * Returns how many were written to order (n at most).
+ */
+int
+zklock_latch_participants(char *const *children, int n, int *order)
+{
+	int			m = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < n; i++)
+		if (zklock_is_lock_node(children[i], ZKLOCK_LATCH_NAME))
+			order[m++] = i;
+	/* insertion sort by sort key, stable: ties keep listing order */
+	for (i = 1; i < m; i++)
+	{
+		int			k = order[i];
+		const char *key = zklock_sort_key(children[k], ZKLOCK_LATCH_NAME);
+
+		for (j = i - 1; j >= 0 &&
+			 strcmp(zklock_sort_key(children[order[j]], ZKLOCK_LATCH_NAME), key) > 0; j--)
+			order[j + 1] = order[j];
+		order[j + 1] = k;
+	}
+	return m;
+}

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "zklock_names.h"
 
 extern const char *zklock_sort_key(const char *name, const char *lock_name);
@@ -129,5 +131,27 @@ extern bool zklock_delete_may_add(int used, int size, int need, bool can_wait,
  * refused: base_ms doubled for each earlier attempt, at most cap_ms.
  */
 extern int	zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms);
+
+/*
+ * Counters (issue 21): SharedCount keeps a 4-byte big-endian int,
+ * DistributedAtomicLong an 8-byte big-endian long (a missing node or empty
+ * data reads as 0).  The decoders return false for data of any other
+ * length (Curator fails on it too).
+ */
+#define ZKLOCK_LATCH_NAME "latch-"
+extern void zklock_count_encode(int32_t value, unsigned char out[4]);
+extern bool zklock_count_decode(const char *data, int len, int32_t *value);
+extern void zklock_long_encode(int64_t value, unsigned char out[8]);
+extern bool zklock_long_decode(const char *data, int len, int64_t *value);
+/* a + b, or false when it does not fit in 64 bits */
+extern bool zklock_long_add(int64_t a, int64_t b, int64_t *sum);
+
+/*
+ * LeaderLatch's participants: the children of P containing "latch-", in
+ * Curator's order (sorted by the part after the last "latch-"); their
+ * indexes into children go to order, the count is returned.  The first
+ * one whose data can be read is the leader Curator's getLeader() names.
+ */
+extern int	zklock_latch_participants(char *const *children, int n, int *order);
 
 #endif							/* ZKLOCK_CURATOR_RULES_H */

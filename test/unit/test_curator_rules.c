@@ -1447,6 +1447,93 @@ test_recipe_path(void **state)
 	assert_string_equal(buf, "/a/b/le");
 }
 
+/* SharedCount: 4 bytes big-endian, nothing else */
+static void
+test_count_codec(void **state)
+{
+	unsigned char b[4];
+	int32_t		v = 0;
+
+	(void) state;
+	zklock_count_encode(1, b);
+	assert_memory_equal(b, "\x00\x00\x00\x01", 4);
+	zklock_count_encode(-2, b);
+	assert_memory_equal(b, "\xff\xff\xff\xfe", 4);
+	assert_true(zklock_count_decode((const char *) b, 4, &v));
+	assert_int_equal(v, -2);
+	zklock_count_encode(INT32_MIN, b);
+	assert_true(zklock_count_decode((const char *) b, 4, &v));
+	assert_true(v == INT32_MIN);
+	/* other lengths are not a SharedCount */
+	assert_false(zklock_count_decode("\x00\x00\x01", 3, &v));
+	assert_false(zklock_count_decode("\x00\x00\x00\x00\x01", 5, &v));
+	assert_false(zklock_count_decode("", 0, &v));
+	assert_false(zklock_count_decode(NULL, 0, &v));
+}
+
+/* DistributedAtomicLong: 8 bytes big-endian, empty is 0 */
+static void
+test_long_codec(void **state)
+{
+	unsigned char b[8];
+	int64_t		v = 7;
+
+	(void) state;
+	zklock_long_encode(258, b);
+	assert_memory_equal(b, "\x00\x00\x00\x00\x00\x00\x01\x02", 8);
+	assert_true(zklock_long_decode((const char *) b, 8, &v));
+	assert_true(v == 258);
+	zklock_long_encode(INT64_MIN, b);
+	assert_true(zklock_long_decode((const char *) b, 8, &v));
+	assert_true(v == INT64_MIN);
+	assert_true(zklock_long_decode("", 0, &v));
+	assert_true(v == 0);
+	v = 7;
+	assert_true(zklock_long_decode(NULL, -1, &v));	/* no data at all */
+	assert_true(v == 0);
+	assert_false(zklock_long_decode("\x00\x00\x00\x01", 4, &v));
+	assert_false(zklock_long_decode("\x00\x00\x00\x00\x00\x00\x00\x00\x01", 9, &v));
+}
+
+/* adds that do not fit are refused, not wrapped */
+static void
+test_long_add(void **state)
+{
+	int64_t		s = 0;
+
+	(void) state;
+	assert_true(zklock_long_add(40, 2, &s));
+	assert_true(s == 42);
+	assert_true(zklock_long_add(INT64_MAX - 1, 1, &s));
+	assert_true(s == INT64_MAX);
+	assert_false(zklock_long_add(INT64_MAX, 1, &s));
+	assert_false(zklock_long_add(INT64_MIN, -1, &s));
+	assert_true(zklock_long_add(INT64_MIN, 1, &s));
+	assert_true(zklock_long_add(-5, -6, &s));
+	assert_true(s == -11);
+}
+
+/* latch participants: Curator's filter and order */
+static void
+test_latch_participants(void **state)
+{
+	char	   *c[] = {
+		"_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-latch-0000000007",
+		"foo",
+		"_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-latch-0000000003",
+		"latch-0000000005",
+		"_c_cccccccc-cccc-4ccc-8ccc-cccccccccccc-lock-0000000001",
+	};
+	int			order[5];
+
+	(void) state;
+	assert_int_equal(zklock_latch_participants(c, 5, order), 3);
+	assert_int_equal(order[0], 2);	/* 0000000003 */
+	assert_int_equal(order[1], 3);	/* 0000000005 */
+	assert_int_equal(order[2], 0);	/* 0000000007 */
+	assert_int_equal(zklock_latch_participants(c, 0, order), 0);
+}
+
 int
 main(void)
 {
@@ -1531,6 +1618,10 @@ main(void)
 		cmocka_unit_test(test_retry_delay_doubles_to_cap),
 		cmocka_unit_test(test_curator_child_tests),
 		cmocka_unit_test(test_recipe_path),
+		cmocka_unit_test(test_count_codec),
+		cmocka_unit_test(test_long_codec),
+		cmocka_unit_test(test_long_add),
+		cmocka_unit_test(test_latch_participants),
 	};
 
 	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
