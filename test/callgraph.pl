@@ -26,7 +26,7 @@ my @KNOWN = ();
 my $ENTRY = qr/^(zk_\w+|pg_finfo_\w+|_PG_init|Pg_magic_func|zklock_worker_main)$/;
 # the pure cores: their functions are also the unit tests' interface
 # (test/unit), and an assertion's use vanishes from a build without them
-my $PURE = qr/^zklock_(recipe|names|lease_rules|local_rules)$/;
+my $PURE = qr/^zklock_(curator_rules|names|lease_rules|local_rules)$/;
 
 my (%defines, %uses, %exported, %used_by);
 opendir(my $dh, $dir) or die "$dir: $!";
