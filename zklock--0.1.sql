@@ -154,6 +154,41 @@ CREATE FUNCTION zk_revocation_requested()
 RETURNS SETOF text AS 'MODULE_PATHNAME', 'zk_revocation_requested'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Shared counters (Curator's SharedCount, DistributedAtomicLong)
+
+CREATE FUNCTION zk_shared_count_get(path text, seed integer DEFAULT 0)
+RETURNS integer AS 'MODULE_PATHNAME', 'zk_shared_count_get'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_shared_count_get_versioned(path text, seed integer DEFAULT 0,
+    OUT value integer, OUT version integer)
+RETURNS record AS 'MODULE_PATHNAME', 'zk_shared_count_get_versioned'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_shared_count_set(path text, value integer)
+RETURNS void AS 'MODULE_PATHNAME', 'zk_shared_count_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_shared_count_try_set(path text, value integer, version integer)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_shared_count_try_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_atomic_long_get(path text)
+RETURNS bigint AS 'MODULE_PATHNAME', 'zk_atomic_long_get'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_atomic_long_add(path text, delta bigint)
+RETURNS bigint AS 'MODULE_PATHNAME', 'zk_atomic_long_add'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_atomic_long_compare_and_set(path text, expected bigint, new_value bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_atomic_long_compare_and_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_atomic_long_set(path text, value bigint)
+RETURNS void AS 'MODULE_PATHNAME', 'zk_atomic_long_set'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- Participants and fencing tokens
 
 CREATE FUNCTION zk_participants(path text,

@@ -99,11 +99,33 @@ typedef enum ZklockOp
 	ZKOP_DBARRIER_LEAVE,		/* DistributedDoubleBarrier.leave */
 	ZKOP_REVOKE,				/* Revoker.attemptRevoke on every holder */
 	ZKOP_PARTICIPANTS,			/* list nodes and their data */
+	ZKOP_COUNTER,				/* SharedCount / DistributedAtomicLong */
 	ZKOP_CONFIRM				/* does a held node (data: its path below
 								 * path) still exist in our session? */
 } ZklockOp;
 
 /* What a slot is to the user: zk_locks' recipe column, the local key */
+/* What a counter request does (ZKOP_COUNTER) */
+typedef enum ZklockCounterAction
+{
+	ZKC_COUNT_GET = 1,			/* SharedCount: read, create with the seed */
+	ZKC_COUNT_SET,				/* SharedCount.setCount */
+	ZKC_COUNT_TRY_SET,			/* SharedCount.trySetCount at a version */
+	ZKC_LONG_GET,				/* DistributedAtomicLong.get */
+	ZKC_LONG_ADD,				/* DistributedAtomicLong.add */
+	ZKC_LONG_CAS,				/* DistributedAtomicLong.compareAndSet */
+	ZKC_LONG_SET				/* DistributedAtomicLong.forceSet */
+} ZklockCounterAction;
+
+/* A counter request's arguments (the ask's and the slot's) */
+typedef struct ZklockCounterArgs
+{
+	ZklockCounterAction action;
+	int64		a;				/* seed, value, delta or expected */
+	int64		b;				/* compare_and_set: the new value */
+	int32		version;		/* try_set: the version read */
+} ZklockCounterArgs;
+
 typedef enum ZklockKind
 {
 	ZKK_NONE = 0,				/* transient request */
@@ -214,6 +236,7 @@ typedef struct ZklockSlot
 	{
 		int32		max_leases; /* semaphore size */
 	}			lease;
+	ZklockCounterArgs counter;	/* counter requests */
 	struct
 	{
 		int32		member_qty; /* members to wait for */

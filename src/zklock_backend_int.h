@@ -59,6 +59,7 @@ typedef struct ZklockAsk
 	uint32		result_dsm;		/* participants: where the answer goes */
 	uint32		result_size;
 	const char *data;			/* slot data instead of the node identity */
+	ZklockCounterArgs counter;	/* counter requests */
 } ZklockAsk;
 
 extern HTAB *zklock_local_locks;

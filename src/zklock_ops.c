@@ -106,6 +106,9 @@ const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
 	[ZKOP_PARTICIPANTS] = {
 		.start = zklock_participants_start,
 	},
+	[ZKOP_COUNTER] = {
+		.start = zklock_counter_start,
+	},
 	[ZKOP_CONFIRM] = {
 		.start = zklock_confirm_start,
 	},

@@ -132,6 +132,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->waits_on[0] = '\0';
 		slot->lease.max_leases = ask->max_leases;
 		slot->dbarrier.member_qty = ask->member_qty;
+		slot->counter = ask->counter;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
 				sizeof(slot->downgrade_seq));
 		slot->result_value = 0;

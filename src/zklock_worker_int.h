@@ -79,6 +79,11 @@ typedef struct WorkerReq
 		{
 			int64		written;	/* holders' nodes written */
 		}			revoke;
+		struct
+		{
+			int64		pending;	/* the value being written */
+			bool		write_sent; /* a write of it may have been applied */
+		}			counter;
 		struct					/* the listing and the data, in order */
 		{
 			char		dir[ZKLOCK_NODE_PATH_SIZE];
@@ -225,6 +230,7 @@ extern void zklock_lk_resume(int idx, bool recover);
 extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
 								 bool rw, bool read);
 extern void zklock_confirm_start(int idx);
+extern void zklock_counter_start(int idx);
 extern void zklock_mutex_lock_target(int idx, LockTarget *t);
 extern void zklock_read_lock_target(int idx, LockTarget *t);
 extern void zklock_write_lock_target(int idx, LockTarget *t);

@@ -1,0 +1,562 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock_rcp_counter.c
+ *	  Shared counters, Curator-compatible on the wire (see doc/wire.md):
+ *	  SharedCount (a 4-byte int in node P) and DistributedAtomicLong (an
+ *	  8-byte long in node P), their SQL functions and the worker's steps.
+ *
+ *	  A read goes through the leader first (sync, then getData behind it
+ *	  on the session), so it is never older than a write acknowledged
+ *	  before it.  A write with a version (try_set, compare_and_set, add)
+ *	  is decided by ZooKeeper.  A write whose reply was lost with the
+ *	  connection is not sent again: an add or a versioned write might
+ *	  then be applied twice or reported wrong, so the call fails with
+ *	  08006 saying its outcome is unknown (Curator retries it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+#include "zklock.h"
+#include "zklock_worker_int.h"
+#include "zklock_backend_int.h"
+
+static void counter_read(int idx);
+static void counter_write(int idx, int version, int64 value);
+static void counter_create(int idx, int64 value);
+static void counter_sync_done(int rc, const char *value, const void *data);
+static void counter_data_done(int rc, const char *value, int value_len,
+							  const struct Stat *stat, const void *data);
+static void counter_set_done(int rc, const struct Stat *stat, const void *data);
+static void counter_create_done(int rc, const char *value, const void *data);
+static bool counter_is_long(const ZklockSlot *slot);
+static bool counter_write_in_doubt(int idx, int rc);
+static int64 counter_pack(int32 value, int32 version);
+static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,
+							 int64 a, int64 b, int32 version);
+
+/* ---------------------------------------------------------------------
+ * Worker steps
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A DistributedAtomicLong request (8 bytes), else a SharedCount one (4).
+ */
+static bool
+counter_is_long(const ZklockSlot *slot)
+{
+	return slot->counter.action >= ZKC_LONG_GET;
+}
+
+/*
+ * A SharedCount's value and version in one result: version in the high
+ * half, the value's bits in the low half.
+ */
+static int64
+counter_pack(int32 value, int32 version)
+{
+	return (int64) (((uint64) (uint32) version << 32) | (uint64) (uint32) value);
+}
+
+/*
+ * First step of a counter request.  Caller holds the lock.
+ */
+void
+zklock_counter_start(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	switch (slot->counter.action)
+	{
+		case ZKC_COUNT_SET:
+		case ZKC_LONG_SET:
+			counter_write(idx, -1, slot->counter.a);
+			break;
+		case ZKC_COUNT_TRY_SET:
+			counter_write(idx, slot->counter.version, slot->counter.a);
+			break;
+		default:
+			counter_read(idx);
+			break;
+	}
+}
+
+/*
+ * sync through the leader, then getData of P behind it on the session.
+ */
+static void
+counter_read(int idx)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	zklock_call_sent(idx, zoo_async(zklock_zh, slot->path, counter_sync_done,
+									zklock_slot_tag(idx)));
+	if (zklock_req_parked(&zklock_reqs[idx]))
+		return;
+	zklock_call_sent(idx, zoo_aget(zklock_zh, slot->path, 0, counter_data_done,
+								   zklock_slot_tag(idx)));
+}
+
+/*
+ * setData of value (encoded for the counter's kind) at version (-1: any).
+ */
+static void
+counter_write(int idx, int version, int64 value)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	unsigned char buf[8];
+	int			len;
+
+	if (counter_is_long(slot))
+	{
+		zklock_long_encode(value, buf);
+		len = 8;
+	}
+	else
+	{
+		zklock_count_encode((int32) value, buf);
+		len = 4;
+	}
+	zklock_reqs[idx].rcp.counter.pending = value;
+	zklock_reqs[idx].rcp.counter.write_sent = true;
+	zklock_call_sent(idx, zoo_aset(zklock_zh, slot->path, (const char *) buf, len,
+								   version, counter_set_done, zklock_slot_tag(idx)));
+}
+
+/*
+ * create P (PERSISTENT, its parents as containers once a create found one
+ * missing) holding value.
+ */
+static void
+counter_create(int idx, int64 value)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	WorkerReq  *req = &zklock_reqs[idx];
+	unsigned char buf[8];
+	int			len;
+
+	if (req->need_parents)
+	{
+		zklock_create_containers(slot->path, false);
+		req->need_parents = false;
+	}
+	if (counter_is_long(slot))
+	{
+		zklock_long_encode(value, buf);
+		len = 8;
+	}
+	else
+	{
+		zklock_count_encode((int32) value, buf);
+		len = 4;
+	}
+	req->rcp.counter.pending = value;
+	req->rcp.counter.write_sent = true;
+	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
+									  zklock_node_acl(), 0, counter_create_done,
+									  zklock_slot_tag(idx)));
+}
+
+/*
+ * A write of ours may have been applied without our knowing (its reply
+ * went with the connection): fail the request rather than send it again,
+ * unless sending it again cannot change the outcome (a plain set).
+ * Returns true when it failed the request.
+ */
+static bool
+counter_write_in_doubt(int idx, int rc)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+
+	if (!zklock_rc_retryable(rc) || !zklock_reqs[idx].rcp.counter.write_sent ||
+		slot->counter.action == ZKC_COUNT_SET || slot->counter.action == ZKC_LONG_SET ||
+		slot->counter.action == ZKC_COUNT_GET)
+		return false;
+	zklock_req_fail(idx, ERRCODE_CONNECTION_FAILURE,
+					"the connection to zookeeper was lost while writing counter \"%s\": the write may or may not have been applied",
+					slot->path + slot->user_path_off);
+	return true;
+}
+
+/*
+ * Completion of the sync ahead of a read: only its failure matters.
+ */
+static void
+counter_sync_done(int rc, const char *value, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0 && rc != ZOK)
+		zklock_call_failed(idx, rc, "sync the counter");
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the getData of P: answer a read, or compute the write of
+ * an add or a compare-and-set at the version read.
+ */
+static void
+counter_data_done(int rc, const char *value, int value_len,
+				  const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+	ZklockSlot *slot;
+	ZklockCounterArgs *c;
+	int64		cur = 0;
+	int64		sum;
+	int32		cur32 = 0;
+
+	if (idx < 0)
+	{
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	slot = &zklock_shared->slots[idx];
+	c = &slot->counter;
+	if (rc == ZNONODE)
+	{
+		switch (c->action)
+		{
+			case ZKC_COUNT_GET:
+				counter_create(idx, c->a);	/* the seed, as SharedCount.start */
+				break;
+			case ZKC_LONG_ADD:
+				if (!zklock_long_add(0, c->a, &sum))
+					zklock_req_fail(idx, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+									"bigint out of range");
+				else
+					counter_create(idx, sum);
+				break;
+			default:
+				/* get: 0; compare_and_set: false, as Curator */
+				zklock_req_finish(idx, ZKR_OK, 0);
+				break;
+		}
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	if (rc != ZOK)
+	{
+		zklock_call_failed(idx, rc, "read the counter");
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	if (stat->ephemeralOwner != 0)
+	{
+		zklock_req_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
+						"zookeeper node \"%s\" is ephemeral and not a counter",
+						slot->path + slot->user_path_off);
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	if (counter_is_long(slot) ? !zklock_long_decode(value, value_len, &cur) :
+		!zklock_count_decode(value, value_len, &cur32))
+	{
+		zklock_req_fail(idx, ERRCODE_INVALID_BINARY_REPRESENTATION,
+						"zookeeper node \"%s\" holds %d bytes, not a %s",
+						slot->path + slot->user_path_off, Max(value_len, 0),
+						counter_is_long(slot) ? "DistributedAtomicLong (8 bytes)" :
+						"SharedCount (4 bytes)");
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
+	switch (c->action)
+	{
+		case ZKC_COUNT_GET:
+			zklock_req_finish(idx, ZKR_OK, counter_pack(cur32, stat->version));
+			break;
+		case ZKC_LONG_GET:
+			zklock_req_finish(idx, ZKR_OK, cur);
+			break;
+		case ZKC_LONG_ADD:
+			if (!zklock_long_add(cur, c->a, &sum))
+				zklock_req_fail(idx, ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+								"bigint out of range");
+			else
+				counter_write(idx, stat->version, sum);
+			break;
+		case ZKC_LONG_CAS:
+			if (cur != c->a)
+				zklock_req_finish(idx, ZKR_OK, 0);
+			else
+				counter_write(idx, stat->version, c->b);
+			break;
+		default:
+			elog(LOG, "zklock: counter read for action %d", (int) c->action);
+			zklock_req_finish(idx, ZKR_OK, 0);
+			break;
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the setData of P.
+ */
+static void
+counter_set_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+		ZklockCounterAction action = slot->counter.action;
+
+		if (rc == ZOK)
+			zklock_req_finish(idx, ZKR_OK,
+							  action == ZKC_LONG_ADD ? req->rcp.counter.pending : 1);
+		else if (rc == ZBADVERSION && action == ZKC_LONG_ADD)
+		{
+			req->rcp.counter.write_sent = false;	/* not applied: again */
+			counter_read(idx);
+		}
+		else if (rc == ZBADVERSION)
+			zklock_req_finish(idx, ZKR_OK, 0);	/* try_set, compare_and_set */
+		else if (rc == ZNONODE && (action == ZKC_COUNT_SET || action == ZKC_LONG_SET))
+			counter_create(idx, req->rcp.counter.pending);
+		else if (rc == ZNONODE && action == ZKC_LONG_ADD)
+		{
+			req->rcp.counter.write_sent = false;
+			counter_read(idx);	/* deleted meanwhile: start from 0 */
+		}
+		else if (rc == ZNONODE)
+			zklock_req_finish(idx, ZKR_OK, 0);	/* nothing at that version */
+		else if (!counter_write_in_doubt(idx, rc))
+			zklock_call_failed(idx, rc, "write the counter");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the create of P.
+ */
+static void
+counter_create_done(int rc, const char *value, const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		WorkerReq  *req = &zklock_reqs[idx];
+		ZklockCounterAction action = slot->counter.action;
+
+		if (rc == ZOK && action == ZKC_COUNT_GET)
+			zklock_req_finish(idx, ZKR_OK, counter_pack((int32) slot->counter.a, 0));
+		else if (rc == ZOK)
+			zklock_req_finish(idx, ZKR_OK,
+							  action == ZKC_LONG_ADD ? req->rcp.counter.pending : 1);
+		else if (rc == ZNODEEXISTS)
+		{
+			/* made meanwhile by someone else: not ours, start again */
+			req->rcp.counter.write_sent = false;
+			zklock_counter_start(idx);
+		}
+		else if (rc == ZNONODE)
+		{
+			req->rcp.counter.write_sent = false;
+			if (zklock_retry_with_parents(idx))
+				counter_create(idx, req->rcp.counter.pending);
+		}
+		else if (!counter_write_in_doubt(idx, rc))
+			zklock_call_failed(idx, rc, "create the counter");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/* ---------------------------------------------------------------------
+ * SQL functions
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Run a counter request on the path in argument 0 and return the
+ * worker's result.  The path must not name a recipe's node.
+ */
+static int64
+counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
+				int64 b, int32 version)
+{
+	ZklockAsk	ask;
+	LocalLockKey key;
+	int			user_off;
+	const char *last;
+	const char *kind;
+
+	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
+	last = strrchr(key.path, '/');
+	kind = zklock_recipe_node_kind(last ? last + 1 : key.path);
+	if (kind != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zookeeper path \"%s\" names a %s, not a counter",
+						key.path + user_off, kind)));
+	zklock_init_ask(&ask, ZKOP_COUNTER, ZKK_NONE, -1, false);
+	ask.counter.action = action;
+	ask.counter.a = a;
+	ask.counter.b = b;
+	ask.counter.version = version;
+	return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
+}
+
+/*
+ * The seed in argument argno: a SharedCount starts at a value >= 0.
+ */
+static int32
+seed_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int32		seed = PG_ARGISNULL(argno) ? 0 : PG_GETARG_INT32(argno);
+
+	if (seed < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("seed must not be negative")));
+	return seed;
+}
+
+/*
+ * A non-NULL argument, or an error naming it.
+ */
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", name)));
+}
+
+PG_FUNCTION_INFO_V1(zk_shared_count_get);
+
+/*
+ * zk_shared_count_get(path, seed) returns integer
+ */
+Datum
+zk_shared_count_get(PG_FUNCTION_ARGS)
+{
+	int32		seed;
+	int64		r;
+
+	zklock_backend_setup();
+	seed = seed_arg(fcinfo, 1);
+	r = counter_request(fcinfo, ZKC_COUNT_GET, seed, 0, 0);
+	PG_RETURN_INT32((int32) (uint32) r);
+}
+
+PG_FUNCTION_INFO_V1(zk_shared_count_get_versioned);
+
+/*
+ * zk_shared_count_get_versioned(path, seed) returns (value, version)
+ */
+Datum
+zk_shared_count_get_versioned(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	int32		seed;
+	int64		r;
+
+	zklock_backend_setup();
+	seed = seed_arg(fcinfo, 1);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "zk_shared_count_get_versioned must return a row");
+	r = counter_request(fcinfo, ZKC_COUNT_GET, seed, 0, 0);
+	values[0] = Int32GetDatum((int32) (uint32) r);
+	values[1] = Int32GetDatum((int32) (uint32) ((uint64) r >> 32));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(zk_shared_count_set);
+
+/*
+ * zk_shared_count_set(path, value) returns void
+ */
+Datum
+zk_shared_count_set(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	require_arg(fcinfo, 1, "value");
+	(void) counter_request(fcinfo, ZKC_COUNT_SET, PG_GETARG_INT32(1), 0, 0);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(zk_shared_count_try_set);
+
+/*
+ * zk_shared_count_try_set(path, value, version) returns boolean
+ */
+Datum
+zk_shared_count_try_set(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	require_arg(fcinfo, 1, "value");
+	require_arg(fcinfo, 2, "version");
+	if (PG_GETARG_INT32(2) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("version must not be negative")));
+	PG_RETURN_BOOL(counter_request(fcinfo, ZKC_COUNT_TRY_SET, PG_GETARG_INT32(1), 0,
+								   PG_GETARG_INT32(2)) == 1);
+}
+
+PG_FUNCTION_INFO_V1(zk_atomic_long_get);
+
+/*
+ * zk_atomic_long_get(path) returns bigint
+ */
+Datum
+zk_atomic_long_get(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_INT64(counter_request(fcinfo, ZKC_LONG_GET, 0, 0, 0));
+}
+
+PG_FUNCTION_INFO_V1(zk_atomic_long_add);
+
+/*
+ * zk_atomic_long_add(path, delta) returns bigint: the new value
+ */
+Datum
+zk_atomic_long_add(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	require_arg(fcinfo, 1, "delta");
+	PG_RETURN_INT64(counter_request(fcinfo, ZKC_LONG_ADD, PG_GETARG_INT64(1), 0, 0));
+}
+
+PG_FUNCTION_INFO_V1(zk_atomic_long_compare_and_set);
+
+/*
+ * zk_atomic_long_compare_and_set(path, expected, new_value) returns boolean
+ */
+Datum
+zk_atomic_long_compare_and_set(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	require_arg(fcinfo, 1, "expected");
+	require_arg(fcinfo, 2, "new_value");
+	PG_RETURN_BOOL(counter_request(fcinfo, ZKC_LONG_CAS, PG_GETARG_INT64(1),
+								   PG_GETARG_INT64(2), 0) == 1);
+}
+
+PG_FUNCTION_INFO_V1(zk_atomic_long_set);
+
+/*
+ * zk_atomic_long_set(path, value) returns void
+ */
+Datum
+zk_atomic_long_set(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	require_arg(fcinfo, 1, "value");
+	(void) counter_request(fcinfo, ZKC_LONG_SET, PG_GETARG_INT64(1), 0, 0);
+	PG_RETURN_VOID();
+}
