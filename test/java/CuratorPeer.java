@@ -129,6 +129,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -137,8 +139,11 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
@@ -456,6 +461,71 @@ public class CuratorPeer {
             } catch (KeeperException.NoNodeException e) {
                 reply("nonode " + w[1]);
             }
+            return true;
+        }
+        case "count_get": {
+            need(w, 3, "count_get PATH SEED");
+            try (SharedCount c = new SharedCount(client, w[1], Integer.parseInt(w[2]))) {
+                c.start();
+                VersionedValue<Integer> v = c.getVersionedValue();
+                reply("count " + w[1] + " " + v.getValue() + " " + v.getVersion());
+            }
+            return true;
+        }
+        case "count_set": {
+            need(w, 3, "count_set PATH VALUE");
+            try (SharedCount c = new SharedCount(client, w[1], 0)) {
+                c.start();
+                c.setCount(Integer.parseInt(w[2]));
+                reply("countset " + w[1]);
+            }
+            return true;
+        }
+        case "count_tryset": {
+            need(w, 4, "count_tryset PATH VALUE VERSION");
+            String[] p = line.split("\\s+");
+            try (SharedCount c = new SharedCount(client, w[1], 0)) {
+                c.start();
+                VersionedValue<Integer> v = c.getVersionedValue();
+                boolean ok = v.getVersion() == Integer.parseInt(p[3])
+                    && c.trySetCount(v, Integer.parseInt(w[2]));
+                reply("counttry " + w[1] + " " + ok);
+            }
+            return true;
+        }
+        case "long_get": {
+            need(w, 2, "long_get PATH");
+            AtomicValue<Long> v = new DistributedAtomicLong(client, w[1], new RetryNTimes(50, 10)).get();
+            reply("long " + w[1] + " " + v.succeeded() + " " + v.postValue());
+            return true;
+        }
+        case "long_add": {
+            need(w, 3, "long_add PATH DELTA");
+            AtomicValue<Long> v = new DistributedAtomicLong(client, w[1], new RetryNTimes(50, 10))
+                .add(Long.parseLong(w[2]));
+            reply("longadd " + w[1] + " " + v.succeeded() + " " + v.postValue());
+            return true;
+        }
+        case "long_cas": {
+            need(w, 4, "long_cas PATH EXPECTED NEW");
+            String[] p = line.split("\\s+");
+            AtomicValue<Long> v = new DistributedAtomicLong(client, w[1], new RetryNTimes(50, 10))
+                .compareAndSet(Long.parseLong(w[2]), Long.parseLong(p[3]));
+            reply("longcas " + w[1] + " " + v.succeeded());
+            return true;
+        }
+        case "long_addloop": {
+            // N adds of 1, each retried until it succeeds; replies the count
+            need(w, 3, "long_addloop PATH N");
+            DistributedAtomicLong l = new DistributedAtomicLong(client, w[1], new RetryNTimes(50, 10));
+            int n = Integer.parseInt(w[2]);
+            int done = 0;
+            for (int i = 0; i < n; i++) {
+                while (!l.add(1L).succeeded())
+                    ;
+                done++;
+            }
+            reply("longloop " + w[1] + " " + done);
             return true;
         }
         default:
