@@ -58,7 +58,11 @@ for my $p (@bad_paths)
 	  "zk_semaphore_release_all($p)",
 	  "zk_barrier_set($p)", "zk_barrier_remove($p)", "zk_barrier_wait($p, '1s')",
 	  "zk_double_barrier_enter($p, 2, '1s')", "zk_double_barrier_leave($p)",
-	  "zk_revoke($p)", "zk_participants($p)", "zk_lock_token($p)";
+	  "zk_revoke($p)", "zk_participants($p)", "zk_lock_token($p)",
+	  "zk_shared_count_get($p)", "zk_shared_count_get_versioned($p, 1)",
+	  "zk_shared_count_set($p, 1)", "zk_shared_count_try_set($p, 1, 0)",
+	  "zk_atomic_long_get($p)", "zk_atomic_long_add($p, 1)",
+	  "zk_atomic_long_compare_and_set($p, 0, 1)", "zk_atomic_long_set($p, 1)";
 }
 for my $t (@bad_timeouts)
 {
@@ -78,6 +82,12 @@ for my $n (@bad_counts)
 	  "zk_semaphore_acquire_xact('/ok', $n)", "zk_semaphore_acquire_xact('/ok', 3, $n)",
 	  "zk_double_barrier_enter('/ok', $n)";
 }
+push @calls,
+  "zk_shared_count_get('/ok', -1)", "zk_shared_count_get_versioned('/ok', -2147483648)",
+  "zk_shared_count_set('/ok', NULL)", "zk_shared_count_try_set('/ok', 1, -1)",
+  "zk_shared_count_try_set('/ok', NULL, 0)", "zk_shared_count_try_set('/ok', 1, NULL)",
+  "zk_atomic_long_add('/ok', NULL)", "zk_atomic_long_compare_and_set('/ok', NULL, 1)",
+  "zk_atomic_long_compare_and_set('/ok', 0, NULL)", "zk_atomic_long_set('/ok', NULL)";
 push @calls,
   "zk_semaphore_acquire('/ok', 2, 2147483647)", "zk_semaphore_acquire('/ok', 1, 2)",
   "zk_semaphore_acquire_xact('/ok', 2, 2147483647)";
