@@ -126,6 +126,24 @@ typedef struct ZklockCounterArgs
 	int32		version;		/* try_set: the version read */
 } ZklockCounterArgs;
 
+/*
+ * A request's own arguments, by recipe: its SQL function fills them in the
+ * ask, the claim copies them whole into the slot, its worker steps read
+ * them.  A new recipe adds its member here and nowhere else.
+ */
+typedef union ZklockRecipeArgs
+{
+	struct
+	{
+		int32		max_leases; /* semaphore size */
+	}			lease;
+	struct
+	{
+		int32		member_qty; /* members to wait for */
+	}			dbarrier;
+	ZklockCounterArgs counter;
+} ZklockRecipeArgs;
+
 typedef enum ZklockKind
 {
 	ZKK_NONE = 0,				/* transient request */
@@ -231,15 +249,9 @@ typedef struct ZklockSlot
 	bool		revocable;		/* watch our node for __REVOKE__ */
 	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
 	char		downgrade_seq[12];	/* read lock of a write holder: its seq */
-	/* per recipe: set at claim, used by that recipe's steps */
-	struct
+	ZklockRecipeArgs args;		/* the recipe's own arguments, from the ask */
+	struct						/* the double barrier's state */
 	{
-		int32		max_leases; /* semaphore size */
-	}			lease;
-	ZklockCounterArgs counter;	/* counter requests */
-	struct
-	{
-		int32		member_qty; /* members to wait for */
 		bool		node_deleted;	/* leave: ours is gone */
 		bool		own_delete_sent;	/* ... a delete of ours was sent (its
 										 * reply may be lost) */

@@ -53,13 +53,11 @@ typedef struct ZklockAsk
 	bool		try_only;
 	bool		revocable;
 	int64		timeout_ms;		/* -1: no timeout */
-	int32		max_leases;
-	int32		member_qty;
 	const char *downgrade_seq;
 	uint32		result_dsm;		/* participants: where the answer goes */
 	uint32		result_size;
 	const char *data;			/* slot data instead of the node identity */
-	ZklockCounterArgs counter;	/* counter requests */
+	ZklockRecipeArgs args;		/* the recipe's own (copied into the slot) */
 } ZklockAsk;
 
 extern HTAB *zklock_local_locks;

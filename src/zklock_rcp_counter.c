@@ -50,7 +50,7 @@ static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action
 static bool
 counter_is_long(const ZklockSlot *slot)
 {
-	return slot->counter.action >= ZKC_LONG_GET;
+	return slot->args.counter.action >= ZKC_LONG_GET;
 }
 
 /*
@@ -71,14 +71,14 @@ zklock_counter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	switch (slot->counter.action)
+	switch (slot->args.counter.action)
 	{
 		case ZKC_COUNT_SET:
 		case ZKC_LONG_SET:
-			counter_write(idx, -1, slot->counter.a);
+			counter_write(idx, -1, slot->args.counter.a);
 			break;
 		case ZKC_COUNT_TRY_SET:
-			counter_write(idx, slot->counter.version, slot->counter.a);
+			counter_write(idx, slot->args.counter.version, slot->args.counter.a);
 			break;
 		default:
 			counter_read(idx);
@@ -174,8 +174,8 @@ counter_write_in_doubt(int idx, int rc)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	if (!zklock_rc_retryable(rc) || !zklock_reqs[idx].rcp.counter.write_sent ||
-		slot->counter.action == ZKC_COUNT_SET || slot->counter.action == ZKC_LONG_SET ||
-		slot->counter.action == ZKC_COUNT_GET)
+		slot->args.counter.action == ZKC_COUNT_SET || slot->args.counter.action == ZKC_LONG_SET ||
+		slot->args.counter.action == ZKC_COUNT_GET)
 		return false;
 	zklock_req_fail(idx, ERRCODE_CONNECTION_FAILURE,
 					"the connection to zookeeper was lost while writing counter \"%s\": the write may or may not have been applied",
@@ -217,7 +217,7 @@ counter_data_done(int rc, const char *value, int value_len,
 		return;
 	}
 	slot = &zklock_shared->slots[idx];
-	c = &slot->counter;
+	c = &slot->args.counter;
 	if (rc == ZNONODE)
 	{
 		switch (c->action)
@@ -306,7 +306,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
-		ZklockCounterAction action = slot->counter.action;
+		ZklockCounterAction action = slot->args.counter.action;
 
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK,
@@ -345,10 +345,10 @@ counter_create_done(int rc, const char *value, const void *data)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
-		ZklockCounterAction action = slot->counter.action;
+		ZklockCounterAction action = slot->args.counter.action;
 
 		if (rc == ZOK && action == ZKC_COUNT_GET)
-			zklock_req_finish(idx, ZKR_OK, counter_pack((int32) slot->counter.a, 0));
+			zklock_req_finish(idx, ZKR_OK, counter_pack((int32) slot->args.counter.a, 0));
 		else if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK,
 							  action == ZKC_LONG_ADD ? req->rcp.counter.pending : 1);
@@ -398,10 +398,10 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 				 errmsg("zookeeper path \"%s\" names a %s, not a counter",
 						key.path + user_off, kind)));
 	zklock_init_ask(&ask, ZKOP_COUNTER, ZKK_NONE, -1, false);
-	ask.counter.action = action;
-	ask.counter.a = a;
-	ask.counter.b = b;
-	ask.counter.version = version;
+	ask.args.counter.action = action;
+	ask.args.counter.a = a;
+	ask.args.counter.b = b;
+	ask.args.counter.version = version;
 	return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
 }
 

@@ -179,7 +179,7 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 
 		if (rc == ZOK)
 		{
-			if (strings->count >= slot->dbarrier.member_qty)
+			if (strings->count >= slot->args.dbarrier.member_qty)
 			{
 				char		ready[ZKLOCK_NODE_PATH_SIZE];
 				int			zrc;
@@ -602,7 +602,7 @@ zk_double_barrier_enter(PG_FUNCTION_ARGS)
 				 errmsg("this session has already entered double barrier \"%s\"",
 						key.path + user_off)));
 	zklock_init_ask(&ask, ZKOP_DBARRIER_ENTER, ZKK_DOUBLE_BARRIER, timeout_ms, false);
-	ask.member_qty = member_qty;
+	ask.args.dbarrier.member_qty = member_qty;
 	/* a zero timeout is a look: in only if the quorum is there now */
 	ask.try_only = (timeout_ms == 0);
 	idx = zklock_claim_slot(&ask, &key, user_off, &serial);

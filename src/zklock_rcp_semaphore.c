@@ -160,7 +160,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 					zklock_lease_create(idx);
 				}
 			}
-			else if (strings->count <= slot->lease.max_leases)
+			else if (strings->count <= slot->args.lease.max_leases)
 			{
 				/* granted: let the next acquirer have P/locks */
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
@@ -323,6 +323,7 @@ semaphore_mutex_acquire(FunctionCallInfo fcinfo, bool xact)
 
 	zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX,
 					zklock_timeout_arg(fcinfo, 1), xact);
+	ask.args.lease.max_leases = 1;	/* InterProcessSemaphoreMutex */
 	return zklock_acquire_lock(&ask, path);
 }
 
@@ -412,7 +413,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 			ZklockAsk	ask;
 
 			zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE, zklock_remaining_ms(timeout_ms, start), xact);
-			ask.max_leases = max_leases;
+			ask.args.lease.max_leases = max_leases;
 			if (!zklock_request_lock(&ask, &key, user_off, &slots[taken], &serials[taken]))
 			{
 				ok = false;

@@ -130,9 +130,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->dbarrier.node_deleted = false;
 		slot->dbarrier.own_delete_sent = false;
 		slot->waits_on[0] = '\0';
-		slot->lease.max_leases = ask->max_leases;
-		slot->dbarrier.member_qty = ask->member_qty;
-		slot->counter = ask->counter;
+		slot->args = ask->args;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
 				sizeof(slot->downgrade_seq));
 		slot->result_value = 0;
@@ -452,7 +450,6 @@ zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind, int64 timeout_ms, 
 	ask->kind = kind;
 	ask->timeout_ms = timeout_ms;
 	ask->xact = xact;
-	ask->max_leases = 1;
 }
 
 /*
@@ -541,7 +538,6 @@ zklock_confirm_hold(int slot_idx, char *why, size_t whylen)
 	ask.op = ZKOP_CONFIRM;
 	ask.kind = ZKK_NONE;
 	ask.timeout_ms = zklock_connect_timeout;
-	ask.max_leases = 1;
 	ask.data = rel;
 	PG_TRY();
 	{
