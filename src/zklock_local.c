@@ -463,6 +463,9 @@ local_tail_owner(int idx, const char *base, const char *after, bool reader)
 			 slot->state != ZKS_RELEASE) ||
 			zklock_worker_ops(slot->op)->local == NULL)
 			continue;
+		/* what the rule refuses anyway, before the target is worked out */
+		if (slot->session_gen != sh->session_gen || zklock_req_parked(req))
+			continue;
 		zklock_lk_target(i, &t);
 		if (strcmp(t.base, base) != 0)
 			continue;

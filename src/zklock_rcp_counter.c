@@ -36,6 +36,7 @@ static void counter_create_done(int rc, const char *value, const void *data);
 static bool counter_is_long(const ZklockSlot *slot);
 static bool counter_write_in_doubt(int idx, int rc);
 static int64 counter_pack(int32 value, int32 version);
+static int	counter_encode(const ZklockSlot *slot, int64 value, unsigned char *buf);
 static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,
 							 int64 a, int64 b, int32 version);
 
@@ -51,6 +52,22 @@ static bool
 counter_is_long(const ZklockSlot *slot)
 {
 	return slot->args.counter.action >= ZKC_LONG_GET;
+}
+
+/*
+ * value in Curator's bytes for the slot's counter (8 for a long, 4 for a
+ * SharedCount) into buf; returns the length.
+ */
+static int
+counter_encode(const ZklockSlot *slot, int64 value, unsigned char *buf)
+{
+	if (counter_is_long(slot))
+	{
+		zklock_long_encode(value, buf);
+		return 8;
+	}
+	zklock_count_encode((int32) value, buf);
+	return 4;
 }
 
 /*
@@ -112,16 +129,7 @@ counter_write(int idx, int version, int64 value)
 	unsigned char buf[8];
 	int			len;
 
-	if (counter_is_long(slot))
-	{
-		zklock_long_encode(value, buf);
-		len = 8;
-	}
-	else
-	{
-		zklock_count_encode((int32) value, buf);
-		len = 4;
-	}
+	len = counter_encode(slot, value, buf);
 	zklock_reqs[idx].rcp.counter.pending = value;
 	zklock_reqs[idx].rcp.counter.write_sent = true;
 	zklock_call_sent(idx, zoo_aset(zklock_zh, slot->path, (const char *) buf, len,
@@ -145,16 +153,7 @@ counter_create(int idx, int64 value)
 		zklock_create_containers(slot->path, false);
 		req->need_parents = false;
 	}
-	if (counter_is_long(slot))
-	{
-		zklock_long_encode(value, buf);
-		len = 8;
-	}
-	else
-	{
-		zklock_count_encode((int32) value, buf);
-		len = 4;
-	}
+	len = counter_encode(slot, value, buf);
 	req->rcp.counter.pending = value;
 	req->rcp.counter.write_sent = true;
 	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
