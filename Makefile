@@ -24,6 +24,7 @@ OBJS = \
 	src/zklock_rcp_revoke.o \
 	src/zklock_rcp_participants.o \
 	src/zklock_rcp_counter.o \
+	src/zklock_rcp_leader.o \
 	src/zklock_backend.o \
 	src/zklock_wait.o \
 	src/zklock_acquire.o \

@@ -253,6 +253,38 @@ GRANT SELECT ON zk_locks TO PUBLIC;
 COMMENT ON VIEW zk_locks IS
 'every zklock lock held or waited for in this cluster';
 
+-- Leader election (Curator's LeaderLatch)
+
+CREATE FUNCTION zk_leader_join(path text, id text DEFAULT NULL,
+    scope text DEFAULT 'session')
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_leader_join'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_leader_leave(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_leader_leave'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_has_leadership(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_has_leadership'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_leader_await(path text, timeout interval DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_leader_await'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_leader_xact(path text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'zk_leader_xact'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- The leader's id as Curator's getLeader() names it: the first
+-- participant whose data could be read; NULL when there is none.
+CREATE FUNCTION zk_leader(path text)
+RETURNS text AS $$
+    SELECT coalesce(p.data, '') FROM zk_participants(path) p
+    WHERE p.kind = 'latch' AND p.holds
+    ORDER BY p."position" LIMIT 1
+$$ LANGUAGE sql VOLATILE PARALLEL UNSAFE;
+
 -- Privileges.  Everything that changes shared state (takes or releases a
 -- lock, writes into ZooKeeper) or reads ZooKeeper is not for PUBLIC: grant
 -- the role zklock_user to the roles that coordinate through zklock.
@@ -283,3 +315,4 @@ BEGIN
 	END LOOP;
 END
 $$;
+

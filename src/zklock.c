@@ -27,6 +27,7 @@ int			zklock_lease_margin = 1000;
 char	   *zklock_namespace = NULL;
 int			zklock_max_requests = 1024;
 char	   *zklock_auth = NULL;
+char	   *zklock_participant_id = NULL;
 int			zklock_acl = ZKLOCK_ACL_OPEN;
 bool		zklock_check_session_locks = false;
 bool		zklock_commit_confirm = false;
@@ -68,6 +69,23 @@ check_namespace(char **newval, void **extra, GucSource source)
 	{
 		GUC_check_errdetail("zklock.namespace is not a valid ZooKeeper path: %s.",
 							zklock_path_error_message(err));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Check a new value of zklock.participant_id: it must fit in a node's
+ * data (the limit is in bytes of the server encoding; the UTF-8 form is
+ * checked again when it is written).
+ */
+static bool
+check_participant_id(char **newval, void **extra, GucSource source)
+{
+	if (strlen(*newval) >= ZKLOCK_NODE_DATA_SIZE)
+	{
+		GUC_check_errdetail("zklock.participant_id is longer than %d bytes.",
+							ZKLOCK_NODE_DATA_SIZE - 1);
 		return false;
 	}
 	return true;
@@ -154,6 +172,15 @@ define_gucs(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.participant_id",
+							   "Data written into this session's lock nodes instead of its identity.",
+							   "A Curator LeaderSelector on the same path reads it as the participant's id; empty: the JSON identity.",
+							   &zklock_participant_id,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_participant_id, NULL, NULL);
 
 	DefineCustomStringVariable("zklock.auth",
 							   "ZooKeeper digest credentials (user:password) of the worker's session.",

@@ -100,6 +100,7 @@ typedef enum ZklockOp
 	ZKOP_REVOKE,				/* Revoker.attemptRevoke on every holder */
 	ZKOP_PARTICIPANTS,			/* list nodes and their data */
 	ZKOP_COUNTER,				/* SharedCount / DistributedAtomicLong */
+	ZKOP_LATCH,					/* a LeaderLatch membership */
 	ZKOP_CONFIRM				/* does a held node (data: its path below
 								 * path) still exist in our session? */
 } ZklockOp;
@@ -142,6 +143,10 @@ typedef union ZklockRecipeArgs
 		int32		member_qty; /* members to wait for */
 	}			dbarrier;
 	ZklockCounterArgs counter;
+	struct
+	{
+		bool		cluster;	/* scope 'cluster': owned by no backend */
+	}			latch;
 } ZklockRecipeArgs;
 
 typedef enum ZklockKind
@@ -153,8 +158,11 @@ typedef enum ZklockKind
 	ZKK_SEMAPHORE_MUTEX,
 	ZKK_SEMAPHORE,
 	ZKK_DOUBLE_BARRIER,
-	ZKK_BARRIER					/* a barrier waiter */
+	ZKK_BARRIER,				/* a barrier waiter */
+	ZKK_LATCH					/* a leader latch member */
 } ZklockKind;
+
+#define ZKK_LAST	ZKK_LATCH
 
 /*
  * Steps of a request.  Every request begins in ZKP_START; a recipe with
@@ -224,7 +232,7 @@ typedef struct ZklockKindInfo
 } ZklockKindInfo;
 
 /* the kind table (zklock_ops.c) */
-extern const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1];
+extern const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1];
 
 /*
  * What the backend side says of a kind of hold.
@@ -232,7 +240,7 @@ extern const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1];
 static inline const ZklockKindInfo *
 zklock_kind_info(ZklockKind kind)
 {
-	if ((int) kind < 0 || (int) kind > ZKK_BARRIER)
+	if ((int) kind < 0 || (int) kind > ZKK_LAST)
 		kind = ZKK_NONE;
 	return &zklock_kind_table[kind];
 }
@@ -250,6 +258,14 @@ typedef struct ZklockSlot
 	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
 	char		downgrade_seq[12];	/* read lock of a write holder: its seq */
 	ZklockRecipeArgs args;		/* the recipe's own arguments, from the ask */
+	struct						/* a leader latch member's state */
+	{
+		bool		member;		/* our node is in the election (the first
+								 * listing after its create was decided) */
+		bool		leader;		/* it is first and proven ours in the
+								 * current session (exists: ephemeralOwner) */
+		uint64		epoch;		/* bumped whenever leader changes */
+	}			latch;
 	struct						/* the double barrier's state */
 	{
 		bool		node_deleted;	/* leave: ours is gone */
@@ -380,6 +396,7 @@ extern int	zklock_lease_margin;
 extern char *zklock_namespace;
 extern int	zklock_max_requests;
 extern char *zklock_auth;
+extern char *zklock_participant_id;
 extern int	zklock_acl;
 extern bool zklock_check_session_locks;
 extern bool zklock_commit_confirm;

@@ -29,6 +29,20 @@ static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
 static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
 static bool xact_lost = false;
+
+/*
+ * A leadership this transaction relies on (zk_leader_xact): the member's
+ * slot, its serial and the leadership epoch seen.  Its COMMIT fails when
+ * the member no longer leads in that same epoch.
+ */
+typedef struct XactLeadership
+{
+	int			slot;
+	uint32		serial;
+	uint64		epoch;
+	char		path[ZKLOCK_FULL_PATH_SIZE];	/* the user's path */
+} XactLeadership;
+static List *xact_leaderships = NIL;
 static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
 char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
 char *zklock_node_data_appname = NULL;	/* application_name in node_data */
@@ -242,6 +256,23 @@ check_locks_at_commit(void)
 		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
 			lost_path = h->key.path;
 	}
+	foreach(lc, xact_leaderships)
+	{
+		XactLeadership *l = (XactLeadership *) lfirst(lc);
+		ZklockSlot *slot = &zklock_shared->slots[l->slot];
+		ZklockShared *sh = zklock_shared;
+
+		relies = true;
+		if (!(slot->serial == l->serial && slot->state == ZKS_ACTIVE &&
+			  slot->latch.leader && slot->latch.epoch == l->epoch &&
+			  sh->have_session && slot->session_gen == sh->session_gen))
+			ereport(ERROR,
+					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+					 errmsg("leadership of the election at \"%s\" was lost before commit",
+							l->path),
+					 errdetail("The transaction relied on it (zk_leader_xact)."),
+					 errhint("Retry the transaction; it commits only while this cluster leads.")));
+	}
 	if (!relies)
 		return;
 	if (lost_path != NULL)
@@ -303,6 +334,12 @@ xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
+			if (xact_leaderships != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that relies on leadership"),
+						 errdetail("It called zk_leader_xact."),
+						 errhint("COMMIT PREPARED could run after the leadership ended; commit the transaction instead.")));
 			if (xact_holds != NIL || xact_session_keys != NIL || xact_lost)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -338,6 +375,8 @@ xact_callback(XactEvent event, void *arg)
 					((XactHold *) lfirst(lc))->due = true;
 			list_free_deep(xact_session_keys);
 			xact_session_keys = NIL;
+			list_free_deep(xact_leaderships);
+			xact_leaderships = NIL;
 			xact_lost = false;
 			break;
 	}
@@ -697,4 +736,32 @@ zklock_release_session_holds(ZklockKind kind, const char *path)
 	}
 	list_free_deep(keys);
 	return released;
+}
+
+/*
+ * The current transaction relies on the leadership of the member in slot
+ * idx (of serial) in epoch: its COMMIT checks it is still the same.
+ */
+void
+zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
+						  const char *user_path)
+{
+	XactLeadership *l;
+	ListCell   *lc;
+	MemoryContext old;
+
+	foreach(lc, xact_leaderships)
+	{
+		l = (XactLeadership *) lfirst(lc);
+		if (l->slot == idx && l->serial == serial && l->epoch == epoch)
+			return;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	l = palloc0(sizeof(XactLeadership));
+	l->slot = idx;
+	l->serial = serial;
+	l->epoch = epoch;
+	strlcpy(l->path, user_path, sizeof(l->path));
+	xact_leaderships = lappend(xact_leaderships, l);
+	MemoryContextSwitchTo(old);
 }

@@ -91,6 +91,8 @@ extern void zklock_drop_hold(LocalLock *ll, bool xact);
 extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
 extern bool zklock_release_key(const LocalLockKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
+extern void zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
+									  const char *user_path);
 
 /* zklock_loss.c */
 extern void zklock_loss_watch_update(void);

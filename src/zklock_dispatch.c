@@ -215,7 +215,12 @@ zklock_sweep_lost_session(const char *why)
 				lost++;
 				break;
 			case ZKS_ACTIVE:
-				if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
+				if (zklock_worker_ops(slot->op)->session_lost != NULL)
+				{
+					zklock_reqs[i].serial = slot->serial;
+					zklock_worker_ops(slot->op)->session_lost(i);
+				}
+				else if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
 					slot->aux_uuid[0] != '\0' ||
 					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 				{

@@ -414,7 +414,7 @@ lk_decide(int idx, char **children, int n)
 	if (t.rw)
 		zklock_rw_sort_children(children, n);
 	else
-		zklock_sort_children(children, n, ZKLOCK_LOCK_NAME);
+		zklock_sort_children(children, n, t.lock_name);
 	if (t.read)
 		d = zklock_read_decide(children, n, t.node);
 	else
@@ -453,6 +453,8 @@ lk_decide(int idx, char **children, int n)
 			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
 			strlcpy(slot->waits_on, req->pred, sizeof(slot->waits_on));
 			req->pred_last = (d.blockers == 1);
+			if (zklock_worker_ops(slot->op)->lock_waits != NULL)
+				zklock_worker_ops(slot->op)->lock_waits(idx);
 		}
 	}
 }

@@ -19,7 +19,7 @@
 #include "zklock_backend_int.h"
 #include "zklock_worker_int.h"
 
-const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1] = {
+const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1] = {
 	[ZKK_NONE] = {
 		.recipe = "request", .mode = "",
 	},
@@ -52,9 +52,12 @@ const ZklockKindInfo zklock_kind_table[ZKK_BARRIER + 1] = {
 	[ZKK_BARRIER] = {
 		.recipe = "barrier", .mode = "wait",
 	},
+	[ZKK_LATCH] = {
+		.recipe = "leader_latch", .mode = "member",
+	},
 };
 
-StaticAssertDecl(lengthof(zklock_kind_table) == ZKK_BARRIER + 1,
+StaticAssertDecl(lengthof(zklock_kind_table) == ZKK_LAST + 1,
 				 "every ZklockKind has an entry in kind_info");
 
 const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
@@ -108,6 +111,12 @@ const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
 	},
 	[ZKOP_COUNTER] = {
 		.start = zklock_counter_start,
+	},
+	[ZKOP_LATCH] = {
+		.start = zklock_lk_create, .next = zklock_latch_next,
+		.resume = zklock_lk_resume, .lock_target = zklock_latch_lock_target,
+		.lock_granted = zklock_latch_granted, .lock_waits = zklock_latch_waits,
+		.session_lost = zklock_latch_lost_session, .state_name = "member",
 	},
 	[ZKOP_CONFIRM] = {
 		.start = zklock_confirm_start,

@@ -247,6 +247,7 @@ typedef struct Participant
 {
 	char	   *name;
 	char	   *data;			/* NULL when gone or empty */
+	bool		gone;			/* its data could not be read */
 } Participant;
 
 /* The order zk_participants lists the nodes in (participant_cmp's arg) */
@@ -370,6 +371,8 @@ zk_participants(PG_FUNCTION_ARGS)
 	int			kind = 0;
 	bool		rw = false;
 	bool		mutex = false;
+	bool		latch = false;
+	bool		leader_seen = false;
 	int			i;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
@@ -423,6 +426,7 @@ zk_participants(PG_FUNCTION_ARGS)
 			memcpy(&dlen, p + sizeof(int32), sizeof(int32));
 			p += sizeof(int32) * 2;
 			parts[i].name = pstrdup(p);
+			parts[i].gone = dlen < 0;
 			p += MAXALIGN(nlen + 1);
 			if (dlen > 0)
 				parts[i].data = zklock_text_from_utf8(p, dlen);
@@ -446,10 +450,13 @@ zk_participants(PG_FUNCTION_ARGS)
 			rw = true;
 		else if (zklock_is_lock_node(parts[i].name, ZKLOCK_LOCK_NAME))
 			mutex = true;
+		else if (zklock_is_lock_node(parts[i].name, ZKLOCK_LATCH_NAME))
+			latch = true;
 	}
 	order.rw = rw && kind == ZKLOCK_PARTICIPANTS_LOCK;
 	order.lock_name = kind == ZKLOCK_PARTICIPANTS_LEASES ? ZKLOCK_LEASE_NAME :
-		(mutex && !rw) ? ZKLOCK_LOCK_NAME : NULL;
+		(mutex && !rw) ? ZKLOCK_LOCK_NAME :
+		(latch && !rw) ? ZKLOCK_LATCH_NAME : NULL;
 	if (n > 1)
 		qsort_arg(parts, n, sizeof(Participant), participant_cmp, &order);
 	holds = participant_holders(parts, n, kind, rw, mutex);
@@ -481,6 +488,16 @@ zk_participants(PG_FUNCTION_ARGS)
 			pk = "lock";
 			values[4] = BoolGetDatum(holds[i]);
 			nulls[4] = false;
+		}
+		else if (kind == ZKLOCK_PARTICIPANTS_LOCK &&
+				 zklock_is_lock_node(parts[i].name, ZKLOCK_LATCH_NAME))
+		{
+			/* the leader is the first one readable (getLeader) */
+			pk = "latch";
+			values[4] = BoolGetDatum(!leader_seen && !parts[i].gone);
+			nulls[4] = false;
+			if (!parts[i].gone)
+				leader_seen = true;
 		}
 		else if (strcmp(parts[i].name, ZKLOCK_READY_NODE) == 0)
 			pk = "ready";

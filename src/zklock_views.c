@@ -35,7 +35,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_MUTEX, &key, &user_off);
 	zklock_backend_setup();
 	/* of the held kinds with a token, the lowest rank (a write before its read) */
-	for (kind = ZKK_NONE; kind <= ZKK_BARRIER; kind++)
+	for (kind = ZKK_NONE; kind <= ZKK_LAST; kind++)
 	{
 		int			rank = zklock_kind_info(kind)->token_rank;
 		LocalLock  *ll;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands/dbcommands.h"
+#include "mb/pg_wchar.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
 #include "storage/proc.h"
@@ -24,6 +25,9 @@
 
 #include "zklock.h"
 #include "zklock_backend_int.h"
+
+/* zklock.participant_id when the node data was built */
+static char node_data_participant[ZKLOCK_NODE_DATA_SIZE] = "";
 
 /* What one look at our slot found */
 typedef enum SlotLook
@@ -76,8 +80,12 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	int			i;
 	TimestampTz start = GetCurrentTimestamp();
 
-	/* the identity written into nodes follows SET application_name */
-	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0)
+	/*
+	 * the identity written into nodes follows SET application_name and SET
+	 * zklock.participant_id
+	 */
+	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0 ||
+		strcmp(node_data_participant, zklock_participant_id ? zklock_participant_id : "") != 0)
 		zklock_build_node_data();
 
 	for (;;)
@@ -129,6 +137,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->revoke_requested = false;
 		slot->dbarrier.node_deleted = false;
 		slot->dbarrier.own_delete_sent = false;
+		memset(&slot->latch, 0, sizeof(slot->latch));
 		slot->waits_on[0] = '\0';
 		slot->args = ask->args;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
@@ -503,6 +512,22 @@ zklock_build_node_data(void)
 	else
 		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
 	pfree(buf.data);
+
+	/* zklock.participant_id replaces it: a LeaderSelector's id, in UTF-8 */
+	strlcpy(node_data_participant, zklock_participant_id ? zklock_participant_id : "",
+			sizeof(node_data_participant));
+	if (node_data_participant[0] != '\0')
+	{
+		const char *utf8 = pg_server_to_any(node_data_participant,
+											strlen(node_data_participant), PG_UTF8);
+
+		if (strlen(utf8) >= sizeof(zklock_node_data))
+			ereport(ERROR,
+					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+					 errmsg("zklock.participant_id is too long in UTF-8"),
+					 errdetail("The limit is %d bytes.", (int) sizeof(zklock_node_data) - 1)));
+		strlcpy(zklock_node_data, utf8, sizeof(zklock_node_data));
+	}
 }
 
 /*

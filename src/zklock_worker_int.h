@@ -183,6 +183,15 @@ typedef struct ZklockWorkerOps
 	/* users of the lock engine */
 	void		(*lock_target) (int idx, LockTarget *t);
 	void		(*lock_granted) (int idx);	/* the engine got the lock */
+	/* the engine waits behind a predecessor, its watch sent (NULL: nothing
+	 * to do then) */
+	void		(*lock_waits) (int idx);
+	/*
+	 * the session was lost while the request was active (its nodes went
+	 * with it): NULL fails the request; a membership that outlives the
+	 * session (a leader latch) joins again in the next one
+	 */
+	void		(*session_lost) (int idx);
 	/*
 	 * a node found by its prefix was checked (ours: its Stat, else NULL;
 	 * exists: it is there): true when a step of the recipe's own took it
@@ -247,6 +256,11 @@ extern void zklock_denter_resume(int idx, bool recover);
 extern void zklock_leave_resume(int idx, bool recover);
 extern void zklock_revoke_start(int idx);
 extern void zklock_participants_start(int idx);
+extern void zklock_latch_lock_target(int idx, LockTarget *t);
+extern void zklock_latch_granted(int idx);
+extern void zklock_latch_waits(int idx);
+extern void zklock_latch_next(int idx);
+extern void zklock_latch_lost_session(int idx);
 
 /*
  * State of the worker process (defined in zklock_worker.c): the client

@@ -97,6 +97,20 @@
  *   delete PATH                 guaranteed delete, NoNode ok -> "deleted PATH"
  *   get PATH                    -> "data PATH <text>" | "nonode PATH"
  *   set PATH TEXT               -> "set PATH" | "nonode PATH"
+ *   latch_start ID PATH LID     LeaderLatch(PATH, LID).start() under the name ID
+ *                               -> "latch ID started"; later, from its listener,
+ *                               "isleader ID" / "notleader ID"
+ *   latch_has ID                -> "latchhas ID true|false" (hasLeadership)
+ *   latch_leader ID             -> "latchleader ID <id>" (getLeader().getId())
+ *   latch_parts ID              -> "latchparts ID id:leader ..." (getParticipants,
+ *                                  in order; an empty id is shown as "")
+ *   latch_close ID              close the latch -> "latch ID closed"
+ *   selector_start ID PATH SID  LeaderSelector(PATH) with id SID (no id when SID
+ *                               is "-"), started once; takeLeadership prints
+ *                               "selected ID" and keeps leadership until
+ *                               "selector_yield ID" -> "yielded ID"
+ *   selector_parts ID           -> "selectorparts ID id:leader ..."
+ *   selector_close ID           -> "selector ID closed"
  *   ping                        -> "pong"
  *   quit                        close Curator, exit 0
  *
@@ -133,6 +147,11 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
@@ -247,6 +266,68 @@ public class CuratorPeer {
         switch (w[0]) {
         case "ping":
             reply("pong");
+            return true;
+        case "latch_start": {
+            need(w, 4, "latch_start ID PATH LID");
+            String id = w[1];
+            LeaderLatch l = new LeaderLatch(client, w[2], w[3]);
+            l.addListener(new LeaderLatchListener() {
+                public void isLeader() { reply("isleader " + id); }
+                public void notLeader() { reply("notleader " + id); }
+            });
+            latches.put(id, l);
+            l.start();
+            reply("latch " + id + " started");
+            return true;
+        }
+        case "latch_has":
+            need(w, 2, "latch_has ID");
+            reply("latchhas " + w[1] + " " + latches.get(w[1]).hasLeadership());
+            return true;
+        case "latch_leader":
+            need(w, 2, "latch_leader ID");
+            reply("latchleader " + w[1] + " " + latches.get(w[1]).getLeader().getId());
+            return true;
+        case "latch_parts":
+            need(w, 2, "latch_parts ID");
+            reply("latchparts " + w[1] + partsText(latches.get(w[1]).getParticipants()));
+            return true;
+        case "latch_close":
+            need(w, 2, "latch_close ID");
+            latches.remove(w[1]).close();
+            reply("latch " + w[1] + " closed");
+            return true;
+        case "selector_start": {
+            need(w, 4, "selector_start ID PATH SID");
+            String id = w[1];
+            java.util.concurrent.Semaphore yield = new java.util.concurrent.Semaphore(0);
+            LeaderSelector s = new LeaderSelector(client, w[2], new LeaderSelectorListenerAdapter() {
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    reply("selected " + id);
+                    yield.acquire();
+                    reply("yielded " + id);
+                }
+            });
+            if (!w[3].equals("-"))
+                s.setId(w[3]);
+            selectors.put(id, s);
+            selectorYields.put(id, yield);
+            s.start();
+            reply("selector " + id + " started");
+            return true;
+        }
+        case "selector_yield":
+            need(w, 2, "selector_yield ID");
+            selectorYields.get(w[1]).release();
+            return true;
+        case "selector_parts":
+            need(w, 2, "selector_parts ID");
+            reply("selectorparts " + w[1] + partsText(selectors.get(w[1]).getParticipants()));
+            return true;
+        case "selector_close":
+            need(w, 2, "selector_close ID");
+            selectors.remove(w[1]).close();
+            reply("selector " + w[1] + " closed");
             return true;
         case "quit":
             return false;
@@ -532,6 +613,19 @@ public class CuratorPeer {
             reply("error " + w[0] + " unknown command");
             return true;
         }
+    }
+
+    static final Map<String, LeaderLatch> latches = new ConcurrentHashMap<>();
+    static final Map<String, LeaderSelector> selectors = new ConcurrentHashMap<>();
+    static final Map<String, java.util.concurrent.Semaphore> selectorYields = new ConcurrentHashMap<>();
+
+    /** " id:leader ..." of participants, in their order; an empty id as "". */
+    static String partsText(Collection<Participant> parts) {
+        StringBuilder b = new StringBuilder();
+        for (Participant p : parts)
+            b.append(' ').append(p.getId().isEmpty() ? "\"\"" : p.getId().replace(' ', '_'))
+             .append(':').append(p.isLeader());
+        return b.toString();
     }
 
     static void need(String[] w, int n, String usage) {
