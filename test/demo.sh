@@ -4,7 +4,8 @@
 # or 17, see test/env.sh), builds and installs the extension, then (as the unprivileged user "zklock") starts a private
 # ZooKeeper and PostgreSQL on free 127.0.0.1 ports and runs a short demo:
 # three SQL sessions and a Curator client queue on one mutex and are served
-# in arrival order.  Everything it started is stopped at the end.
+# in arrival order; then two SQL sessions and a Curator LeaderLatch hold an
+# election and lead in turn.  Everything it started is stopped at the end.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -98,7 +99,9 @@ fi
 zk_nodes() {
 	echo "children /demo/job" >&7
 	sleep 0.05
-	grep '^children /demo/job' "$WORK/peer.out" | tail -1 | awk '{print NF - 2}'
+	local n
+	n=$(grep '^children /demo/job' "$WORK/peer.out" | tail -1 | awk '{print NF - 2}')
+	echo "${n:-0}"
 }
 
 # the Curator client: queue, hold for a moment when granted, release
@@ -134,12 +137,49 @@ if [ "$CURATOR" = 1 ]; then
 	grep '^children /demo/job' "$WORK/peer.out" | tail -1 | tr ' ' '\n' | tail -n +3 | sort -t- -k7,7 | sed 's/^/   /'
 fi
 wait $P1 $P2 $P3 $PC
+
+# The election scene: members of /demo/leader (LeaderLatch on the wire)
+leader_session() {
+	$PSQL -At -c "SELECT zk_leader_join('/demo/leader', 'sql-$1')" \
+		-c "SELECT zk_leader_await('/demo/leader')" \
+		-c "SELECT format('%s  %-10s leads (zk_leader says %s)', to_char(clock_timestamp(), 'HH24:MI:SS.MS'), 'sql-$1', zk_leader('/demo/leader'))" \
+		-c "SELECT pg_sleep(1)" \
+		-c "SELECT zk_leader_leave('/demo/leader')" | grep --line-buffered "leads"
+}
+members() {
+	$PSQL -At -c "SELECT count(*) FROM zk_participants('/demo/leader') WHERE kind = 'latch'"
+}
+wait_members() {
+	for i in $(seq 1 100); do [ "$(members)" -ge "$1" ] && return 0; sleep 0.05; done
+}
+if [ "$CURATOR" = 1 ]; then
+	echo "== an election on /demo/leader: sql-a, a Curator LeaderLatch and sql-b join, in that order;"
+	echo "   each leader leaves after a second and the next one takes over"
+else
+	echo "== an election on /demo/leader: sql-a and sql-b join; sql-a leaves after a second"
+fi
+leader_session a & LA=$!
+wait_members 1
+if [ "$CURATOR" = 1 ]; then
+	echo "latch_start jl /demo/leader java-1" >&7
+	wait_members 2
+fi
+leader_session b & LB=$!
+wait_members $(( CURATOR + 2 ))
+$PSQL -c "SELECT position, data AS id, holds AS leader FROM zk_participants('/demo/leader')"
+if [ "$CURATOR" = 1 ]; then
+	for i in $(seq 1 600); do grep -q '^isleader jl' "$WORK/peer.out" && break; sleep 0.02; done
+	echo "$(date +%H:%M:%S.%3N)  curator    leads"
+	sleep 1
+	echo "latch_close jl" >&7
+fi
+wait $LA $LB
 if [ "$CURATOR" = 1 ]; then
 	echo quit >&7
 	exec 7>&-
 	wait "$PEER_PID" 2>/dev/null || true
 	PEER_PID=""
 fi
-echo "== served in arrival order; nothing left behind:"
+echo "== served in arrival order, led in turn; nothing left behind:"
 $PSQL -c "SELECT count(*) AS locks_left FROM zk_locks"
 echo "== demo done"
