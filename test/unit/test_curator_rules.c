@@ -1513,6 +1513,40 @@ test_long_add(void **state)
 	assert_true(s == -11);
 }
 
+/*
+ * The leader latch's decision, as the lock engine makes it for a latch
+ * member: children sorted by the part after "latch-" (Curator's
+ * fixForSorting), the first leads, any other watches the one right before
+ * it; our node missing means join again.
+ */
+static void
+test_latch_decide(void **state)
+{
+	char	   *c[] = {
+		"_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-latch-0000000007",
+		"_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-latch-0000000003",
+		"_c_cccccccc-cccc-4ccc-8ccc-cccccccccccc-latch-0000000005",
+	};
+	ZklockLockDecision d;
+
+	(void) state;
+	zklock_sort_children(c, 3, ZKLOCK_LATCH_NAME);
+	assert_string_equal(c[0], "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-latch-0000000003");
+	assert_string_equal(c[1], "_c_cccccccc-cccc-4ccc-8ccc-cccccccccccc-latch-0000000005");
+	assert_string_equal(c[2], "_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-latch-0000000007");
+
+	d = zklock_lock_decide(c, 3, "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-latch-0000000003", 1);
+	assert_true(d.holds);
+	assert_false(d.lost);
+
+	d = zklock_lock_decide(c, 3, "_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-latch-0000000007", 1);
+	assert_false(d.holds);
+	assert_int_equal(d.watch_index, 1);	/* its predecessor, not the leader */
+
+	d = zklock_lock_decide(c, 3, "_c_dddddddd-dddd-4ddd-8ddd-dddddddddddd-latch-0000000009", 1);
+	assert_true(d.lost);
+}
+
 /* latch participants: Curator's filter and order */
 static void
 test_latch_participants(void **state)
@@ -1622,6 +1656,7 @@ main(void)
 		cmocka_unit_test(test_long_codec),
 		cmocka_unit_test(test_long_add),
 		cmocka_unit_test(test_latch_participants),
+		cmocka_unit_test(test_latch_decide),
 	};
 
 	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
