@@ -590,8 +590,8 @@ zk_leader_await(PG_FUNCTION_ARGS)
 	TimestampTz start = GetCurrentTimestamp();
 
 	zklock_backend_setup();
-	idx = latch_member(fcinfo, &key, &user_off, &serial);
 	timeout_ms = zklock_timeout_arg(fcinfo, 1);
+	idx = latch_member(fcinfo, &key, &user_off, &serial);
 	for (;;)
 	{
 		long		wait_ms = LATCH_POLL_MS;

@@ -62,7 +62,10 @@ for my $p (@bad_paths)
 	  "zk_shared_count_get($p)", "zk_shared_count_get_versioned($p, 1)",
 	  "zk_shared_count_set($p, 1)", "zk_shared_count_try_set($p, 1, 0)",
 	  "zk_atomic_long_get($p)", "zk_atomic_long_add($p, 1)",
-	  "zk_atomic_long_compare_and_set($p, 0, 1)", "zk_atomic_long_set($p, 1)";
+	  "zk_atomic_long_compare_and_set($p, 0, 1)", "zk_atomic_long_set($p, 1)",
+	  "zk_leader_join($p)", "zk_leader_join($p, 'id', 'cluster')", "zk_leader_leave($p)",
+	  "zk_has_leadership($p)", "zk_leader_await($p, '1s')", "zk_leader_xact($p)",
+	  "zk_leader($p)";
 }
 for my $t (@bad_timeouts)
 {
@@ -73,7 +76,8 @@ for my $t (@bad_timeouts)
 	  "zk_semaphore_mutex_acquire('/ok', $t)", "zk_semaphore_mutex_acquire_xact('/ok', $t)",
 	  "zk_multi_lock_acquire(ARRAY['/ok'], $t)", "zk_semaphore_acquire('/ok', 2, 1, $t)",
 	  "zk_semaphore_acquire_xact('/ok', 2, 1, $t)", "zk_barrier_wait('/ok', $t)",
-	  "zk_double_barrier_enter('/ok', 2, $t)", "zk_double_barrier_leave('/ok', $t)";
+	  "zk_double_barrier_enter('/ok', 2, $t)", "zk_double_barrier_leave('/ok', $t)",
+	  "zk_leader_await('/ok', $t)";
 }
 for my $n (@bad_counts)
 {
@@ -87,7 +91,9 @@ push @calls,
   "zk_shared_count_set('/ok', NULL)", "zk_shared_count_try_set('/ok', 1, -1)",
   "zk_shared_count_try_set('/ok', NULL, 0)", "zk_shared_count_try_set('/ok', 1, NULL)",
   "zk_atomic_long_add('/ok', NULL)", "zk_atomic_long_compare_and_set('/ok', NULL, 1)",
-  "zk_atomic_long_compare_and_set('/ok', 0, NULL)", "zk_atomic_long_set('/ok', NULL)";
+  "zk_atomic_long_compare_and_set('/ok', 0, NULL)", "zk_atomic_long_set('/ok', NULL)",
+  "zk_leader_join('/ok', 'id', NULL)", "zk_leader_join('/ok', 'id', 'global')",
+  "zk_leader_join('/ok', 'id', '')";
 push @calls,
   "zk_semaphore_acquire('/ok', 2, 2147483647)", "zk_semaphore_acquire('/ok', 1, 2)",
   "zk_semaphore_acquire_xact('/ok', 2, 2147483647)";
