@@ -242,6 +242,12 @@ zk_locks(PG_FUNCTION_ARGS)
 			state = zklock_slot_state_name(ZKS_LOST);
 		if (zklock_op_state_name(s->op) != NULL)
 			state = zklock_op_state_name(s->op);
+		/* an election's member: whose it is, and whether it leads now */
+		if (s->kind == ZKK_LATCH)
+		{
+			scope = s->args.latch.cluster ? "cluster" : "session";
+			mode = (s->latch.leader && lease_ok) ? "leader" : "member";
+		}
 
 		values[0] = Int32GetDatum(s->pid);
 		values[1] = CStringGetTextDatum(recipe);
