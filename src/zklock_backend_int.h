@@ -91,6 +91,7 @@ extern void zklock_drop_hold(LocalLock *ll, bool xact);
 extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
 extern bool zklock_release_key(const LocalLockKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
+extern const char *zklock_xact_lost_lock(void);
 
 /* zklock_loss.c */
 extern void zklock_loss_watch_update(void);
