@@ -17,6 +17,8 @@
 #   - a session-level lock lost keeps the backend's writes refused until it
 #     is released; reads are not fenced; other backends are not affected;
 #     a lock taken in the new session lets writes through.
+# The same when the worker is stalled (SIGSTOP) past the session timeout
+# while the claim waits to be sent: it is refused once the worker runs.
 # And a write whose setData reply never comes (dropped by a TCP proxy)
 # fails with 08006 "may or may not have been applied": it was applied
 # exactly once (Curator reads it once, never twice), and later writes see
@@ -156,6 +158,30 @@ subtest 'the session expires during the jobs: their counter writes are refused, 
 	is(peer_long($last), '104', 'Curator reads 104');
 	is(sql('SELECT count(*) FROM zk_locks'), '0', 'no zk_locks row is left');
 	$_->quit for ($j, $k, $h, $o);
+};
+
+subtest 'a worker stalled past the session timeout with the claim queued: refused once it runs again' => sub {
+	my $j = ZklockTest::Session->new($node, 'stalljob');
+	$j->value('BEGIN');
+	is($j->value(q{SELECT zk_mutex_acquire_xact('/t404/stall')}), 't', 'the job holds /t404/stall');
+	$j->value('INSERT INTO claims VALUES (105)');
+	$peer->acquire('ps', '/t404/stall', -1);
+	ok(wait_children_count($peer, '/t404/stall', 2), 'Curator waits behind the job');
+	my $wpid = worker_pid($node);
+	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP)");
+	$j->start(qq{SELECT zk_atomic_long_compare_and_set('$last', 104, 105)});
+	is($peer->acquire_result('ps', 40), 'acquired', 'the server expired the session: Curator holds /t404/stall');
+	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
+	my $r = $j->result(60);
+	is($r->{sqlstate}, '40000', 'the claim queued meanwhile fails with 40000')
+	  or diag("out=[$r->{out}] err=[$r->{err}]");
+	like($r->{err}, qr{lock "/t404/stall" was lost}, 'naming the lost lock');
+	is(peer_long($last), '104', 'Curator still reads 104: nothing was written');
+	$j->query('COMMIT');
+	is(sql('SELECT count(*) FROM claims WHERE period = 105'), '0', "COMMIT did not write the job's row");
+	is($peer->release('ps'), 'released', 'Curator releases /t404/stall');
+	ok(wait_connected($node), 'the worker is connected again');
+	$j->quit;
 };
 
 subtest 'a counter write whose reply is lost: 08006, applied exactly once' => sub {
