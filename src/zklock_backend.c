@@ -190,6 +190,19 @@ forget_lost_lock(LocalLock *ll)
 }
 
 /*
+ * The user path of a lock this transaction relied on and lost (and has
+ * dropped from the registry since), or NULL.  Its COMMIT will fail, so a
+ * counter write of it is refused too (zklock_rcp_counter.c).
+ */
+const char *
+zklock_xact_lost_lock(void)
+{
+	if (!xact_lost)
+		return NULL;
+	return xact_lost_path + strlen(zklock_namespace ? zklock_namespace : "");
+}
+
+/*
  * The lease must cover the rest of the commit: at least
  * zklock.commit_min_lease left on the monotonic clock, or the commit
  * fails.  when (or NULL) says what took the time before.

@@ -93,6 +93,7 @@ extern bool zklock_release_key(const LocalLockKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 extern void zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
 									  const char *user_path);
+extern const char *zklock_xact_lost_lock(void);
 
 /* zklock_loss.c */
 extern void zklock_loss_watch_update(void);

@@ -656,6 +656,22 @@ zklock_long_add(int64_t a, int64_t b, int64_t *sum)
 }
 
 /*
+ * The fence's verdict on one hold of a backend about to write a counter
+ * (see the header): only a hold made in the worker's current session, and
+ * not lost, lets the write go.  A write sent on that session executes, if
+ * at all, before the session ends, so while the hold's nodes exist.
+ */
+ZklockFenceVerdict
+zklock_write_fence(bool lost, uint64_t hold_gen, uint64_t current_gen)
+{
+	if (lost)
+		return ZKLOCK_FENCE_LOST;
+	if (hold_gen == 0 || current_gen == 0 || hold_gen != current_gen)
+		return ZKLOCK_FENCE_OTHER_SESSION;
+	return ZKLOCK_FENCE_PASS;
+}
+
+/*
  * Order of the latch participants among children: index of each child
  * containing "latch-" (Curator's getParticipantNodes filter), sorted as
  * Curator sorts them (LockInternals.getSortedChildren with "latch-").

@@ -147,6 +147,24 @@ extern bool zklock_long_decode(const char *data, int len, int64_t *value);
 extern bool zklock_long_add(int64_t a, int64_t b, int64_t *sum);
 
 /*
+ * The fence of a counter write: the worker sends a write of a backend that
+ * holds zklock locks only while each of them is held in the session the
+ * write goes on.  The verdict on one hold: lost (its slot is LOST), or
+ * made in session generation hold_gen while the worker's session is
+ * current_gen (0: it has none).
+ */
+typedef enum ZklockFenceVerdict
+{
+	ZKLOCK_FENCE_PASS = 0,		/* held in the current session */
+	ZKLOCK_FENCE_LOST,			/* lost with the session that held it */
+	ZKLOCK_FENCE_OTHER_SESSION	/* held in a session that is not the
+								 * current one (or in an unknown one) */
+} ZklockFenceVerdict;
+
+extern ZklockFenceVerdict zklock_write_fence(bool lost, uint64_t hold_gen,
+											 uint64_t current_gen);
+
+/*
  * LeaderLatch's participants: the children of P containing "latch-", in
  * Curator's order (sorted by the part after the last "latch-"); their
  * indexes into children go to order, the count is returned.  The first

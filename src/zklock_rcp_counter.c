@@ -13,6 +13,17 @@
  *	  then be applied twice or reported wrong, so the call fails with
  *	  08006 saying its outcome is unknown (Curator retries it).
  *
+ *	  Writes are fenced by the writer's locks: a backend that holds zklock
+ *	  locks (slots of its own HELD or LOST) writes a counter only while
+ *	  none of them is lost and all were made in the worker's current
+ *	  session.  The worker decides it as it sends each setData or create,
+ *	  on the session that holds the locks' nodes: ZooKeeper runs a
+ *	  session's requests in order and refuses them once it has expired,
+ *	  so such a write can only be applied while those nodes exist.
+ *	  Otherwise the call fails with 40000 naming the lock, and nothing is
+ *	  written.  Reads (and a SharedCount's create with its seed) are not
+ *	  fenced.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -35,6 +46,7 @@ static void counter_set_done(int rc, const struct Stat *stat, const void *data);
 static void counter_create_done(int rc, const char *value, const void *data);
 static bool counter_is_long(const ZklockSlot *slot);
 static bool counter_write_in_doubt(int idx, int rc);
+static bool counter_write_fenced(int idx);
 static int64 counter_pack(int32 value, int32 version);
 static int	counter_encode(const ZklockSlot *slot, int64 value, unsigned char *buf);
 static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,
@@ -120,7 +132,48 @@ counter_read(int idx)
 }
 
 /*
- * setData of value (encoded for the counter's kind) at version (-1: any).
+ * The fence of a write (see the banner): fail the request, and return
+ * true, when the backend that asked for it holds a lock that is lost or
+ * was made in another session than the worker's current one.  Checked as
+ * the write is sent; give-backs the backend asked for are not holds.  A
+ * SharedCount's read that creates it with its seed is not a write.
+ * Caller holds the lock.
+ */
+static bool
+counter_write_fenced(int idx)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *slot = &sh->slots[idx];
+	uint64		current = sh->have_session ? sh->session_gen : 0;
+	int			i;
+
+	if (slot->args.counter.action == ZKC_COUNT_GET)
+		return false;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *h = &sh->slots[i];
+		ZklockFenceVerdict v;
+
+		if (i == idx || (h->state != ZKS_HELD && h->state != ZKS_LOST) ||
+			h->pid != slot->pid || h->procno != slot->procno ||
+			zklock_give_back_pending(h))
+			continue;
+		v = zklock_write_fence(h->state == ZKS_LOST, h->session_gen, current);
+		if (v == ZKLOCK_FENCE_PASS)
+			continue;
+		zklock_req_fail(idx, ERRCODE_TRANSACTION_ROLLBACK,
+						v == ZKLOCK_FENCE_LOST ?
+						"zookeeper lock \"%s\" was lost: counter \"%s\" was not written" :
+						"zookeeper lock \"%s\" is not held in the current zookeeper session: counter \"%s\" was not written",
+						h->path + h->user_path_off, slot->path + slot->user_path_off);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * setData of value (encoded for the counter's kind) at version (-1: any),
+ * unless the fence refuses it.
  */
 static void
 counter_write(int idx, int version, int64 value)
@@ -129,6 +182,8 @@ counter_write(int idx, int version, int64 value)
 	unsigned char buf[8];
 	int			len;
 
+	if (counter_write_fenced(idx))
+		return;
 	len = counter_encode(slot, value, buf);
 	zklock_reqs[idx].rcp.counter.pending = value;
 	zklock_reqs[idx].rcp.counter.write_sent = true;
@@ -138,7 +193,7 @@ counter_write(int idx, int version, int64 value)
 
 /*
  * create P (PERSISTENT, its parents as containers once a create found one
- * missing) holding value.
+ * missing) holding value, unless the fence refuses it.
  */
 static void
 counter_create(int idx, int64 value)
@@ -148,6 +203,8 @@ counter_create(int idx, int64 value)
 	unsigned char buf[8];
 	int			len;
 
+	if (counter_write_fenced(idx))
+		return;
 	if (req->need_parents)
 	{
 		zklock_create_containers(slot->path, false);
@@ -374,9 +431,15 @@ counter_create_done(int rc, const char *value, const void *data)
  * ---------------------------------------------------------------------
  */
 
+#define FENCE_DETAIL "The ZooKeeper session that held the lock ended: a write sent now could land after another client took the lock."
+#define FENCE_HINT "Roll back the transaction; release a session-level lock and acquire it again."
+
 /*
  * Run a counter request on the path in argument 0 and return the
- * worker's result.  The path must not name a recipe's node.
+ * worker's result.  The path must not name a recipe's node.  A write is
+ * refused at once when this transaction relied on a lock it lost (its
+ * COMMIT will fail), and by the worker's fence (see the banner), whose
+ * 40000 gets its detail and hint here.
  */
 static int64
 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
@@ -387,6 +450,9 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 	int			user_off;
 	const char *last;
 	const char *kind;
+	const char *lost;
+	MemoryContext cxt = CurrentMemoryContext;
+	int64		r = 0;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
 	last = strrchr(key.path, '/');
@@ -401,7 +467,38 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 	ask.args.counter.a = a;
 	ask.args.counter.b = b;
 	ask.args.counter.version = version;
-	return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
+	if (action == ZKC_COUNT_GET || action == ZKC_LONG_GET)
+		return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
+
+	lost = zklock_xact_lost_lock();
+	if (lost != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+				 errmsg("zookeeper lock \"%s\" was lost: counter \"%s\" was not written",
+						lost, key.path + user_off),
+				 errdetail(FENCE_DETAIL), errhint(FENCE_HINT)));
+	PG_TRY();
+	{
+		r = zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_TRANSACTION_ROLLBACK || edata->detail != NULL)
+		{
+			FreeErrorData(edata);
+			PG_RE_THROW();
+		}
+		FlushErrorState();
+		edata->detail = pstrdup(FENCE_DETAIL);
+		edata->hint = pstrdup(FENCE_HINT);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return r;
 }
 
 /*

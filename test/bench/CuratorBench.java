@@ -3,7 +3,7 @@
  *     Lock cycles of Curator's recipes through one CuratorFramework (one
  *     ZooKeeper session per JVM, as applications use it): InterProcessMutex,
  *     the read and the write lock of InterProcessReadWriteLock, and
- *     InterProcessSemaphoreV2.
+ *     InterProcessSemaphoreV2; and adds of DistributedAtomicLong.
  *
  * Usage:
  *     java CuratorBench host:port seconds warmup_seconds mode...
@@ -13,20 +13,30 @@
  *     read       read lock, all threads on one path
  *     write      write lock, all threads on one path
  *     semaphore  semaphore of MAX_LEASES leases, all threads on one path
- * A cycle is acquire + release (semaphore: acquire() + returnLease()).
+ *     counter    DistributedAtomicLong.add(1), all threads on one path
+ * A cycle is acquire + release (semaphore: acquire() + returnLease(); counter:
+ * one add that succeeded, tried again at once while it reports failure,
+ * with a retry policy that does not sleep, as zklock retries at once).
  * Each mode runs for a fixed duration; a cycle counts when it ends inside
  * the window.  Prints one line per mode:
  *     RESULT name=NAME threads=N shape=KIND cycles=C secs=T cps=X p50=U p99=U avg=U
- *            cpu_jiffies=J zk_jiffies=Z
+ *            cpu_jiffies=J zk_jiffies=Z requests=R all_cycles=A
  * with latencies of one cycle in microseconds.  cpu_jiffies is the CPU
  * time of the whole machine (all CPUs, everything but idle and iowait,
  * from /proc/stat) during the window, zk_jiffies that of the ZooKeeper
  * server process whose pid is in the environment variable BENCH_ZK_PID
  * (utime + stime from /proc/<pid>/stat, -1 without it), in clock ticks.
+ * requests is how many requests the server received (its four-letter
+ * word mntr, zk_packets_received) from just before the threads start to
+ * after the last one ended, all_cycles the cycles completed in that time
+ * (in the window or not): their ratio is the requests of one cycle.
  *
  * test/bench/CuratorBench.java
  */
 
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -39,12 +49,14 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorBench
 {
@@ -53,6 +65,7 @@ public class CuratorBench
     {
         long[] v = new long[1 << 14];
         int n = 0;
+        long all = 0;           /* cycles completed, in the window or not */
 
         void add(long us)
         {
@@ -72,12 +85,14 @@ public class CuratorBench
         double avg;
         long cpuTicks;      /* machine busy ticks in the window, -1 unknown */
         long zkTicks;       /* ZooKeeper server ticks in the window, -1 unknown */
+        long requests;      /* requests the server received during the run, -1 unknown */
+        long allCycles;     /* cycles completed during the run */
     }
 
     /* What one mode locks */
     enum Kind
     {
-        DISTINCT, SHARED, READ, WRITE, SEMAPHORE
+        DISTINCT, SHARED, READ, WRITE, SEMAPHORE, COUNTER
     }
 
     /* One acquire + release, on the recipe object of one thread */
@@ -88,6 +103,46 @@ public class CuratorBench
 
     /* pid of the ZooKeeper server (BENCH_ZK_PID), 0 if not given */
     static long zkPid = 0;
+
+    /* the server asked for its request count (host:port) */
+    static String zkHostPort = null;
+
+    /*
+     * Requests the ZooKeeper server received so far (four-letter word mntr,
+     * zk_packets_received); -1 if it cannot be asked.
+     */
+    static long packetsReceived()
+    {
+        try
+        {
+            int colon = zkHostPort.lastIndexOf(':');
+
+            try (Socket sock = new Socket(zkHostPort.substring(0, colon),
+                                          Integer.parseInt(zkHostPort.substring(colon + 1))))
+            {
+                sock.setSoTimeout(5000);
+                OutputStream out = sock.getOutputStream();
+
+                out.write("mntr".getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                InputStream in = sock.getInputStream();
+                String text = new String(in.readAllBytes(), StandardCharsets.US_ASCII);
+
+                for (String line : text.split("\n"))
+                {
+                    String[] f = line.trim().split("\\s+");
+
+                    if (f.length == 2 && f[0].equals("zk_packets_received"))
+                        return Long.parseLong(f[1]);
+                }
+            }
+        }
+        catch (Exception e)
+        {
+            /* unknown */
+        }
+        return -1;
+    }
 
     /*
      * CPU time of the whole machine so far, in clock ticks: the "cpu" line
@@ -168,6 +223,16 @@ public class CuratorBench
                     lock.release();
                 };
             }
+            case COUNTER:
+            {
+                DistributedAtomicLong counter =
+                    new DistributedAtomicLong(client, path, new RetryNTimes(1000, 0));
+
+                return () -> {
+                    while (!counter.add(1L).succeeded())
+                        ;
+                };
+            }
             case SEMAPHORE:
             {
                 InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, maxLeases);
@@ -230,6 +295,7 @@ public class CuratorBench
 
                         long t1 = System.nanoTime();
 
+                        s.all++;
                         if (t1 >= start && t1 <= end)
                             s.add((t1 - t0) / 1000);
                     }
@@ -245,6 +311,7 @@ public class CuratorBench
         ready.await();
 
         /* the CPU counters are read where the window starts and ends */
+        long rq0 = packetsReceived();
         long cpu0 = machineBusyTicks();
         long zk0 = processTicks(zkPid);
 
@@ -266,10 +333,15 @@ public class CuratorBench
         }
         if (error.get() != null)
             throw new RuntimeException("worker failed", error.get());
+        long rq1 = packetsReceived();
 
         int total = 0;
+        long allCycles = 0;
         for (Samples s : samples)
+        {
             total += s.n;
+            allCycles += s.all;
+        }
 
         long[] all = new long[total];
         int off = 0;
@@ -293,6 +365,8 @@ public class CuratorBench
         r.avg = total > 0 ? sum / total : 0;
         r.cpuTicks = delta(cpu0, cpu1);
         r.zkTicks = delta(zk0, zk1);
+        r.requests = delta(rq0, rq1);
+        r.allCycles = allCycles;
         return r;
     }
 
@@ -311,7 +385,7 @@ public class CuratorBench
     {
         if (args.length < 4)
         {
-            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore[:MAX]...");
+            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore|counter[:MAX]...");
             System.exit(2);
         }
         String hosts = args[0];
@@ -323,6 +397,8 @@ public class CuratorBench
 
         if (pidEnv != null && !pidEnv.isEmpty())
             zkPid = Long.parseLong(pidEnv);
+        /* the first server of the connect string */
+        zkHostPort = hosts.split(",")[0];
 
         CuratorFramework client = CuratorFrameworkFactory.builder()
             .connectString(hosts)
@@ -364,10 +440,10 @@ public class CuratorBench
                 Result r = runMode(client, base + "/" + name, threads, kind,
                                    maxLeases, seconds);
 
-                System.out.printf("RESULT name=%s threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f cpu_jiffies=%d zk_jiffies=%d%n",
+                System.out.printf("RESULT name=%s threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f cpu_jiffies=%d zk_jiffies=%d requests=%d all_cycles=%d%n",
                                   name, threads, parts[2], r.cycles, r.secs,
                                   r.cycles / r.secs, r.p50, r.p99, r.avg,
-                                  r.cpuTicks, r.zkTicks);
+                                  r.cpuTicks, r.zkTicks, r.requests, r.allCycles);
                 System.out.flush();
             }
         }

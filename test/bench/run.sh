@@ -2,7 +2,8 @@
 #
 # test/bench/run.sh
 #	Lock-cycle benchmark: raw C client vs Curator vs zklock through SQL,
-#	in one run, against one private ZooKeeper server started here.
+#	in one run, against one private ZooKeeper server started here; and
+#	the rate of a shared counter's adds, Curator vs zklock.
 #
 # Usage: run.sh [--only raw,curator,sql] [--shapes idle,1,8d,...] [--runs N]
 #               [--seconds N] [--pg-seconds N] [--idle-seconds N]
@@ -13,9 +14,10 @@
 #	         session (mutex shapes only: the protocol floor of a mutex cycle)
 #	curator  test/bench/CuratorBench.java: one CuratorFramework, N threads,
 #	         each with its own InterProcessMutex / InterProcessReadWriteLock /
-#	         InterProcessSemaphoreV2
+#	         InterProcessSemaphoreV2 / DistributedAtomicLong
 #	sql      private PostgreSQL cluster (15 or 17) with zklock preloaded,
-#	         pgbench scripts doing acquire + release, N clients
+#	         pgbench scripts doing acquire + release (counter shapes: one
+#	         zk_atomic_long_add), N clients
 #
 # Shapes (name: sessions, what):
 #	1          mutex, 1 in flight, own path
@@ -23,6 +25,9 @@
 #	8s, 32s, 200s  mutex, 8 / 32 / 200 sessions on one shared path
 #	r8, w8     read lock / write lock, 8 sessions on one path
 #	sem16      semaphore of 4 leases, 16 sessions on one path
+#	c1, c8     counter: adds of 1 to one DistributedAtomicLong path from 1 / 8
+#	           sessions (zk_atomic_long_add; Curator's add, tried again at
+#	           once while it reports failure); a cycle is one add (not raw)
 #	idle       not a shape: what an idle client costs ZooKeeper (below)
 #
 # idle: with nothing to do, zklock's worker still sends heartbeats (a sync
@@ -48,8 +53,11 @@
 # systems one after the other in each round, and reports medians.  Besides
 # cycles/s and latency, it reports CPU per cycle: the whole machine's and
 # the ZooKeeper server's, from /proc, over the window the cycles are
-# counted in.  Nothing is asserted: it prints a table per forceSync setting
-# and the ratios in words.
+# counted in.  And the ZooKeeper requests of one cycle: what the server
+# received (mntr's zk_packets_received) over a system's whole run of the
+# shape, divided by the cycles completed in it (Curator, zklock; raw does
+# not report it).  Nothing is asserted: it prints a table per forceSync
+# setting and the ratios in words.
 #
 # Run as root or as an unprivileged user.  As root, the PostgreSQL part runs
 # as user "zklock" (initdb and pg_ctl refuse root).  Everything started here
@@ -78,8 +86,9 @@ ZK_TICK=2000					# tickTime of every server started here (Debian's)
 IDLE_TIMEOUT=60000				# session timeout both idle clients ask for (Curator's default)
 
 # shapes: name, sessions (threads, clients, in-flight slots), kind; kind is
-# distinct|shared (mutex), read|write (read/write lock) or semaphore
-ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore"
+# distinct|shared (mutex), read|write (read/write lock), semaphore or
+# counter (DistributedAtomicLong adds)
+ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore c1:1:counter c8:8:counter"
 
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 die() { echo "run.sh: $*" >&2; exit 1; }
@@ -114,6 +123,14 @@ four_letter() {
 		                              PeerPort => $ARGV[0], Timeout => 2) or exit 1;
 		print $s $ARGV[1]; shutdown($s, 1);
 		local $/; my $r = <$s>; print $r if defined $r;' "$1" "$2" 2>/dev/null || true
+}
+
+# zk_received PORT: the requests the ZooKeeper server on PORT received so
+# far (mntr's zk_packets_received), -1 when it does not say
+zk_received() {
+	local n
+	n=$(four_letter "$1" mntr | awk '$1 == "zk_packets_received" { print $2 }')
+	echo "${n:--1}"
 }
 
 # percentiles FILE...: p50 and p99 (nearest rank) of one number per line
@@ -152,9 +169,12 @@ proc_ticks() {
 ###########################################################################
 # PostgreSQL part: runs as an unprivileged user.
 #	sql_part ZKPORT RESULTFILE ZKPID
-# writes lines "sql SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS" and
-# "floor 1 ..." the same way; the ticks are read right before and after
-# each pgbench -T run, so its connection setup is inside the window
+# writes lines "sql SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
+# ALL_CYCLES" and "floor 1 ..." the same way; the ticks are read right
+# before and after each pgbench -T run, so its connection setup is inside
+# the window; REQS is what the ZooKeeper server received from right before
+# pgbench started to after it ended, ALL_CYCLES the transactions pgbench
+# completed in that time
 ###########################################################################
 sql_part() {
 	local zkport=$1 out=$2 zkpid=$3
@@ -226,6 +246,9 @@ EOF
 SELECT zk_semaphore_acquire('/bench/sql/sem', $SEM_MAX);
 SELECT zk_semaphore_release_all('/bench/sql/sem');
 EOF
+	cat >"$pgtmp/counter.sql" <<'EOF'
+SELECT zk_atomic_long_add('/bench/sql/counter', 1);
+EOF
 	cat >"$pgtmp/floor.sql" <<'EOF'
 SELECT 1;
 SELECT 1;
@@ -245,11 +268,12 @@ EOF
 	run_pgbench() {
 		local name=$1 script=$2 clients=$3 secs=$4 record=${5:-}
 		local jobs=2 outf=$pgtmp/pgbench_$name.out rc=0
-		local samples=$pgtmp/samples_$name t_launch pgpid
+		local samples=$pgtmp/samples_$name t_launch pgpid rq0 rq1 reqs alltx
 
 		[ "$clients" -lt "$jobs" ] && jobs=$clients
 		rm -f "$pgtmp"/log_"$name".*
 		: >"$samples"
+		rq0=$(zk_received "$zkport")
 		t_launch=$(date +%s%N)
 		"$PGBIN/pgbench" -n -f "$pgtmp/$script" -c "$clients" -j "$jobs" \
 			-T "$secs" -M prepared --log --log-prefix="$pgtmp/log_$name" \
@@ -260,6 +284,7 @@ EOF
 			sleep 0.25
 		done
 		wait "$pgpid" || rc=$?
+		rq1=$(zk_received "$zkport")
 		if [ $rc -ne 0 ] || grep -q -E "aborted|ERROR" "$outf"; then
 			cat "$outf" >&2
 			tail -n 20 "$pgtmp/postgres.log" >&2
@@ -303,8 +328,11 @@ EOF
 		p=$(percentiles "$win")
 		local tps avg cycles cpu zkd
 		read -r tps avg cycles cpu zkd <<<"$stats"
-		echo "$record $tps $p $avg $cycles $cpu $zkd" >>"$out"
-		log "  $name: in the window: tps=$tps p50/p99(us)=$p avg(us)=$avg; cpu over $cycles cycles: ticks=$cpu zk_ticks=$zkd; pgbench overall: $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1) tps"
+		alltx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$outf" | head -n 1)
+		reqs=-1
+		[ "$rq0" -lt 0 ] || [ "$rq1" -lt 0 ] || reqs=$((rq1 - rq0))
+		echo "$record $tps $p $avg $cycles $cpu $zkd $reqs ${alltx:-0}" >>"$out"
+		log "  $name: in the window: tps=$tps p50/p99(us)=$p avg(us)=$avg; cpu over $cycles cycles: ticks=$cpu zk_ticks=$zkd; pgbench overall: $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1) tps; zookeeper received $reqs requests for ${alltx:-0} transactions"
 	}
 
 	log "pgbench warm-up (${WARMUP}s, not counted)"
@@ -486,7 +514,7 @@ if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",idle,"* ]]; then
 	IDLE=1
 fi
 [ -n "$SHAPES" ] || [ -n "$IDLE" ] \
-	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16)"
+	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16 c1 c8)"
 if [ -n "$IDLE" ] && ! want sql && ! want curator; then
 	log "idle: measures zklock and Curator, neither is in --only: skipped"
 	IDLE=""
@@ -599,7 +627,7 @@ if want sql && [ "$(id -u)" = 0 ]; then
 fi
 
 # one line per measurement:
-#   FSYNC ROUND SYSTEM SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS
+#   FSYNC ROUND SYSTEM SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS ALL_CYCLES
 RESULTS=$WORK/results
 : >"$RESULTS"
 
@@ -720,13 +748,16 @@ EOF
 }
 
 # result_line PREFIX: turn a RESULT line of raw_cycle or CuratorBench on
-# stdin into "PREFIX CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS"
+# stdin into "PREFIX CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
+# ALL_CYCLES" (REQS -1 and ALL_CYCLES 0 when the client does not say)
 result_line() {
 	awk -v prefix="$1" '/^RESULT/ {
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 		print prefix, f["cps"], f["p50"], f["p99"], f["avg"], f["cycles"],
 			(f["cpu_jiffies"] == "" ? -1 : f["cpu_jiffies"]),
-			(f["zk_jiffies"] == "" ? -1 : f["zk_jiffies"]) }'
+			(f["zk_jiffies"] == "" ? -1 : f["zk_jiffies"]),
+			(f["requests"] == "" ? -1 : f["requests"]),
+			(f["all_cycles"] == "" ? 0 : f["all_cycles"]) }'
 }
 
 # raw_round FSYNC ROUND: raw_cycle on every mutex shape
@@ -948,7 +979,8 @@ for w in raw curator sql; do want "$w" && systems="$systems $w"; done
 
 if [ -n "$SHAPES" ]; then
 echo
-echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only)."
+echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only);"
+echo "counter shapes c1, c8: one cycle = one add of 1 that succeeded (zk_atomic_long_add / DistributedAtomicLong.add)."
 # versions as installed (Debian 12: ZooKeeper 3.8, Curator 5.4, PostgreSQL 15;
 # Debian 13: ZooKeeper 3.9, Curator 5.7, PostgreSQL 17)
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/[-+~].*//'; }
@@ -983,6 +1015,7 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 		add(k "cps", $5); add(k "p50", $6); add(k "p99", $7)
 		if ($9 > 0 && $10 >= 0) add(k "cpu", $10 * 1e6 / clk / $9)
 		if ($9 > 0 && $11 >= 0) add(k "zk", $11 * 1e6 / clk / $9)
+		if (NF >= 13 && $12 >= 0 && $13 > 0) add(k "rq", $12 / $13)
 	}
 	END {
 		label["1"] = "mutex, 1 in flight"; label["8d"] = "mutex, 8 distinct"
@@ -990,6 +1023,7 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 		label["32s"] = "mutex, 32 shared"; label["200s"] = "mutex, 200 shared"
 		label["r8"] = "read lock, 8 shared"; label["w8"] = "write lock, 8 shared"
 		label["sem16"] = "semaphore max 4, 16"
+		label["c1"] = "counter add, 1"; label["c8"] = "counter add, 8 shared"
 		name["raw"] = "raw C"; name["curator"] = "Curator"; name["sql"] = "zklock"
 		fmt = "%-5s %-22s %-7s %8s %6s %7s %6s %7s | %6s %6s %6s"
 		np = split(passes, plist, " "); ns = split(shapes, slist, " "); nsys = split(systems, syslist, " ")
@@ -1037,6 +1071,19 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 			}
 			if (line != "")
 				printf "Uncontended latency (shape 1: mutex, 1 in flight, own path; one acquire + release): %s\n", line
+			# requests of one cycle, as the server counted them
+			printf "\nforceSync=%s, ZooKeeper requests per cycle (per add for c1, c8): received by the server over a system'\''s run of the shape / cycles completed in it:\n", fs
+			for (i = 1; i <= ns; i++) {
+				split(slist[i], part, ":"); sh = part[1]
+				line = ""
+				for (j = 1; j <= nsys; j++) {
+					s = syslist[j]
+					v = med(fs, s, sh, "rq")
+					if (v == "-") continue
+					line = line (line == "" ? "" : ", ") sprintf("%s %.2f", name[s], v)
+				}
+				if (line != "") printf "%s: %s\n", sh, line
+			}
 			# the ratios in words, one line per shape
 			printf "\nforceSync=%s, zklock against the others:\n", fs
 			for (i = 1; i <= ns; i++) {

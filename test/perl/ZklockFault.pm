@@ -32,6 +32,9 @@
 #                                 bound at import, still print)
 #   wait_back($node, $timeout)    poll until the cluster accepts queries again
 #                                 (after a crash-restart)
+#   drop_create_reply(...)        a create whose reply the proxy drops
+#   drop_set_reply($proxy, $session, $sql)
+#                                 a setData whose reply the proxy drops
 package ZklockFault;
 
 use strict;
@@ -54,7 +57,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
-  drop_create_reply row_from_json quietly
+  drop_create_reply drop_set_reply row_from_json quietly
 );
 
 ############################################################################
@@ -470,6 +473,25 @@ sub drop_create_reply
 	my $dropped = ZklockTest::wait_until(sub { $proxy->stats->{dropped_s2c} > $before->{dropped_s2c} },
 		5, 'the reply bytes');
 	return ($mine, $dropped);
+}
+
+# drop_set_reply($proxy, $session, $sql): with the proxy in
+# drop_set_replies mode, start $sql in $session and wait (bounded, 10 s)
+# until the proxy relayed its setData request and then dropped reply bytes
+# of that connection.  Returns whether both happened; the statement is
+# left pending (its reply never comes: the client's connection times out).
+sub drop_set_reply
+{
+	my ($proxy, $session, $sql) = @_;
+	my $before = $proxy->set_mode('drop_set_replies');
+	$session->start($sql);
+	my $sent = ZklockTest::wait_until(
+		sub { $proxy->stats->{set_requests} > $before->{set_requests} },
+		10, 'the setData request');
+	my $dropped = $sent && ZklockTest::wait_until(
+		sub { $proxy->stats->{dropped_s2c} > $before->{dropped_s2c} },
+		10, 'its reply bytes');
+	return $sent && $dropped;
 }
 
 1;

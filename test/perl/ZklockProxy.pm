@@ -28,6 +28,15 @@
 #   cut           close every current connection (both ends) at once; until
 #                 the next mode, new connections are closed as soon as they
 #                 are accepted.
+#   drop_set_replies
+#                 forward both ways until a connection carries a client's
+#                 setData request (ZooKeeper opcode 5); that request is
+#                 relayed (the server applies it) and from then on every
+#                 server->client byte of that connection is discarded, as
+#                 in drop_replies: the write's reply is lost.  Other
+#                 connections, and new ones, are relayed until they carry
+#                 a setData of their own.  stats' set_requests counts the
+#                 setData requests relayed (in any mode).
 #   stall_new     current connections are relayed as in pass; new ones are
 #                 accepted and stalled for good: never relayed, never
 #                 answered, and left open by later modes (a server that
@@ -53,7 +62,7 @@ use POSIX ();
 use Time::HiRes qw(time);
 use Test::More;
 
-my %MODES = map { $_ => 1 } qw(pass drop_replies blackhole cut stall_new);
+my %MODES = map { $_ => 1 } qw(pass drop_replies drop_set_replies blackhole cut stall_new);
 
 sub start
 {
@@ -181,7 +190,7 @@ sub _child
 
 	my $mode = 'pass';
 	my %st = (accepted => 0, c2s => 0, s2c => 0, dropped_c2s => 0, dropped_s2c => 0,
-		refused => 0, closed_tainted => 0, stalled => 0);
+		refused => 0, closed_tainted => 0, stalled => 0, set_requests => 0);
 	my @pairs;    # { c => client sock, s => server sock or undef, tainted => 0|1 }
 	my %peer;     # fileno => [pair, 'c'|'s']
 	my $cmdbuf = '';
@@ -196,6 +205,31 @@ sub _child
 			$p->{$k} = undef;
 		}
 		@pairs = grep { $_ != $p } @pairs;
+	};
+
+	# The client's requests on a connection, frame by frame (a 4-byte
+	# length, then, after the handshake's frame, xid and opcode): a setData
+	# (opcode 5) relayed in drop_set_replies mode marks the connection.
+	my $_frames = sub {
+		my ($p, $buf, $m, $stats) = @_;
+		$p->{cq} .= $buf;
+		while (length($p->{cq}) >= 4)
+		{
+			my $len = unpack('N', $p->{cq});
+			last if length($p->{cq}) < 4 + $len;
+			my $frame = substr($p->{cq}, 4, $len);
+			substr($p->{cq}, 0, 4 + $len) = '';
+			if ($p->{handshake})
+			{
+				$p->{handshake} = 0;
+				next;
+			}
+			next unless $len >= 8;
+			my (undef, $op) = unpack('l> l>', $frame);
+			next unless $op == 5;
+			$stats->{set_requests}++;
+			$p->{set_seen} = 1 if $m eq 'drop_set_replies';
+		}
 	};
 
 	my $answer = sub {
@@ -259,7 +293,8 @@ sub _child
 					$st{refused}++;
 					next;
 				}
-				my $p = { c => $c, s => undef, tainted => 0, stalled => 0 };
+				my $p = { c => $c, s => undef, tainted => 0, stalled => 0,
+					cq => '', handshake => 1, set_seen => 0 };
 				if ($mode eq 'stall_new')
 				{
 					$p->{stalled} = 1;
@@ -308,6 +343,7 @@ sub _child
 				}
 				my $drop = $mode eq 'blackhole'
 				  || ($mode eq 'drop_replies' && $side eq 's')
+				  || ($mode eq 'drop_set_replies' && $side eq 's' && $p->{set_seen})
 				  || !$to;
 				if ($drop)
 				{
@@ -315,6 +351,7 @@ sub _child
 					$p->{tainted} = 1;
 					next;
 				}
+				$_frames->($p, $buf, $mode, \%st) if $side eq 'c';
 				my $off = 0;
 				while ($off < $n)
 				{

@@ -8,7 +8,11 @@
 # DistributedAtomicLong's adds from SQL sessions and Curator threads lose
 # no increment; compare_and_set is false on a missing node and on a value
 # that changed; bad input and a node of another shape get a clear error
-# and leave nothing behind.
+# and leave nothing behind.  With two PostgreSQL clusters on the same
+# ZooKeeper (each its own session) the counter is one: adds from both
+# clusters' sessions and two Curator clients lose no increment, and
+# try_set races between the clusters let exactly one writer win each
+# version.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -92,6 +96,70 @@ subtest 'concurrent adds from SQL sessions and a Curator thread lose no incremen
 	like($peer->wait_reply(qr/^longloop \Q$p\E/, 120) // '', qr/ 60$/, 'Curator made 60 adds');
 	is(sql("SELECT zk_atomic_long_get('$p')"), 4 * $n + 60, 'the total is every add');
 	$_->quit for @s;
+};
+
+subtest 'two clusters and Curator: adds lose nothing, try_set has one winner per version' => sub {
+	my $node_b = new_zklock_node('counters_b', $zk);
+	my $peer_b = new_peer($zk);
+	isnt(sql('SELECT session_id FROM zk_status()'),
+		$node_b->safe_psql('postgres', 'SELECT session_id FROM zk_status()'),
+		'each cluster has its own ZooKeeper session');
+
+	my $p = '/t190/long/two';
+	my @s = map { ZklockTest::Session->new($node, "a$_"), ZklockTest::Session->new($node_b, "b$_") } 1 .. 2;
+	my $n = 30;
+	$_->start("SELECT count(zk_atomic_long_add('$p', 1)) FROM generate_series(1, $n)") for @s;
+	$peer->send("long_addloop $p 40");
+	$peer_b->send("long_addloop $p 40");
+	is($_->result(120)->{out}, $n, $_->name . " made $n adds") for @s;
+	like($peer->wait_reply(qr/^longloop \Q$p\E/, 120) // '', qr/ 40$/, 'Curator client 1 made 40 adds');
+	like($peer_b->wait_reply(qr/^longloop \Q$p\E/, 120) // '', qr/ 40$/, 'Curator client 2 made 40 adds');
+	my $sum = @s * $n + 80;
+	is(peer_long($p), $sum, "Curator reads $sum: every add of both clusters and both clients");
+	is($node_b->safe_psql('postgres', "SELECT zk_atomic_long_get('$p')"), $sum, 'cluster B reads the same');
+
+	# each racer reads the version and tries to write at it, again and
+	# again; it reports the versions it won
+	my $race = q{CREATE FUNCTION race(p text, tag int, n int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	won int[] := '{}';
+BEGIN
+	FOR i IN 1 .. n LOOP
+		SELECT * INTO r FROM zk_shared_count_get_versioned(p);
+		IF zk_shared_count_try_set(p, tag, r.version) THEN
+			won := won || r.version;
+		END IF;
+	END LOOP;
+	RETURN array_to_string(won, ' ');
+END $$};
+	sql($race);
+	$node_b->safe_psql('postgres', $race);
+	my $c = '/t190/count/race';
+	sql("SELECT zk_shared_count_get('$c', 0)");
+	my $tries = 25;
+	my $tag = 0;
+	$_->start('SELECT race(' . "'$c', " . ++$tag . ", $tries)") for @s;
+	my @won;
+	for my $x (@s)
+	{
+		my $r = $x->result(120);
+		is($r->{err}, '', $x->name . ' raced without error') or diag($r->{err});
+		my @v = split ' ', $r->{out};
+		note($x->name . " won versions @v");
+		push @won, @v;
+	}
+	my ($value, $version) = peer_count($c);
+	my %seen;
+	my @dup = grep { $seen{$_}++ } @won;
+	is("@dup", '', 'no version was won twice');
+	is(scalar @won, $version, "the wins ($version) are the versions written: one winner per version");
+	is(join(' ', sort { $a <=> $b } @won), join(' ', 0 .. $version - 1), 'every version from 0 was won once');
+	cmp_ok($version, '>=', $tries, 'at least one write won per round');
+	ok($value >= 1 && $value <= @s, "the value ($value) is a racer's");
+	$_->quit for @s;
+	$peer_b->quit;
+	$node_b->stop;
 };
 
 subtest 'bad input and foreign nodes: clear errors, nothing left behind' => sub {

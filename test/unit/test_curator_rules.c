@@ -1547,6 +1547,25 @@ test_latch_decide(void **state)
 	assert_true(d.lost);
 }
 
+/* the fence of a counter write: only holds of the current session pass */
+static void
+test_write_fence(void **state)
+{
+	(void) state;
+	assert_int_equal(zklock_write_fence(false, 3, 3), ZKLOCK_FENCE_PASS);
+	/* lost wins, whatever the session */
+	assert_int_equal(zklock_write_fence(true, 3, 3), ZKLOCK_FENCE_LOST);
+	assert_int_equal(zklock_write_fence(true, 2, 3), ZKLOCK_FENCE_LOST);
+	assert_int_equal(zklock_write_fence(true, 0, 0), ZKLOCK_FENCE_LOST);
+	/* held in an earlier session (not yet swept), or a later one */
+	assert_int_equal(zklock_write_fence(false, 2, 3), ZKLOCK_FENCE_OTHER_SESSION);
+	assert_int_equal(zklock_write_fence(false, 4, 3), ZKLOCK_FENCE_OTHER_SESSION);
+	/* no session now, or a hold whose session is unknown */
+	assert_int_equal(zklock_write_fence(false, 3, 0), ZKLOCK_FENCE_OTHER_SESSION);
+	assert_int_equal(zklock_write_fence(false, 0, 3), ZKLOCK_FENCE_OTHER_SESSION);
+	assert_int_equal(zklock_write_fence(false, 0, 0), ZKLOCK_FENCE_OTHER_SESSION);
+}
+
 /* latch participants: Curator's filter and order */
 static void
 test_latch_participants(void **state)
@@ -1655,6 +1674,7 @@ main(void)
 		cmocka_unit_test(test_count_codec),
 		cmocka_unit_test(test_long_codec),
 		cmocka_unit_test(test_long_add),
+		cmocka_unit_test(test_write_fence),
 		cmocka_unit_test(test_latch_participants),
 		cmocka_unit_test(test_latch_decide),
 	};
