@@ -125,6 +125,14 @@ typedef struct ZklockCounterArgs
 	int64		a;				/* seed, value, delta or expected */
 	int64		b;				/* compare_and_set: the new value */
 	int32		version;		/* try_set: the version read */
+	/*
+	 * a write's fence by leadership: the election member the asking
+	 * transaction relies on (zk_leader_xact) and its leadership epoch then;
+	 * lead_slot -1: none
+	 */
+	int32		lead_slot;
+	uint32		lead_serial;
+	uint64		lead_epoch;
 } ZklockCounterArgs;
 
 /*

@@ -778,3 +778,21 @@ zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
 	xact_leaderships = lappend(xact_leaderships, l);
 	MemoryContextSwitchTo(old);
 }
+
+/*
+ * The leadership the current transaction relied on last (zk_leader_xact),
+ * for the fence of a counter write: false when it relied on none.
+ */
+bool
+zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch)
+{
+	XactLeadership *l;
+
+	if (xact_leaderships == NIL)
+		return false;
+	l = (XactLeadership *) llast(xact_leaderships);
+	*idx = l->slot;
+	*serial = l->serial;
+	*epoch = l->epoch;
+	return true;
+}

@@ -94,6 +94,7 @@ extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 extern void zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
 									  const char *user_path);
 extern const char *zklock_xact_lost_lock(void);
+extern bool zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch);
 
 /* zklock_loss.c */
 extern void zklock_loss_watch_update(void);

@@ -149,6 +149,23 @@ counter_write_fenced(int idx)
 
 	if (slot->args.counter.action == ZKC_COUNT_GET)
 		return false;
+	if (slot->args.counter.lead_slot >= 0 &&
+		slot->args.counter.lead_slot < sh->nslots)
+	{
+		/* the leadership its transaction relies on, in the same epoch */
+		ZklockSlot *l = &sh->slots[slot->args.counter.lead_slot];
+
+		if (!(l->serial == slot->args.counter.lead_serial &&
+			  l->state == ZKS_ACTIVE && l->op == ZKOP_LATCH &&
+			  l->latch.leader && l->latch.epoch == slot->args.counter.lead_epoch &&
+			  zklock_write_fence(false, l->session_gen, current) == ZKLOCK_FENCE_PASS))
+		{
+			zklock_req_fail(idx, ERRCODE_TRANSACTION_ROLLBACK,
+							"leadership of the election at \"%s\" was lost: counter \"%s\" was not written",
+							l->path + l->user_path_off, slot->path + slot->user_path_off);
+			return true;
+		}
+	}
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *h = &sh->slots[i];
@@ -433,6 +450,8 @@ counter_create_done(int rc, const char *value, const void *data)
 
 #define FENCE_DETAIL "The ZooKeeper session that held the lock ended: a write sent now could land after another client took the lock."
 #define FENCE_HINT "Roll back the transaction; release a session-level lock and acquire it again."
+#define LEAD_FENCE_DETAIL "The transaction relied on this leadership (zk_leader_xact) and it ended: a write sent now could land after another member took over."
+#define LEAD_FENCE_HINT "Roll back the transaction; the next run asks zk_leader_xact again."
 
 /*
  * Run a counter request on the path in argument 0 and return the
@@ -453,6 +472,7 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 	const char *lost;
 	MemoryContext cxt = CurrentMemoryContext;
 	int64		r = 0;
+	int			lead_slot;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
 	last = strrchr(key.path, '/');
@@ -467,6 +487,10 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 	ask.args.counter.a = a;
 	ask.args.counter.b = b;
 	ask.args.counter.version = version;
+	ask.args.counter.lead_slot = -1;
+	if (zklock_xact_leadership(&lead_slot, &ask.args.counter.lead_serial,
+							   &ask.args.counter.lead_epoch))
+		ask.args.counter.lead_slot = lead_slot;
 	if (action == ZKC_COUNT_GET || action == ZKC_LONG_GET)
 		return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
 
@@ -493,8 +517,16 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 			PG_RE_THROW();
 		}
 		FlushErrorState();
-		edata->detail = pstrdup(FENCE_DETAIL);
-		edata->hint = pstrdup(FENCE_HINT);
+		if (strncmp(edata->message, "leadership", 10) == 0)
+		{
+			edata->detail = pstrdup(LEAD_FENCE_DETAIL);
+			edata->hint = pstrdup(LEAD_FENCE_HINT);
+		}
+		else
+		{
+			edata->detail = pstrdup(FENCE_DETAIL);
+			edata->hint = pstrdup(FENCE_HINT);
+		}
 		ReThrowError(edata);
 	}
 	PG_END_TRY();

@@ -123,8 +123,26 @@ subtest 'zk_leader_xact: COMMIT fails when our node was deleted under the leader
 	is(sql(q{SELECT count(*) FROM runs WHERE tag = 'lost'}), '0', 'its row is not written');
 	ok(wait_until(sub { $s->value(qq{SELECT zk_has_leadership('$p')}) eq 't' }, 10),
 		'the member leads again');
+
+	# a counter claim made after the leadership it relied on ended is fenced
+	sql(qq{SELECT zk_atomic_long_set('$p-last', 5)});
+	$s->value('BEGIN');
+	is($s->value(qq{SELECT zk_leader_xact('$p')}), 't', 'a new transaction relies on the leadership');
+	($n) = latch_nodes($p);
+	$peer->cmd("delete $p/$n", qr/^deleted /);
+	ok(wait_until(sub { my @l = latch_nodes($p); @l == 1 && $l[0] ne $n }, 10),
+		'its node deleted, the member joined again');
+	ok(wait_until(sub { $s->value(qq{SELECT zk_has_leadership('$p')}) eq 't' }, 10), '... and leads again');
+	$r = $s->query(qq{SELECT zk_atomic_long_compare_and_set('$p-last', 5, 6)});
+	is($r->{sqlstate}, '40000', 'a claim under the leadership that ended is refused (40000)');
+	like($r->{err}, qr/leadership of the election at "\/t191\/d" was lost/, '... naming the election');
+	$s->value('ROLLBACK');
+	is(sql(qq{SELECT zk_atomic_long_get('$p-last')}), '5', 'the counter is unchanged');
+
 	$s->value('BEGIN');
 	is($s->value(qq{SELECT zk_leader_xact('$p')}), 't', 'zk_leader_xact again');
+	is($s->value(qq{SELECT zk_atomic_long_compare_and_set('$p-last', 5, 6)}), 't',
+		'a claim under the current leadership is written');
 	$s->value(q{INSERT INTO runs VALUES ('kept')});
 	is($s->query('COMMIT')->{sqlstate}, undef, 'an undisturbed COMMIT succeeds');
 	is(sql(q{SELECT count(*) FROM runs WHERE tag = 'kept'}), '1', 'its row is written');

@@ -30,7 +30,7 @@ my $peer = new_peer($zk);
 $node->safe_psql('postgres', 'CREATE TABLE runs(tag text)');
 # a second cluster reaches ZooKeeper through a proxy that can black-hole it
 my $proxy = ZklockProxy->start($zk);
-my $pnode = new_zklock_node('leaderproxy', $proxy->connect, "zklock.connect_timeout = '3s'\n");
+my $pnode = new_zklock_node('leaderproxy', $proxy->connect, "zklock.connect_timeout = '10s'\n");
 $pnode->safe_psql('postgres', 'CREATE TABLE runs(tag text)');
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
@@ -77,9 +77,12 @@ subtest 'session expiry behind a black hole: Curator takes over, no double leade
 	$peer->cmd("latch_start je $p java-e", qr/^latch je started/);
 	ok(wait_until(sub { scalar(latch_nodes($p)) == 2 }, 10), 'Curator joined behind SQL');
 
+	$peer->cmd("long_add $p-last 5", qr/^longadd /);
+	is($s->value(qq{SELECT zk_atomic_long_get('$p-last')}), '5', 'the job counter is at 5');
 	$s->value('BEGIN');
 	is($s->value(qq{SELECT zk_leader_xact('$p')}), 't', 'a transaction relies on the leadership');
 	$s->value(q{INSERT INTO runs VALUES ('expired')});
+	$s->value('SAVEPOINT claim');
 
 	# nothing gets through: the server expires the session after its timeout
 	$proxy->set_mode('blackhole');
@@ -87,12 +90,23 @@ subtest 'session expiry behind a black hole: Curator takes over, no double leade
 	ok($led, "Curator becomes the leader once the session expired on the server");
 	is($double, 0, 'SQL never said it led once Curator did');
 	is($s->value(qq{SELECT zk_has_leadership('$p')}), 'f', 'SQL does not lead');
+
+	# the job claims its period now: the claim waits for the connection,
+	# which comes back in a new session
+	$s->start(qq{SELECT zk_atomic_long_compare_and_set('$p-last', 5, 6)});
+	usleep(300_000);
+	$proxy->set_mode('pass');
+	my $c = $s->result(30);
+	is($c->{sqlstate}, '40000', 'the claim in the new session is refused with 40000');
+	like($c->{err}, qr/leadership of the election at "\/t405\/exp" was lost/, '... naming the election');
+	is($peer->cmd("long_get $p-last", qr/^long \Q$p-last\E /), "long $p-last true 5",
+		'Curator reads the counter unchanged');
+	$s->value('ROLLBACK TO SAVEPOINT claim');
 	my $r = $s->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'the COMMIT that relied on it fails with 40000');
 	is($pnode->safe_psql('postgres', q{SELECT count(*) FROM runs WHERE tag = 'expired'}), '0',
 		'its row is not there');
 
-	$proxy->set_mode('pass');
 	ok(wait_until(sub { scalar(latch_nodes($p)) == 2 }, 30),
 		'the worker found its session expired and SQL joined again (two latch nodes)');
 	is($peer->cmd('latch_leader je', qr/^latchleader je/), 'latchleader je java-e',
