@@ -7,7 +7,9 @@
  *
  *	  A read goes through the leader first (sync, then getData behind it
  *	  on the session), so it is never older than a write acknowledged
- *	  before it.  A write with a version (try_set, compare_and_set, add)
+ *	  before it; an add reads without the sync first, as Curator's does
+ *	  (its write at the version read fails on a stale value, and it then
+ *	  reads again with the sync).  A write with a version (try_set, compare_and_set, add)
  *	  is decided by ZooKeeper.  A write whose reply was lost with the
  *	  connection is not sent again: an add or a versioned write might
  *	  then be applied twice or reported wrong, so the call fails with
@@ -36,7 +38,7 @@
 #include "zklock_worker_int.h"
 #include "zklock_backend_int.h"
 
-static void counter_read(int idx);
+static void counter_read(int idx, bool sync);
 static void counter_write(int idx, int version, int64 value);
 static void counter_create(int idx, int64 value);
 static void counter_sync_done(int rc, const char *value, const void *data);
@@ -109,24 +111,34 @@ zklock_counter_start(int idx)
 		case ZKC_COUNT_TRY_SET:
 			counter_write(idx, slot->args.counter.version, slot->args.counter.a);
 			break;
+		case ZKC_LONG_ADD:
+			/* optimistic: the versioned write catches a stale read */
+			counter_read(idx, false);
+			break;
 		default:
-			counter_read(idx);
+			counter_read(idx, true);
 			break;
 	}
 }
 
 /*
- * sync through the leader, then getData of P behind it on the session.
+ * getData of P; with sync, behind a sync through the leader on the
+ * session, so the value is not older than a write acknowledged before.
+ * An add reads without it first (its versioned write fails on a stale
+ * value, and then it reads again with it), as Curator's does.
  */
 static void
-counter_read(int idx)
+counter_read(int idx, bool sync)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	zklock_call_sent(idx, zoo_async(zklock_zh, slot->path, counter_sync_done,
-									zklock_slot_tag(idx)));
-	if (zklock_req_parked(&zklock_reqs[idx]))
-		return;
+	if (sync)
+	{
+		zklock_call_sent(idx, zoo_async(zklock_zh, slot->path, counter_sync_done,
+										zklock_slot_tag(idx)));
+		if (zklock_req_parked(&zklock_reqs[idx]))
+			return;
+	}
 	zklock_call_sent(idx, zoo_aget(zklock_zh, slot->path, 0, counter_data_done,
 								   zklock_slot_tag(idx)));
 }
@@ -387,7 +399,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZBADVERSION && action == ZKC_LONG_ADD)
 		{
 			req->rcp.counter.write_sent = false;	/* not applied: again */
-			counter_read(idx);
+			counter_read(idx, true);
 		}
 		else if (rc == ZBADVERSION)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* try_set, compare_and_set */
@@ -396,7 +408,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZNONODE && action == ZKC_LONG_ADD)
 		{
 			req->rcp.counter.write_sent = false;
-			counter_read(idx);	/* deleted meanwhile: start from 0 */
+			counter_read(idx, true);	/* deleted meanwhile: start from 0 */
 		}
 		else if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* nothing at that version */
@@ -429,7 +441,10 @@ counter_create_done(int rc, const char *value, const void *data)
 		{
 			/* made meanwhile by someone else: not ours, start again */
 			req->rcp.counter.write_sent = false;
-			zklock_counter_start(idx);
+			if (action == ZKC_LONG_ADD)
+				counter_read(idx, true);	/* fresh this time */
+			else
+				zklock_counter_start(idx);
 		}
 		else if (rc == ZNONODE)
 		{

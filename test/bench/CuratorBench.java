@@ -42,7 +42,9 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -50,6 +52,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -63,15 +66,23 @@ public class CuratorBench
     /* Latency samples of one thread, in microseconds */
     static final class Samples
     {
+        /* at most this many latencies are kept (a leader check is a field
+         * read: tens of millions a second); past it the latest ones */
+        static final int KEEP = 1 << 20;
         long[] v = new long[1 << 14];
-        int n = 0;
+        int n = 0;              /* latencies kept in v */
+        long inWindow = 0;      /* cycles completed in the window */
         long all = 0;           /* cycles completed, in the window or not */
 
         void add(long us)
         {
-            if (n == v.length)
-                v = Arrays.copyOf(v, v.length * 2);
-            v[n++] = us;
+            if (n == v.length && n < KEEP)
+                v = Arrays.copyOf(v, Math.min(v.length * 2, KEEP));
+            if (n < v.length)
+                v[n++] = us;
+            else
+                v[(int) (inWindow % KEEP)] = us;
+            inWindow++;
         }
     }
 
@@ -92,7 +103,7 @@ public class CuratorBench
     /* What one mode locks */
     enum Kind
     {
-        DISTINCT, SHARED, READ, WRITE, SEMAPHORE, COUNTER
+        DISTINCT, SHARED, READ, WRITE, SEMAPHORE, COUNTER, LEADER
     }
 
     /* One acquire + release, on the recipe object of one thread */
@@ -197,6 +208,28 @@ public class CuratorBench
         }
     }
 
+    /* the one LeaderLatch of each path, started and leading */
+    static final Map<String, LeaderLatch> latches = new HashMap<>();
+
+    static synchronized LeaderLatch sharedLatch(CuratorFramework client, String path)
+    {
+        return latches.computeIfAbsent(path, p -> {
+            LeaderLatch l = new LeaderLatch(client, p, "bench");
+
+            try
+            {
+                l.start();
+                if (!l.await(10, TimeUnit.SECONDS))
+                    throw new IllegalStateException("the latch did not lead in 10 s");
+            }
+            catch (Exception e)
+            {
+                throw new RuntimeException(e);
+            }
+            return l;
+        });
+    }
+
     /* Ticks between two readings of one counter; -1 if either is unknown */
     static long delta(long start, long end)
     {
@@ -231,6 +264,15 @@ public class CuratorBench
                 return () -> {
                     while (!counter.add(1L).succeeded())
                         ;
+                };
+            }
+            case LEADER:
+            {
+                LeaderLatch latch = sharedLatch(client, path);
+
+                return () -> {
+                    if (!latch.hasLeadership())
+                        throw new IllegalStateException("the latch does not lead");
                 };
             }
             case SEMAPHORE:
@@ -336,10 +378,12 @@ public class CuratorBench
         long rq1 = packetsReceived();
 
         int total = 0;
+        long inWindow = 0;
         long allCycles = 0;
         for (Samples s : samples)
         {
             total += s.n;
+            inWindow += s.inWindow;
             allCycles += s.all;
         }
 
@@ -358,7 +402,7 @@ public class CuratorBench
 
         Result r = new Result();
 
-        r.cycles = total;
+        r.cycles = inWindow;
         r.secs = seconds;
         r.p50 = percentile(all, 50);
         r.p99 = percentile(all, 99);
@@ -385,7 +429,7 @@ public class CuratorBench
     {
         if (args.length < 4)
         {
-            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore|counter[:MAX]...");
+            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore|counter|leader[:MAX]...");
             System.exit(2);
         }
         String hosts = args[0];

@@ -25,6 +25,8 @@
 #	8s, 32s, 200s  mutex, 8 / 32 / 200 sessions on one shared path
 #	r8, w8     read lock / write lock, 8 sessions on one path
 #	sem16      semaphore of 4 leases, 16 sessions on one path
+#	l8         leader check: 8 sessions ask whether the one member (a
+#	           'cluster' membership; one LeaderLatch for Curator) leads
 #	c1, c8     counter: adds of 1 to one DistributedAtomicLong path from 1 / 8
 #	           sessions (zk_atomic_long_add; Curator's add, tried again at
 #	           once while it reports failure); a cycle is one add (not raw)
@@ -88,7 +90,7 @@ IDLE_TIMEOUT=60000				# session timeout both idle clients ask for (Curator's def
 # shapes: name, sessions (threads, clients, in-flight slots), kind; kind is
 # distinct|shared (mutex), read|write (read/write lock), semaphore or
 # counter (DistributedAtomicLong adds)
-ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore c1:1:counter c8:8:counter"
+ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore c1:1:counter c8:8:counter l8:8:leader"
 
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 die() { echo "run.sh: $*" >&2; exit 1; }
@@ -249,6 +251,9 @@ EOF
 	cat >"$pgtmp/counter.sql" <<'EOF'
 SELECT zk_atomic_long_add('/bench/sql/counter', 1);
 EOF
+	cat >"$pgtmp/leader.sql" <<'EOF'
+SELECT zk_has_leadership('/bench/sql/leader');
+EOF
 	cat >"$pgtmp/floor.sql" <<'EOF'
 SELECT 1;
 SELECT 1;
@@ -343,7 +348,14 @@ EOF
 	for s in $(select_shapes "${BENCH_SHAPES:-}"); do
 		IFS=: read -r name n kind <<<"$s"
 		log "pgbench $name: $kind, $n clients, ${PG_SECS}s"
+		if [ "$kind" = leader ]; then
+			# one member, the cluster's, which every client asks about
+			"${psql[@]}" -At -c "SELECT zk_leader_join('/bench/sql/leader', 'bench', scope => 'cluster')" \
+				-c "SELECT zk_leader_await('/bench/sql/leader', '10s')" | grep -q '^t$' \
+				|| die "the cluster does not lead /bench/sql/leader"
+		fi
 		run_pgbench "$name" "$kind.sql" "$n" "$PG_SECS" "sql $name"
+		[ "$kind" != leader ] || "${psql[@]}" -At -c "SELECT zk_leader_leave('/bench/sql/leader')" >/dev/null
 	done
 
 	local left
@@ -514,7 +526,7 @@ if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",idle,"* ]]; then
 	IDLE=1
 fi
 [ -n "$SHAPES" ] || [ -n "$IDLE" ] \
-	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16 c1 c8)"
+	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16 c1 c8 l8)"
 if [ -n "$IDLE" ] && ! want sql && ! want curator; then
 	log "idle: measures zklock and Curator, neither is in --only: skipped"
 	IDLE=""
@@ -1024,6 +1036,7 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 		label["r8"] = "read lock, 8 shared"; label["w8"] = "write lock, 8 shared"
 		label["sem16"] = "semaphore max 4, 16"
 		label["c1"] = "counter add, 1"; label["c8"] = "counter add, 8 shared"
+		label["l8"] = "leader check, 8"
 		name["raw"] = "raw C"; name["curator"] = "Curator"; name["sql"] = "zklock"
 		fmt = "%-5s %-22s %-7s %8s %6s %7s %6s %7s | %6s %6s %6s"
 		np = split(passes, plist, " "); ns = split(shapes, slist, " "); nsys = split(systems, syslist, " ")
