@@ -218,7 +218,7 @@ sub call_outcome
 		return $call->{sqlstate} eq '' ? 'ok' : $call->{sqlstate};
 	}
 	my $out = $node{$c}->safe_psql('postgres',
-		"SELECT status || coalesce(': ' || return_message, '') FROM cron.job_run_details WHERE job_pid = $pid ORDER BY runid DESC LIMIT 1");
+		"SELECT status || coalesce(': ' || translate(return_message, E'\n', ' '), '') FROM cron.job_run_details WHERE job_pid = $pid ORDER BY runid DESC LIMIT 1");
 	return undef unless $out =~ /^(succeeded|failed)/;
 	return $1 eq 'succeeded' ? 'ok' : $out;
 }
@@ -358,7 +358,7 @@ subtest 'once per period: every period runs exactly once, never overlapping, als
 	for my $c (@clusters)
 	{
 		for my $line (split /\n/, $node{$c}->safe_psql('postgres', qq{
-			SELECT extract(epoch FROM start_time), extract(epoch FROM coalesce(end_time, now())), status, coalesce(return_message, '')
+			SELECT extract(epoch FROM start_time), extract(epoch FROM coalesce(end_time, now())), status, translate(coalesce(return_message, ''), E'\n', ' ')
 			FROM cron.job_run_details WHERE jobid = $jobid{$c}}))
 		{
 			my ($s, $e, $status, $msg) = split /\|/, $line, 4;
