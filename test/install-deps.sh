@@ -1,14 +1,17 @@
 #!/bin/bash
 # install-deps.sh — install what zklock needs from the Debian release's own
 # packages: PostgreSQL 15 on Debian 12, PostgreSQL 17 on Debian 13 (see
-# test/env.sh), the ZooKeeper server and C client, Curator, a JDK, cmocka
-# and Perl's IPC::Run.  Run as root.  Idempotent: packages already present
-# are left alone, and nothing is fetched when all are there.
+# test/env.sh), pg_cron for it (postgresql-NN-cron: 1.4.2 on Debian 12,
+# 1.6.5 on Debian 13; test 195 schedules jobs with it), the ZooKeeper
+# server and C client, Curator, a JDK, cmocka and Perl's IPC::Run.  Run
+# as root.  Idempotent: packages already present are left alone, and
+# nothing is fetched when all are there.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-      postgresql-client-$PG_MAJOR libzookeeper-st-dev zookeeper
+      postgresql-client-$PG_MAJOR postgresql-$PG_MAJOR-cron
+      libzookeeper-st-dev zookeeper
       libcurator-recipes-java libslf4j-java default-jdk-headless
       libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
       nftables faketime"

@@ -27,7 +27,8 @@
 #                                     a standalone ZooKeeper via test/zk/zk.sh
 #   new_zklock_node($name, $zk, $extra_conf, %opts)
 #                                     a started cluster with zklock loaded and
-#                                     connected to ZooKeeper
+#                                     connected to ZooKeeper (pg_cron => 1:
+#                                     with pg_cron preloaded too)
 #   ZklockTest::Session               a psql session that can leave a statement
 #                                     running (a waiter) and collect it later
 #   ZklockTest::Peer                  a Curator 5.4 peer (test/java/CuratorPeer.java)
@@ -321,7 +322,10 @@ END
 # Options: wait_connected => 0 skips the wait (for a ZooKeeper that is down);
 # allows_streaming => 1 makes the cluster able to serve pg_basebackup
 # ($node->backup), as PostgreSQL::Test::Cluster's init option of that name
-# (default: off, as before).
+# (default: off, as before); pg_cron => 1 preloads pg_cron too
+# (shared_preload_libraries = 'zklock,pg_cron', its metadata in database
+# postgres, its jobs connecting through the cluster's socket directory as
+# in pg_cron's default libpq mode) and creates the extension pg_cron.
 sub new_zklock_node
 {
 	my ($name, $zk, $extra_conf, %opts) = @_;
@@ -330,10 +334,14 @@ sub new_zklock_node
 	$node->init(
 		extra => [ '--encoding=UTF8', '--no-locale' ],
 		allows_streaming => $opts{allows_streaming} ? 1 : 0);
+	my $preload = $opts{pg_cron} ? 'zklock,pg_cron' : 'zklock';
+	my $cron = $opts{pg_cron} ? qq{cron.database_name = 'postgres'
+cron.host = '} . $node->host . qq{'
+} : '';
 	$node->append_conf(
 		'postgresql.conf', qq{
-shared_preload_libraries = 'zklock'
-zklock.hosts = '$zk'
+shared_preload_libraries = '$preload'
+${cron}zklock.hosts = '$zk'
 zklock.session_timeout = '10s'
 zklock.server_tick_time = 500
 max_connections = 30
@@ -341,6 +349,7 @@ log_min_messages = debug1
 } . ($extra_conf // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
+	$node->safe_psql('postgres', 'CREATE EXTENSION pg_cron') if $opts{pg_cron};
 	return $node if defined $opts{wait_connected} && !$opts{wait_connected};
 	wait_connected($node)
 	  or BAIL_OUT("zklock on node $name did not connect to ZooKeeper $zk");
