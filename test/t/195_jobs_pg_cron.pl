@@ -2,7 +2,7 @@
 # 195_jobs_pg_cron: jobs coordinated across clusters, scheduled by pg_cron.
 #
 # What users rely on: README's section "Coordinating jobs across clusters"
-# (doc/jobs.md until it is folded in) gives stored procedures a DBA copies.
+# gives stored procedures a DBA copies.
 # This test runs them as written there (it reads their CREATE statements
 # from that section), on two PostgreSQL clusters with zklock and pg_cron
 # preloaded, on one ZooKeeper:
@@ -14,6 +14,11 @@
 #     stopped (SIGSTOP) past the session timeout, and later its ZooKeeper
 #     session is expired from outside; the other cluster runs that period
 #     and the lost run commits nothing (its CALL fails);
+#   - run_as_leader (leader election + counter claim): the same scenario
+#     with both clusters and a Curator LeaderLatch in one election; the
+#     Curator participant, when it leads, claims periods too (with
+#     DistributedAtomicLong.compareAndSet); its runs count with the
+#     clusters' runs;
 #   - run_limited (semaphore of 2 leases): 6 jobs on two clusters at once,
 #     never more than 2 running;
 #   - run_in_phases (double barrier): no cluster starts phase 2 before
@@ -47,8 +52,23 @@ my $WORK = 5;          # seconds: one run's work (pg_sleep); a session
                        # up to ~3 s to land on this 2-core machine
 my $MAX_WAIT = 30;     # seconds: a run waits this long for another's lock
 my $STALL = 6;         # seconds the worker stays stopped (session: 4 s)
-my $CALL = "CALL run_once_per_period('nightly', '$PERIOD s', '$MAX_WAIT s', '$WORK s')";
-my $LOCK = '/jobs/nightly/lock';
+# The two ways of running a job once per period, each its own job name:
+# the mutex with a counter claim, and the leader election with a claim
+# (with a Curator LeaderLatch in the same election).
+my %VARIANT = (
+	mutex => {
+		job => 'nightly',
+		call => "CALL run_once_per_period('nightly', '$PERIOD s', '$MAX_WAIT s', '$WORK s')",
+		proc => 'run_once_per_period',
+	},
+	leader => {
+		job => 'elected',
+		call => "CALL run_as_leader('elected', '$PERIOD s', '$WORK s')",
+		proc => 'run_as_leader',
+	},
+);
+my $V = $VARIANT{mutex};    # the variant being run
+my $CALL = $V->{call};
 
 my $zk = start_zk();
 my $conf = qq{zklock.session_timeout = '4s'
@@ -59,12 +79,11 @@ $node{$_} = new_zklock_node("jobs$_", $zk, $conf, pg_cron => 1) for ('A', 'B');
 my @clusters = ('A', 'B');
 sub other { return $_[0] eq 'A' ? 'B' : 'A'; }
 
-# The procedures and tables, from the jobs section of README.md (or of
-# doc/jobs.md before the section is folded into README.md): every ```sql
-# block of the section that starts with CREATE.
+# The procedures and tables, from the jobs section of README.md: every
+# ```sql block of the section that starts with CREATE.
 sub jobs_sql
 {
-	for my $f ("$ZklockTest::REPO/README.md", "$ZklockTest::REPO/doc/jobs.md")
+	for my $f ("$ZklockTest::REPO/README.md")
 	{
 		next unless -f $f;
 		my $text = slurp_file($f);
@@ -74,12 +93,12 @@ sub jobs_sql
 		my @defs = grep { /^CREATE /s } ($sec =~ /^```sql\n(.*?)^```/msg);
 		return (join("\n", @defs), $f) if @defs;
 	}
-	die "no section \"Coordinating jobs across clusters\" with CREATE statements in README.md or doc/jobs.md\n";
+	die "no section \"Coordinating jobs across clusters\" with CREATE statements in README.md\n";
 }
 my ($sql, $from) = jobs_sql();
 note("the procedures, as $from gives them");
 $node{$_}->safe_psql('postgres', $sql) for @clusters;
-require_functions($node{A}, qw(run_once_per_period run_limited run_in_phases));
+require_functions($node{A}, qw(run_once_per_period run_as_leader run_limited run_in_phases));
 
 # pg_cron's version decides how the job is fired.
 my $cron_version = $node{A}->safe_psql('postgres',
@@ -98,12 +117,19 @@ else
 }
 
 # Perl's time() and PostgreSQL's clock are the same clock of this machine.
-my $t_sched = time;
+my $t_sched;
 my %jobid;
-for my $c (@clusters)
+
+# schedule(): both clusters schedule the variant's CALL with pg_cron.
+sub schedule
 {
-	$jobid{$c} = $node{$c}->safe_psql('postgres', "SELECT cron.schedule('nightly', '$schedule', \$\$$CALL\$\$)");
-	like($jobid{$c}, qr/^\d+$/, "cluster $c: cron.schedule('nightly', '$schedule', ...) gives job $jobid{$c}");
+	$t_sched = time;
+	for my $c (@clusters)
+	{
+		$jobid{$c} = $node{$c}->safe_psql('postgres', "SELECT cron.schedule('$V->{job}', '$schedule', \$\$$CALL\$\$)");
+		like($jobid{$c}, qr/^\d+$/, "cluster $c: cron.schedule('$V->{job}', '$schedule', ...) gives job $jobid{$c}");
+	}
+	return;
 }
 
 # zktool (expire) compiles once, now, not in the middle of a run
@@ -146,6 +172,31 @@ sub tick
 		$l->{next} = time + 1;
 		quietly(sub { $l->{sess}->start($CALL) });
 	}
+	curator_tick();
+	return;
+}
+
+# The Curator participant of the leader variant: a Java service in the same
+# election that, while its LeaderLatch leads, claims each new period with
+# DistributedAtomicLong.compareAndSet (its run is the claim).
+my $peer;
+my @curator_runs;       # [period, 'curator', start, end]
+my $curator_next = 0;
+
+sub curator_tick
+{
+	return unless $V->{curator} && $driving && time >= $curator_next;
+	$curator_next = time + 0.5;
+	my $last_path = "/jobs/$V->{job}/last";
+	my $h = quietly(sub { $peer->cmd('latch_has jc', qr/^latchhas jc /, 5) }) // '';
+	return unless $h eq 'latchhas jc true';
+	my $period = int(time / $PERIOD);
+	my $l = quietly(sub { $peer->cmd("long_get $last_path", qr/^long \Q$last_path\E /, 5) }) // '';
+	return unless $l =~ / true (-?\d+)$/ && $1 > 0 && $1 < $period;
+	my ($last, $t) = ($1, time);
+	$period = $last + 1;    # the oldest period not run yet, as run_as_leader
+	my $r = quietly(sub { $peer->cmd("long_cas $last_path $last $period", qr/^longcas /, 5) }) // '';
+	push @curator_runs, [ $period, 'curator', $t, time ] if $r =~ / true$/;
 	return;
 }
 
@@ -177,7 +228,7 @@ sub runs_of
 	my %r;
 	for my $line (split /\n/, $node{$c}->safe_psql('postgres',
 		q{SELECT period, cluster, extract(epoch FROM started), extract(epoch FROM finished)
-		  FROM job_runs WHERE job = 'nightly' ORDER BY period}))
+		  FROM job_runs WHERE job = '$V->{job}' ORDER BY period}))
 	{
 		my ($p, @rest) = split /\|/, $line;
 		push @{ $r{$p} }, \@rest;
@@ -194,10 +245,13 @@ sub find_runner
 {
 	for my $c (@clusters)
 	{
+		# the period it runs: the oldest one not claimed yet (only the
+		# runner moves the counter, and it has not yet)
 		my $out = $node{$c}->safe_psql('postgres', qq{
-			SELECT a.pid, floor(extract(epoch FROM a.xact_start) / $PERIOD)::bigint
-			FROM pg_stat_activity a JOIN zk_locks l ON l.pid = a.pid
-			WHERE l.path = '$LOCK' AND l.state = 'held' AND a.wait_event = 'PgSleep'});
+			SELECT a.pid, zk_atomic_long_get('/jobs/$V->{job}/last') + 1
+			FROM pg_stat_activity a
+			WHERE a.query LIKE 'CALL $V->{proc}(%' AND a.wait_event = 'PgSleep'
+			  AND a.pid <> pg_backend_pid()});
 		return ($c, split(/\|/, $out)) if $out =~ /^\d+\|\d+$/;
 	}
 	return ();
@@ -282,15 +336,22 @@ sub lost_run
 			next;
 		}
 		ok(!$committed, "$kind: the lost run of cluster $c committed no row");
-		ok(wait_ticking(sub { exists runs_of($o)->{$period} }, 30, "cluster $o to run period $period"),
-			"$kind: cluster $o runs period $period in place of cluster $c");
+		ok(wait_ticking(sub { exists runs_of($o)->{$period} || grep { $_->[0] == $period } @curator_runs },
+				30, "another participant to run period $period"),
+			"$kind: period $period is run in place of cluster $c, by "
+			  . (exists runs_of($o)->{$period} ? "cluster $o" : 'the Curator participant'));
 		ok(defined $outcome && $outcome ne 'ok', "$kind: the lost run's CALL failed: " . ($outcome // 'still running'));
 		return 1;
 	}
 	return fail("$kind: the fault never landed before a run's commit in 3 attempts");
 }
 
-subtest 'once per period: every period runs exactly once, never overlapping, also when the runner loses its lock mid-run' => sub {
+# once_per_period(): the scenario of the variant $V: schedule it on both
+# clusters, two faults on the cluster running it, then check the runs.
+sub once_per_period
+{
+	$CALL = $V->{call};
+	schedule();
 	$driving = 1;
 	my $t0 = time;
 	pause(2 * $PERIOD);
@@ -319,7 +380,7 @@ subtest 'once per period: every period runs exactly once, never overlapping, als
 	{
 		ok(wait_ticking(sub { !$loop{$c} || !$loop{$c}{busy} }, 60, "the loop of $c to end"), "cluster $c: the loop's last CALL ended") if $loop{$c};
 		ok(wait_ticking(sub { $node{$c}->safe_psql('postgres',
-				q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL run_once_per_period%' AND state <> 'idle' AND pid <> pg_backend_pid()}) eq '0' },
+				qq{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL $V->{proc}%' AND state <> 'idle' AND pid <> pg_backend_pid()}) eq '0' },
 				60, "no CALL running on $c"), "cluster $c: no run of the job left");
 	}
 
@@ -334,6 +395,11 @@ subtest 'once per period: every period runs exactly once, never overlapping, als
 			push @runs, map { [ $p, @$_ ] } @{ $r->{$p} };
 		}
 	}
+	for my $r (@curator_runs)
+	{
+		push @{ $all{ $r->[0] } }, [ @$r[ 1 .. 3 ] ];
+		push @runs, [@$r];
+	}
 	my @periods = sort { $a <=> $b } keys %all;
 	my ($first, $last) = ($periods[0], $periods[-1]);
 	cmp_ok(scalar @periods, '>=', 8, 'at least 8 periods ran (' . scalar(@periods) . ')');
@@ -345,7 +411,7 @@ subtest 'once per period: every period runs exactly once, never overlapping, als
 	is(scalar @overlaps, 0, 'no two runs overlap in time')
 	  or diag(explain [ map { [ $runs[ $_ - 1 ], $runs[$_] ] } @overlaps ]);
 	my %by = map { my $c = $_; $c => scalar grep { $_->[1] eq "jobs$c" } @runs } @clusters;
-	note("runs: cluster A $by{A}, cluster B $by{B}");
+	note("runs: cluster A $by{A}, cluster B $by{B}, Curator " . scalar(@curator_runs));
 
 	# every CALL, the loop's and pg_cron's, succeeded, or failed while a
 	# fault was on its cluster
@@ -376,7 +442,37 @@ subtest 'once per period: every period runs exactly once, never overlapping, als
 	note(scalar(@loop_calls) . " CALLs by the loop, $cron_calls by pg_cron");
 	cmp_ok($cron_calls, '>', 0, 'pg_cron fired the job');
 	is_deeply(\@unexplained, [], 'every CALL succeeded or failed during a fault on its cluster');
-	note(sprintf('part 1 took %.0f s', time - $t0));
+	note(sprintf('the %s variant took %.0f s', $V->{job}, time - $t0));
+	return;
+}
+
+subtest 'once per period with a mutex and a claim: every period runs exactly once, never overlapping, also when the runner loses its lock mid-run' => sub {
+	$V = $VARIANT{mutex};
+	once_per_period();
+};
+
+subtest 'once per period as the leader, with a Curator LeaderLatch in the election: exactly once, never overlapping, also when the leader loses its session mid-run' => sub {
+	$V = $VARIANT{leader};
+	$V->{curator} = 1;
+	my $election = "/jobs/$V->{job}/leader";
+	# the clusters join first (as the procedure would), then the Java service
+	for my $c (@clusters)
+	{
+		is($node{$c}->safe_psql('postgres', "SELECT zk_leader_join('$election', scope => 'cluster')"), 't',
+			"cluster $c joins the election");
+	}
+	$peer = new_peer($zk);
+	$peer->cmd("latch_start jc $election java-job", qr/^latch jc started/);
+	ok(wait_until(sub { $node{A}->safe_psql('postgres',
+			"SELECT count(*) FROM zk_participants('$election') WHERE kind = 'latch'") eq '3' }, 10),
+		'three members: two clusters and the Curator LeaderLatch');
+	like($peer->cmd('latch_leader jc', qr/^latchleader jc /), qr{/jobsA$},
+		"Curator's getLeader names cluster A (joined first)");
+	like($node{B}->safe_psql('postgres', "SELECT zk_leader('$election')"), qr{/jobsA$},
+		"cluster B's zk_leader names cluster A");
+	once_per_period();
+	$peer->cmd('latch_close jc', qr/^latch jc closed/);
+	$node{$_}->safe_psql('postgres', "SELECT zk_leader_leave('$election')") for @clusters;
 };
 
 subtest 'at most 2 jobs at once across the clusters (semaphore)' => sub {
