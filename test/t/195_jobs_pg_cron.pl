@@ -227,7 +227,7 @@ sub runs_of
 	my ($c) = @_;
 	my %r;
 	for my $line (split /\n/, $node{$c}->safe_psql('postgres',
-		q{SELECT period, cluster, extract(epoch FROM started), extract(epoch FROM finished)
+		qq{SELECT period, cluster, extract(epoch FROM started), extract(epoch FROM finished)
 		  FROM job_runs WHERE job = '$V->{job}' ORDER BY period}))
 	{
 		my ($p, @rest) = split /\|/, $line;
