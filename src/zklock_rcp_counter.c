@@ -113,7 +113,17 @@ zklock_counter_start(int idx)
 			break;
 		case ZKC_LONG_ADD:
 			/* optimistic: the versioned write catches a stale read */
-			counter_read(idx, false);
+			if (!counter_write_fenced(idx))
+				counter_read(idx, false);
+			break;
+		case ZKC_LONG_CAS:
+			/*
+			 * fenced before its read too: a claim under a lost lock or
+			 * leadership says so (40000) even when the value already moved
+			 * and nothing would be written
+			 */
+			if (!counter_write_fenced(idx))
+				counter_read(idx, true);
 			break;
 		default:
 			counter_read(idx, true);
