@@ -7,9 +7,9 @@
  *
  *	  A read goes through the leader first (sync, then getData behind it
  *	  on the session), so it is never older than a write acknowledged
- *	  before it; an add reads without the sync first, as Curator's does
- *	  (its write at the version read fails on a stale value, and it then
- *	  reads again with the sync).  A write with a version (try_set, compare_and_set, add)
+ *	  before it; an add reads without the sync, as Curator's does (its
+ *	  write at the version read fails on a stale value; every 4th retry
+ *	  reads with the sync, so a lagging follower cannot keep it going).  A write with a version (try_set, compare_and_set, add)
  *	  is decided by ZooKeeper.  A write whose reply was lost with the
  *	  connection is not sent again: an add or a versioned write might
  *	  then be applied twice or reported wrong, so the call fails with
@@ -409,7 +409,8 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZBADVERSION && action == ZKC_LONG_ADD)
 		{
 			req->rcp.counter.write_sent = false;	/* not applied: again */
-			counter_read(idx, true);
+			/* as optimistic again (Curator's retry), fresh every 4th time */
+			counter_read(idx, ++req->rcp.counter.retries % 4 == 0);
 		}
 		else if (rc == ZBADVERSION)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* try_set, compare_and_set */
