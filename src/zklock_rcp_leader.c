@@ -136,6 +136,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			slot->session_gen == zklock_shared->session_gen)
 		{
 			slot->latch.member = true;
+			zklock_reqs[idx].lost_retries = 0;
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 			latch_set_leader(idx, true);
 		}
@@ -169,6 +170,8 @@ void
 zklock_latch_waits(int idx)
 {
 	zklock_shared->slots[idx].latch.member = true;
+	/* a membership lives long: only losses in a row count */
+	zklock_reqs[idx].lost_retries = 0;
 	latch_set_leader(idx, false);
 }
 

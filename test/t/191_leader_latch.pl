@@ -149,6 +149,18 @@ subtest 'zk_leader_xact: COMMIT fails when our node was deleted under the leader
 	$s->value('BEGIN');
 	$s->value(qq{SELECT zk_leader_xact('$p')});
 	is($s->query(q{PREPARE TRANSACTION 'x'})->{sqlstate}, '0A000', 'PREPARE is refused');
+
+	# a membership lives long: its node deleted again and again over its
+	# life does not end it (only losses in a row would)
+	my $rejoined = 0;
+	for my $i (1 .. 12)
+	{
+		($n) = latch_nodes($p);
+		$peer->cmd("delete $p/$n", qr/^deleted /);
+		$rejoined++ if wait_until(sub { my @l = latch_nodes($p); @l == 1 && $l[0] ne $n }, 10)
+		  && wait_until(sub { $s->value(qq{SELECT zk_has_leadership('$p')}) eq 't' }, 10);
+	}
+	is($rejoined, 12, 'its node deleted 12 times, one after the other: it joined again and led each time');
 	$s->quit;
 };
 
