@@ -112,6 +112,8 @@ extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
 extern void zklock_build_node_data(void);
 extern bool zklock_confirm_hold(int slot_idx, char *why, size_t whylen);
 extern TimestampTz zklock_deadline_after(TimestampTz start, int64 timeout_ms);
+extern bool zklock_down_too_long(ZklockConnState cs, TimestampTz now,
+								 TimestampTz *down_since);
 extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
 extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
 							 int user_off, uint32 *serial);

@@ -417,15 +417,7 @@ latch_wait_joined(int idx, uint32 serial, const char *user_path, bool cluster)
 				break;
 
 			now = GetCurrentTimestamp();
-			if (cs != ZKC_CONNECTED || !zklock_lease_valid(zklock_mono_now(), NULL))
-			{
-				if (down_since == 0)
-					down_since = now;
-			}
-			else
-				down_since = 0;
-			if (down_since != 0 &&
-				now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout))
+			if (zklock_down_too_long(cs, now, &down_since))
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("zookeeper is not reachable"),

@@ -302,22 +302,8 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 			if (look == LOOK_PENDING)
 			{
 				now = GetCurrentTimestamp();
-
-				/*
-				 * Down: not connected, or connected without proof (the
-				 * lease ran out: a stalled worker cannot say so itself).
-				 */
-				if (cs != ZKC_CONNECTED || !zklock_lease_valid(zklock_mono_now(), NULL))
-				{
-					if (down_since == 0)
-						down_since = now;
-				}
-				else
-					down_since = 0;
-
-				if (down_since != 0 &&
-					(now >= TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) ||
-					 (deadline != 0 && now >= deadline)))
+				if (zklock_down_too_long(cs, now, &down_since) ||
+					(down_since != 0 && deadline != 0 && now >= deadline))
 					give_up = GIVE_UP_UNREACHABLE;
 				else if (deadline != 0 && now >= deadline)
 					give_up = GIVE_UP_TIMEOUT;
@@ -473,6 +459,27 @@ zklock_remaining_ms(int64 timeout_ms, TimestampTz start)
 		return -1;
 	left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
 	return left < 0 ? 0 : left;
+}
+
+/*
+ * Keep *down_since, the time since which the worker is down as a waiting
+ * backend sees it (cs not connected, or connected without proof: the
+ * lease ran out, which a stalled worker cannot say itself; 0 while it is
+ * up), and say whether that has lasted zklock.connect_timeout: then a
+ * wait gives up with "zookeeper is not reachable".
+ */
+bool
+zklock_down_too_long(ZklockConnState cs, TimestampTz now, TimestampTz *down_since)
+{
+	if (cs != ZKC_CONNECTED || !zklock_lease_valid(zklock_mono_now(), NULL))
+	{
+		if (*down_since == 0)
+			*down_since = now;
+	}
+	else
+		*down_since = 0;
+	return *down_since != 0 &&
+		now >= TimestampTzPlusMilliseconds(*down_since, zklock_connect_timeout);
 }
 
 /*
