@@ -16,6 +16,7 @@ OBJS = \
 	src/zklock_lockeng.o \
 	src/zklock_revocable.o \
 	src/zklock_local.o \
+	src/zklock_known.o \
 	src/zklock_local_rules.o \
 	src/zklock_confirm.o \
 	src/zklock_rcp_semaphore.o \

@@ -222,7 +222,8 @@ CREATE FUNCTION zk_status(
     OUT deletes_pending bigint,
     OUT handovers bigint,
     OUT read_joins bigint,
-    OUT server_mode text)
+    OUT server_mode text,
+    OUT listings_skipped bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

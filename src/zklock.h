@@ -368,6 +368,9 @@ typedef struct ZklockShared
 	int64		handover_count; /* locks handed over locally, ever */
 	int64		read_join_count;	/* read locks granted without a listing,
 									 * from the reader before them, ever */
+	int64		listing_skip_count; /* lock nodes granted without a listing
+									 * because the sequence numbers proved
+									 * them first, ever */
 
 	/*
 	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until

@@ -44,7 +44,6 @@ static ZklockMonoTime hb_last_sent = 0;
 #define CHAIN_KEEP		32
 static ZklockSyncAnswer chain[CHAIN_KEEP];
 static int	chain_len = 0;
-static uint32 conn_serial = 0;	/* bumped for every connection made */
 
 /*
  * The handshake: a lower bound of the send time of the connection request
@@ -184,7 +183,7 @@ heartbeat_done(int rc, const char *value, const void *data)
 	if (hb_ticket[pos] != ticket)
 		return;					/* too old: its send time was overwritten */
 	hb_ticket[pos] = 0;
-	if (hb_conn[pos] != conn_serial)
+	if (hb_conn[pos] != zklock_conn_serial)
 		return;					/* sent on an earlier connection */
 	if (rc != ZOK && rc != ZNONODE && rc != ZNOAUTH)
 		return;
@@ -218,7 +217,7 @@ config_done(int rc, const char *value, int value_len, const struct Stat *stat,
 {
 	ZklockServerMode mode;
 
-	if ((uint32) (uintptr_t) data != conn_serial)
+	if ((uint32) (uintptr_t) data != zklock_conn_serial)
 		return;
 	if (rc == ZOK)
 		mode = zklock_server_mode_from_config(value, value_len);
@@ -266,7 +265,7 @@ zklock_heartbeat(ZklockMonoTime now)
 	{
 		hb_ticket[pos] = ticket;
 		hb_sent[pos] = now;
-		hb_conn[pos] = conn_serial;
+		hb_conn[pos] = zklock_conn_serial;
 		hb_last_sent = now;
 	}
 }
@@ -462,7 +461,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 					(errmsg("zklock: the server negotiated a session timeout of %d ms, too short for COMMIT to find zklock.commit_min_lease of lease left through an ensemble",
 							sh->negotiated_timeout),
 					 errhint("Raise the servers' maxSessionTimeout or lower zklock.commit_min_lease or zklock.server_tick_time.")));
-		conn_serial++;
+		zklock_conn_serial++;
 		chain_len = 0;
 		sh->server_mode = ZKLOCK_SERVER_UNKNOWN;
 		if (handshake_sent_after != 0)
@@ -485,7 +484,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		 * then a heartbeat.  Their answers arrive before the answer of any
 		 * request sent after them.
 		 */
-		if (zoo_agetconfig(zzh, 0, config_done, (const void *) (uintptr_t) conn_serial) != ZOK)
+		if (zoo_agetconfig(zzh, 0, config_done, (const void *) (uintptr_t) zklock_conn_serial) != ZOK)
 			sh->server_mode = ZKLOCK_SERVER_ENSEMBLE;
 		zklock_heartbeat(zklock_mono_now());
 	}

@@ -67,13 +67,18 @@ const ZklockLocalLayer zklock_local_layer = {
 	.wait_behind = local_wait_behind,
 	.settle_followers = settle_followers,
 	.node_gone = lk_node_gone,
+	.listed = zklock_known_listed,
+	.created = zklock_known_created,
+	.forget = zklock_known_forget,
 };
 
 /*
  * May the create of idx's node (target t) go without the listing that
- * normally follows it on the session?  Yes when the node will most likely
- * sit right behind a node of this worker that then decides for it
- * (lk_placed; the rule is zklock_create_alone).  Caller holds the
+ * normally follows it on the session?  Yes when a listing of the path
+ * showed only nodes of this worker and nothing since says otherwise
+ * (zklock_known_may_skip: its number will tell), or when the node will
+ * most likely sit right behind a node of this worker that then decides
+ * for it (lk_placed; the rule is zklock_create_alone).  Caller holds the
  * lock.
  */
 static bool
@@ -81,6 +86,9 @@ local_create_alone(int idx, const LockTarget *t)
 {
 	bool		reader = t->rw;
 
+	/* what the last listing taught may prove the create first (lk_placed) */
+	if (zklock_known_may_skip(t->base))
+		return true;
 	/* a write lock node always lists */
 	if (t->rw && !t->read)
 		return false;
@@ -121,6 +129,12 @@ local_wait_behind(int idx, const LockTarget *t, const char *pred, int blockers)
  *   with it, or we list when it has to wait; behind a read lock released
  *   since our create left, the lock is ours (follows_released_reader).
  *
+ * Before that, the path's numbering (zklock_known.c): a create sent alone
+ * because a listing taught that only this worker has nodes there is
+ * first, and holds, when its number proves that nobody else created a
+ * node since and no node of this worker is ahead (zklock_known_first).  A
+ * write node is sent alone only then, and otherwise lists.
+ *
  * Otherwise it lists.  Caller holds the lock.
  */
 static void
@@ -131,7 +145,22 @@ lk_placed(int idx)
 	ZklockPlacement place;
 
 	zklock_lk_target(idx, &t);
-	owner = local_tail_owner(idx, t.base, t.node, t.rw);
+	/* a write node (sent alone only on what a listing taught) never follows */
+	owner = (t.rw && !t.read) ? -1 : local_tail_owner(idx, t.base, t.node, t.rw);
+	if (owner < 0 && zklock_known_first(idx, &t, zklock_reqs[idx].seq_proven))
+	{
+		/* no other client created a node, none of ours is ahead: first */
+		zklock_req_set_wait(idx, ZKWS_NONE);
+		zklock_reqs[idx].pred[0] = '\0';
+		zklock_shared->listing_skip_count++;
+		zklock_lk_granted(idx);
+		return;
+	}
+	if (t.rw && !t.read)
+	{
+		zklock_lk_list(idx);
+		return;
+	}
 	place = zklock_placement(owner >= 0,
 							 owner >= 0 && zklock_shared->slots[owner].state == ZKS_ACTIVE,
 							 t.rw,

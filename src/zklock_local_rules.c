@@ -8,6 +8,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <string.h>
+
 #include "zklock_local_rules.h"
 
 /*
@@ -178,4 +180,154 @@ bool
 zklock_wait_for_event(ZklockWaitState s)
 {
 	return s == ZKWS_WATCHING || s == ZKWS_LOCAL || s == ZKWS_FOLLOWING;
+}
+
+/* ---------------------------------------------------------------------
+ * Skipping a listing by sequence numbers (zklock_known.c).
+ *
+ * A create of ours may decide without a listing only when the worker can
+ * prove what the listing would show.  What can be under the parent when
+ * our create is applied: the nodes of the last listing that still exist,
+ * and the nodes created since.  The listing showed only nodes of this
+ * worker (only_ours); the parent's numbering shows whether anybody else
+ * created a child since (every create, sequential or not, takes a
+ * number, and our create's number is next only if no create came between
+ * the ones we counted); the watch on the parent shows that the parent
+ * whose numbers we count is still the one listed (a container reaped and
+ * made again numbers from 0, so its numbers could meet ours by chance).
+ * Then every node ahead of ours is a node of this worker, and the worker
+ * knows which of them still exist.  A foreign delete is never seen this
+ * way and need not be: it only takes nodes away.  Everything is tied to
+ * one connection: after a reconnect (or in a new session, or a new
+ * worker process, which starts with nothing) the worker lists again.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The sequence number a server appended to a node's name (its last ten
+ * characters), or -1 when the name does not end in ten digits.
+ */
+long long
+zklock_node_seq(const char *name)
+{
+	size_t		len = strlen(name);
+	long long	seq = 0;
+	size_t		i;
+
+	if (len < 10)
+		return -1;
+	for (i = len - 10; i < len; i++)
+	{
+		if (name[i] < '0' || name[i] > '9')
+			return -1;
+		seq = seq * 10 + (name[i] - '0');
+	}
+	return seq;
+}
+
+/*
+ * The number the parent's next sequential create gets, from the parent's
+ * Stat as a listing returns it: the Stat's cversion is twice the creates
+ * less the children, so the creates are (cversion + children) / 2.  -1
+ * when the Stat does not fit that (an odd sum, or a counter gone negative
+ * after 2^31 creates): then nothing is ever skipped on it.
+ */
+long long
+zklock_next_seq_from_stat(int cversion, int num_children)
+{
+	long long	sum = (long long) cversion + num_children;
+
+	if (cversion < 0 || num_children < 0 || sum % 2 != 0)
+		return -1;
+	return sum / 2;
+}
+
+/*
+ * Learn from a listing of the parent on connection conn.  The watch on the
+ * parent is kept only when it was answered for this same parent (same
+ * czxid) on this connection.
+ */
+void
+zklock_seq_listed(ZklockPathSeq *k, unsigned long long conn, long long czxid,
+				  int cversion, int num_children, bool only_ours)
+{
+	long long	next = zklock_next_seq_from_stat(cversion, num_children);
+
+	if (k->watched && (k->conn != conn || k->czxid != czxid))
+		k->watched = false;
+	k->conn = conn;
+	k->czxid = czxid;
+	k->next = next;
+	k->listed = (only_ours && next >= 0);
+}
+
+/*
+ * The exists (with a watch) of the parent was answered on connection
+ * conn.  The watch counts only for the parent the listing saw: same
+ * connection, the parent there, same czxid.  Returns whether the
+ * knowledge is usable now.
+ */
+bool
+zklock_seq_watch_answered(ZklockPathSeq *k, unsigned long long conn, bool exists,
+						  long long czxid)
+{
+	if (!exists || conn != k->conn || czxid != k->czxid)
+	{
+		zklock_seq_forget(k);
+		return false;
+	}
+	k->watched = true;
+	return zklock_seq_usable(k, conn);
+}
+
+/*
+ * The parent changed (its watch fired), or a create of ours under it was
+ * not what the numbering expects: list again before skipping anything.
+ */
+void
+zklock_seq_forget(ZklockPathSeq *k)
+{
+	k->listed = false;
+	k->watched = false;
+}
+
+/*
+ * May a create on connection conn_now go without its listing?
+ */
+bool
+zklock_seq_usable(const ZklockPathSeq *k, unsigned long long conn_now)
+{
+	return k->listed && k->watched && k->conn == conn_now && k->next >= 0;
+}
+
+/*
+ * A create of ours under the parent was answered with number seq on
+ * connection conn_now (answers come in the order the creates were sent).
+ * Returns true when it proves that nobody else created a child since the
+ * knowledge was learned (seq is exactly the next number), and counts it;
+ * anything else forgets the knowledge.
+ */
+bool
+zklock_seq_created(ZklockPathSeq *k, unsigned long long conn_now, long long seq)
+{
+	if (!zklock_seq_usable(k, conn_now) || seq < 0 || seq != k->next)
+	{
+		zklock_seq_forget(k);
+		return false;
+	}
+	k->next = seq + 1;
+	return true;
+}
+
+/*
+ * Is a node whose number was proven (zklock_seq_created) first in line,
+ * without a listing?  Only when no node of this worker sorts ahead of it
+ * (nodes of other clients cannot: the proof excludes them) and no delete
+ * of a node of this worker under the parent is still unanswered (its node
+ * may still be there).
+ */
+bool
+zklock_first_unlisted(bool seq_proven, bool own_node_ahead, bool own_delete_pending)
+{
+	return seq_proven && !own_node_ahead && !own_delete_pending;
 }

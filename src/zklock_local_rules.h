@@ -98,4 +98,40 @@ typedef struct ZklockTailNode
 extern bool zklock_tail_candidate(const ZklockTailNode *n, bool reader,
 								  bool any_node);
 
+/*
+ * What the worker knows of the children of one lock path (its base) from
+ * a listing of its own, kept so that a later create can go without its
+ * listing (zklock_known.c).  A sequential node's number is the count of
+ * the creates its parent has seen (ZooKeeper's internal cversion; the
+ * cversion a Stat shows counts deletes too: it is 2 * creates - children,
+ * see DataNode.copyStat), so a create of ours answered with number
+ * "next" proves that nobody else created a child since.
+ */
+typedef struct ZklockPathSeq
+{
+	bool		listed;			/* a listing on connection conn showed only
+								 * nodes of this worker */
+	bool		watched;		/* an exists watch on the parent, answered on
+								 * conn with the listing's czxid, stands */
+	unsigned long long conn;	/* the connection it was learned on */
+	long long	czxid;			/* the parent's creation zxid (its
+								 * incarnation) */
+	long long	next;			/* the number the parent's next sequential
+								 * create gets */
+} ZklockPathSeq;
+
+extern long long zklock_node_seq(const char *name);
+extern long long zklock_next_seq_from_stat(int cversion, int num_children);
+extern void zklock_seq_listed(ZklockPathSeq *k, unsigned long long conn,
+							  long long czxid, int cversion, int num_children,
+							  bool only_ours);
+extern bool zklock_seq_watch_answered(ZklockPathSeq *k, unsigned long long conn,
+									  bool exists, long long czxid);
+extern void zklock_seq_forget(ZklockPathSeq *k);
+extern bool zklock_seq_usable(const ZklockPathSeq *k, unsigned long long conn_now);
+extern bool zklock_seq_created(ZklockPathSeq *k, unsigned long long conn_now,
+							   long long seq);
+extern bool zklock_first_unlisted(bool seq_proven, bool own_node_ahead,
+								  bool own_delete_pending);
+
 #endif							/* ZKLOCK_LOCAL_RULES_H */

@@ -39,7 +39,9 @@
  *	  Where zklock does more than Curator can, it is the local layer
  *	  (zklock_local.c), reached only through the recipe's ops entry
  *	  (.local, lk_local() below): a create sent without its listing
- *	  (create_alone, then placed), a wait without a watch behind a node of
+ *	  (create_alone, then placed; also when the path's sequence numbers
+ *	  can prove it first: listed, created, forget, zklock_known.c), a
+ *	  wait without a watch behind a node of
  *	  this worker (wait_behind), a reader's answer shared with the readers
  *	  right behind it (settle_followers), and a node going away
  *	  (node_gone).  Without .local this file is Curator's engine alone.
@@ -60,7 +62,7 @@ static void lk_watch_done(int rc, const char *value, int value_len,
 static void adopt_stat_done(int rc, const struct Stat *stat, const void *data);
 static void lk_decide(int idx, char **children, int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
-							 const void *data);
+							 const struct Stat *stat, const void *data);
 
 /* creates of lock nodes sent, ever (zklock_local.c reads it) */
 uint64		zklock_lk_creates_sent = 0;
@@ -169,6 +171,12 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 		{
 			zklock_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
 							   t.create_sent);
+			/* count it in the path's numbering (a fixed name is not counted) */
+			zklock_reqs[idx].seq_proven = false;
+			if (lk_local(idx) != NULL && downgrade)
+				lk_local(idx)->forget(t.base);
+			else if (lk_local(idx) != NULL)
+				zklock_reqs[idx].seq_proven = lk_local(idx)->created(t.base, t.node);
 			if (t.final)
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
@@ -181,10 +189,16 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				lk_local(idx)->placed(idx); /* only it sends a create alone */
 			/* otherwise the pipelined listing decides */
 		}
-		else if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
-									  zklock_reqs[idx].list_piped,
-									  "create a lock node for"))
-			zklock_lk_create(idx);
+		else
+		{
+			/* the parent may be gone, or a create of ours lost: list again */
+			if (lk_local(idx) != NULL)
+				lk_local(idx)->forget(t.base);
+			if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
+									 zklock_reqs[idx].list_piped,
+									 "create a lock node for"))
+				zklock_lk_create(idx);
+		}
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -465,7 +479,8 @@ lk_decide(int idx, char **children, int n)
  * the request decides.
  */
 static void
-lk_children_done(int rc, const struct String_vector *strings, const void *data)
+lk_children_done(int rc, const struct String_vector *strings,
+				 const struct Stat *stat, const void *data)
 {
 	int			idx = zklock_listing_begin(data);
 
@@ -482,6 +497,9 @@ lk_children_done(int rc, const struct String_vector *strings, const void *data)
 			/* late creates of our own requests go first (zklock_ghosts.c) */
 			zklock_lk_target(idx, &t);
 			zklock_delete_ghosts(t.base, strings->data, n);
+			/* what the next creates may skip (zklock_known.c) */
+			if (lk_local(idx) != NULL)
+				lk_local(idx)->listed(t.base, stat, strings->data, n);
 			/* sort a copy of the pointers; the client frees the strings */
 			children = palloc(sizeof(char *) * Max(n, 1));
 			memcpy(children, strings->data, sizeof(char *) * n);
@@ -512,5 +530,5 @@ zklock_lk_list(int idx)
 	if (!zklock_req_parked(&zklock_reqs[idx]))
 		zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_lk_target(idx, &t);
-	zklock_send_listing(idx, t.base, lk_children_done, false, false);
+	zklock_send_listing2(idx, t.base, lk_children_done);
 }

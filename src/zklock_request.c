@@ -457,6 +457,20 @@ zklock_send_listing(int idx, const char *path, strings_completion_t done, bool w
 }
 
 /*
+ * The children of path with the parent's Stat (getChildren2, no watch);
+ * parks the request when that cannot be sent now.  Caller holds the lock.
+ */
+void
+zklock_send_listing2(int idx, const char *path, strings_stat_completion_t done)
+{
+	if (!zklock_connected ||
+		zoo_aget_children2(zklock_zh, path, 0, done, zklock_slot_tag(idx)) != ZOK)
+		zklock_park(idx, false);
+	else
+		zklock_reqs[idx].inflight++;
+}
+
+/*
  * exists() with the request's watch on path; parks the request when that
  * cannot be sent now.  Returns true when the call is on its way.  Caller
  * holds the lock.

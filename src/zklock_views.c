@@ -75,9 +75,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20];
-	int64		counts[8];
+	Datum		values[21];
+	bool		nulls[21];
+	int64		counts[9];
 	ZklockMonoTime now = zklock_mono_now();
 	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -118,6 +118,7 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[5] = sh->deletes_used;
 	counts[6] = sh->handover_count;
 	counts[7] = sh->read_join_count;
+	counts[8] = sh->listing_skip_count;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -172,6 +173,7 @@ zk_status(PG_FUNCTION_ARGS)
 		values[19] = CStringGetTextDatum("ensemble");
 	else
 		nulls[19] = true;
+	values[20] = Int64GetDatum(counts[8]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -38,6 +38,8 @@
 
 zhandle_t *zklock_zh = NULL;
 bool zklock_connected = false;
+/* bumped by zklock_conn.c for every connection made */
+uint32		zklock_conn_serial = 0;
 bool zklock_need_reconnect = false;
 bool zklock_rescan = true;		/* look at every slot on the next pass */
 WorkerReq *zklock_reqs = NULL;

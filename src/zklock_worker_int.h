@@ -60,6 +60,9 @@ typedef struct WorkerReq
 								 * behind the create being answered */
 	uint64		create_no;		/* lock engine: number of the create sent
 								 * last (see released_readers) */
+	bool		seq_proven;		/* lock engine: the last create's sequence
+								 * number proved no foreign create since the
+								 * path was listed (zklock_known.c) */
 	int			nonode_retries;
 	int			lost_retries;
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
@@ -168,6 +171,13 @@ typedef struct ZklockLocalLayer
 	void		(*settle_followers) (int idx, bool granted);
 	/* a node of this worker is going away: its local waiters look again */
 	void		(*node_gone) (const char *path);
+	/* a listing of base answered: what the next creates may skip */
+	void		(*listed) (const char *base, const struct Stat *stat,
+						   char **children, int n);
+	/* a create of ours under base took: does its number prove it alone? */
+	bool		(*created) (const char *base, const char *node);
+	/* a create under base did what the numbering does not count */
+	void		(*forget) (const char *base);
 } ZklockLocalLayer;
 
 /*
@@ -271,6 +281,7 @@ extern void zklock_latch_lost_session(int idx);
  */
 extern zhandle_t *zklock_zh;
 extern bool zklock_connected;
+extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
 extern bool zklock_need_reconnect;	/* close the handle, open a new one */
 extern bool zklock_rescan;		/* look at every slot on the next pass */
 extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
@@ -358,6 +369,8 @@ extern bool zklock_send_exists_watch(int idx, const char *path,
 extern void zklock_send_listing(int idx, const char *path,
 								strings_completion_t done, bool watch,
 								bool recover);
+extern void zklock_send_listing2(int idx, const char *path,
+								 strings_stat_completion_t done);
 extern bool zklock_settle_cancel(int idx);
 extern void zklock_start_request(int idx);
 extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
@@ -381,6 +394,14 @@ extern const ZklockLocalLayer zklock_local_layer;
 extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
 extern void zklock_lk_released(int idx);
 extern void zklock_lk_check_local_waits(void);
+
+/* zklock_known.c: what a listing taught, to skip the next ones */
+extern void zklock_known_listed(const char *base, const struct Stat *stat,
+								char **children, int n);
+extern bool zklock_known_may_skip(const char *base);
+extern bool zklock_known_created(const char *base, const char *node);
+extern void zklock_known_forget(const char *base);
+extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
 
 /* zklock_confirm.c */
 

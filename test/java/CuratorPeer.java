@@ -59,14 +59,15 @@
  *                               EXIT_US" per op (epoch microseconds taken right
  *                               after the acquire and right before the release),
  *                               then "rwloop ID done N" | "error ID <msg>".
- *   mxloop ID PATH DURATION_MS HOLD_MS
+ *   mxloop ID PATH DURATION_MS HOLD_MS [PAUSE_MS]
  *                               mutual exclusion loop on ID's thread with one
  *                               InterProcessMutex(PATH), until DURATION_MS passed or
  *                               "stoploop ID": acquire (2 s timeout), take ENTER_US
  *                               right after it returned, read the czxid of the
  *                               holder's own lock node (the fencing token; -1 when
  *                               that read failed), hold HOLD_MS, take EXIT_US, then
- *                               release. Failed rounds (timeouts, exceptions) are
+ *                               release, then pause PAUSE_MS (default 0) before the
+ *                               next round. Failed rounds (timeouts, exceptions) are
  *                               counted, not fatal. At the end prints one "mxev ID
  *                               TOKEN ENTER_US EXIT_US SUSP" per completed section
  *                               (epoch microseconds, Instant.now(); SUSP = how many
@@ -459,8 +460,9 @@ public class CuratorPeer {
         case "mxloop": {
             String[] p = line.split("\\s+");
             if (p.length < 5)
-                throw new IllegalArgumentException("usage: mxloop ID PATH DURATION_MS HOLD_MS");
-            mxloop(p[1], p[2], Long.parseLong(p[3]), Long.parseLong(p[4]));
+                throw new IllegalArgumentException("usage: mxloop ID PATH DURATION_MS HOLD_MS [PAUSE_MS]");
+            mxloop(p[1], p[2], Long.parseLong(p[3]), Long.parseLong(p[4]),
+                   p.length > 5 ? Long.parseLong(p[5]) : 0);
             return true;
         }
         case "semloop": {
@@ -897,7 +899,7 @@ public class CuratorPeer {
     }
 
     /** The mutex checker loop (see the header). */
-    static void mxloop(String id, String path, long durationMs, long holdMs) {
+    static void mxloop(String id, String path, long durationMs, long holdMs, long pauseMs) {
         NodeMutex m = new NodeMutex(path);
         loop("mxloop", id, durationMs, fails -> {
             try {
@@ -936,6 +938,8 @@ public class CuratorPeer {
                     countFail(fails, "release:" + e.getClass().getSimpleName());
                 }
             }
+            if (pauseMs > 0)
+                Thread.sleep(pauseMs);   // time between rounds, lock not held
             return "mxev " + id + " " + token + " " + enter + " " + exit + " " + (statesSeen() - states0);
         });
     }

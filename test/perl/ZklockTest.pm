@@ -498,6 +498,49 @@ sub write_overlaps
 }
 push @EXPORT, 'write_overlaps';
 
+# curator_mx_sections($peer, $id): the sections a CuratorPeer mxloop $id
+# reported ({ who => 'curator', token, enter, exit }), taken out of the
+# peer's lines.
+sub curator_mx_sections
+{
+	my ($peer, $id) = @_;
+	my @sections;
+	for my $e (@{ $peer->{lines} })
+	{
+		push @sections, { who => 'curator', token => $1, enter => $2, exit => $3 }
+		  if $e =~ /^mxev \Q$id\E (-?\d+) (\d+) (\d+) \d+$/;
+	}
+	$peer->{lines} = [ grep { !/^mxev \Q$id\E / } @{ $peer->{lines} } ];
+	return @sections;
+}
+
+# mutex_section_faults(\@sections): ($overlaps, $backwards) among mutex
+# sections ({ who, token, enter, exit }, times from inside each section):
+# pairs that overlap in time, and tokens that do not grow in section order
+# (each shown with diag).
+sub mutex_section_faults
+{
+	my ($sections) = @_;
+	my @s = sort { $a->{enter} <=> $b->{enter} } @$sections;
+	my ($overlaps, $backwards) = (0, 0);
+	for my $i (1 .. $#s)
+	{
+		my ($p, $c) = @s[ $i - 1, $i ];
+		if ($c->{enter} <= $p->{exit})
+		{
+			$overlaps++;
+			Test::More::diag("overlap: $p->{who} [$p->{enter}, $p->{exit}] and $c->{who} [$c->{enter}, $c->{exit}]");
+		}
+		if ($c->{token} <= $p->{token})
+		{
+			$backwards++;
+			Test::More::diag("token did not grow: $p->{who} $p->{token} then $c->{who} $c->{token}");
+		}
+	}
+	return ($overlaps, $backwards);
+}
+push @EXPORT, qw(curator_mx_sections mutex_section_faults);
+
 # sort_by_seq(@names): lock nodes in queue order (Curator's fixForSorting).
 sub sort_by_seq
 {

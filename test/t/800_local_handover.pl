@@ -197,13 +197,7 @@ END $$;
 	}
 	my $done = $peer->wait_reply(qr/^(mxloop|error) cl\b/, 30);
 	like($done // '', qr/^mxloop cl done \d+/, 'the Curator loop ran to its end') or diag($done);
-	my @sections;
-	for my $e (@{ $peer->{lines} })
-	{
-		push @sections, { who => 'curator', token => $1, enter => $2, exit => $3 }
-		  if $e =~ /^mxev cl (-?\d+) (\d+) (\d+) \d+$/;
-	}
-	$peer->{lines} = [ grep { !/^mxev cl / } @{ $peer->{lines} } ];
+	my @sections = curator_mx_sections($peer, 'cl');
 	my $ncur = scalar @sections;
 	for (split /\n/, $node->safe_psql('postgres', 'SELECT client, token, enter_us, exit_us FROM history'))
 	{
@@ -216,22 +210,7 @@ END $$;
 	cmp_ok($nsql, '>=', 20, "the SQL sessions completed sections ($nsql)");
 	cmp_ok($ncur, '>=', 5, "Curator was not starved: it completed sections ($ncur)");
 	cmp_ok($nh, '>', 0, "local handovers happened under load ($nh)");
-	@sections = sort { $a->{enter} <=> $b->{enter} } @sections;
-	my ($overlaps, $backwards) = (0, 0);
-	for my $i (1 .. $#sections)
-	{
-		my ($p, $c) = @sections[ $i - 1, $i ];
-		if ($c->{enter} <= $p->{exit})
-		{
-			$overlaps++;
-			diag("overlap: $p->{who} [$p->{enter}, $p->{exit}] and $c->{who} [$c->{enter}, $c->{exit}]");
-		}
-		if ($c->{token} <= $p->{token})
-		{
-			$backwards++;
-			diag("token did not grow: $p->{who} $p->{token} then $c->{who} $c->{token}");
-		}
-	}
+	my ($overlaps, $backwards) = mutex_section_faults(\@sections);
 	is($overlaps, 0, 'no two sections overlap (SQL and Curator, by their clocks)');
 	is($backwards, 0, 'fencing tokens strictly increase in section order');
 	ok(wait_children_count($peer, '/t056/load', 0), 'nothing left under the loaded mutex');

@@ -327,6 +327,202 @@ test_wait_moves(void **state)
 	assert_false(zklock_wait_for_event(ZKWS_NONE));
 }
 
+/* ---------------------------------------------------------------------
+ * Skipping a listing by sequence numbers.  A small model of a ZooKeeper
+ * parent: its creates (the internal cversion, which numbers sequential
+ * children), its children and its incarnation (czxid), and the Stat a
+ * listing shows (cversion = 2 * creates - children, DataNode.copyStat).
+ * ---------------------------------------------------------------------
+ */
+typedef struct SimParent
+{
+	long long	czxid;
+	int			creates;
+	int			children;
+} SimParent;
+
+static long long
+sim_create(SimParent *p)
+{
+	p->children++;
+	return p->creates++;
+}
+
+static void
+sim_delete(SimParent *p)
+{
+	p->children--;
+}
+
+static int
+sim_cversion(const SimParent *p)
+{
+	return 2 * p->creates - p->children;
+}
+
+/* the worker lists (only its own nodes there) and its parent watch is answered */
+static void
+sim_learn(ZklockPathSeq *k, const SimParent *p, unsigned long long conn)
+{
+	zklock_seq_listed(k, conn, p->czxid, sim_cversion(p), p->children, true);
+	assert_true(zklock_seq_watch_answered(k, conn, true, p->czxid));
+}
+
+/* what zkCli showed on ZooKeeper 3.8.0: cversion 1,2,3,4 and nodes 0,1,2,3 */
+static void
+test_next_seq_from_stat(void **state)
+{
+	(void) state;
+	assert_int_equal(zklock_next_seq_from_stat(1, 1), 1);
+	assert_int_equal(zklock_next_seq_from_stat(2, 2), 2);
+	assert_int_equal(zklock_next_seq_from_stat(3, 1), 2);	/* after a delete */
+	assert_int_equal(zklock_next_seq_from_stat(4, 2), 3);
+	assert_int_equal(zklock_next_seq_from_stat(6, 0), 3);	/* node 3 came next */
+	assert_int_equal(zklock_next_seq_from_stat(0, 0), 0);
+	/* not the arithmetic of any server we know: never skip on it */
+	assert_int_equal(zklock_next_seq_from_stat(3, 0), -1);
+	assert_int_equal(zklock_next_seq_from_stat(-2, 0), -1);
+	assert_int_equal(zklock_node_seq("_c_x-lock-0000000042"), 42);
+	assert_int_equal(zklock_node_seq("_c_x-lock-000000004"), -1);
+	assert_int_equal(zklock_node_seq("_c_x-lock--000000001"), -1);
+	assert_int_equal(zklock_node_seq("abc"), -1);
+}
+
+/* one job's own path: create, delete, create... each create proves itself */
+static void
+test_skip_steady_state(void **state)
+{
+	SimParent	p = {100, 0, 0};
+	ZklockPathSeq k = {0};
+	int			cycle;
+
+	(void) state;
+	/* first acquire: create and list */
+	assert_false(zklock_seq_created(&k, 1, sim_create(&p)));
+	sim_learn(&k, &p, 1);
+	sim_delete(&p);
+	for (cycle = 0; cycle < 5; cycle++)
+	{
+		bool		proven;
+
+		assert_true(zklock_seq_usable(&k, 1));
+		proven = zklock_seq_created(&k, 1, sim_create(&p));
+		assert_true(proven);
+		assert_true(zklock_first_unlisted(proven, false, false));
+		sim_delete(&p);
+	}
+	/* two of ours in flight, answered in the order sent: both proven */
+	assert_true(zklock_seq_created(&k, 1, sim_create(&p)));
+	assert_true(zklock_seq_created(&k, 1, sim_create(&p)));
+	/* the second is behind the first, a node of this worker: not first */
+	assert_false(zklock_first_unlisted(true, true, false));
+}
+
+/* a foreign create between ours: not proven, and the knowledge is gone */
+static void
+test_skip_foreign_create(void **state)
+{
+	SimParent	p = {100, 0, 0};
+	ZklockPathSeq k = {0};
+
+	(void) state;
+	(void) sim_create(&p);
+	sim_learn(&k, &p, 1);
+	sim_delete(&p);
+	(void) sim_create(&p);		/* Curator's node */
+	assert_false(zklock_seq_created(&k, 1, sim_create(&p)));
+	assert_false(zklock_seq_usable(&k, 1));
+	/* even when the foreign node is gone again by the next create */
+	sim_delete(&p);
+	assert_false(zklock_seq_created(&k, 1, sim_create(&p)));
+	/* a listing that shows a foreign node teaches nothing usable */
+	zklock_seq_listed(&k, 1, p.czxid, sim_cversion(&p), p.children, false);
+	assert_true(zklock_seq_watch_answered(&k, 1, true, p.czxid) == false);
+	/* created and deleted by someone else before our listing: next is exact */
+	p.children = 0;
+	(void) sim_create(&p);
+	sim_delete(&p);
+	sim_learn(&k, &p, 1);
+	assert_true(zklock_seq_created(&k, 1, sim_create(&p)));
+}
+
+/* a foreign delete between ours: the proof holds, it only took a node away */
+static void
+test_skip_foreign_delete(void **state)
+{
+	SimParent	p = {100, 0, 0};
+	ZklockPathSeq k = {0};
+	bool		proven;
+
+	(void) state;
+	(void) sim_create(&p);		/* ours, still held */
+	sim_learn(&k, &p, 1);
+	sim_delete(&p);				/* deleted from outside */
+	proven = zklock_seq_created(&k, 1, sim_create(&p));
+	assert_true(proven);
+	/* the worker still counts its held node ahead: it lists, never wrongly first */
+	assert_false(zklock_first_unlisted(proven, true, false));
+	/* a delete of ours not answered yet: its node may be there */
+	assert_false(zklock_first_unlisted(proven, false, true));
+}
+
+/* the container reaped and made again numbers from 0: its watch forgets */
+static void
+test_skip_container_recreated(void **state)
+{
+	SimParent	p = {100, 0, 0};
+	SimParent	again = {200, 0, 0};
+	ZklockPathSeq k = {0};
+	long long	seq;
+
+	(void) state;
+	(void) sim_create(&p);
+	sim_learn(&k, &p, 1);
+	sim_delete(&p);
+	/* reaped; someone else makes it again and one child: number 0 taken */
+	(void) sim_create(&again);
+	zklock_seq_forget(&k);		/* the parent's watch fired */
+	seq = sim_create(&again);
+	assert_int_equal(seq, k.next);	/* the numbers meet by chance... */
+	assert_false(zklock_seq_created(&k, 1, seq));	/* ...and prove nothing */
+	/* a watch answered for another incarnation than the one listed */
+	zklock_seq_listed(&k, 1, p.czxid, sim_cversion(&p), p.children, true);
+	assert_false(zklock_seq_watch_answered(&k, 1, true, again.czxid));
+	assert_false(zklock_seq_usable(&k, 1));
+	/* the parent gone when the watch was set */
+	zklock_seq_listed(&k, 1, p.czxid, sim_cversion(&p), p.children, true);
+	assert_false(zklock_seq_watch_answered(&k, 1, false, 0));
+	/* a new listing learns the new parent */
+	sim_learn(&k, &again, 1);
+	assert_true(zklock_seq_created(&k, 1, sim_create(&again)));
+}
+
+/* a reconnect, a new session or a new worker process: list again */
+static void
+test_skip_connection_change(void **state)
+{
+	SimParent	p = {100, 0, 0};
+	ZklockPathSeq k = {0};
+	ZklockPathSeq fresh = {0};
+
+	(void) state;
+	(void) sim_create(&p);
+	sim_learn(&k, &p, 1);
+	sim_delete(&p);
+	assert_false(zklock_seq_usable(&k, 2));
+	assert_false(zklock_seq_created(&k, 2, sim_create(&p)));
+	/* a watch answered on an earlier connection does not carry over */
+	zklock_seq_listed(&k, 1, p.czxid, sim_cversion(&p), p.children, true);
+	assert_true(k.watched == false);
+	assert_false(zklock_seq_watch_answered(&k, 2, true, p.czxid));
+	/* a worker that starts knows nothing */
+	assert_false(zklock_seq_usable(&fresh, 0));
+	assert_false(zklock_seq_created(&fresh, 0, 0));
+	/* answers out of the order sent (never on one session) prove nothing */
+	sim_learn(&k, &p, 3);
+	assert_false(zklock_seq_created(&k, 3, k.next + 1));
+}
+
 int
 main(void)
 {
@@ -349,6 +545,12 @@ main(void)
 		cmocka_unit_test(test_tail_downgrade_twin),
 		cmocka_unit_test(test_tail_reader_create_on_its_way),
 		cmocka_unit_test(test_wait_moves),
+		cmocka_unit_test(test_next_seq_from_stat),
+		cmocka_unit_test(test_skip_steady_state),
+		cmocka_unit_test(test_skip_foreign_create),
+		cmocka_unit_test(test_skip_foreign_delete),
+		cmocka_unit_test(test_skip_container_recreated),
+		cmocka_unit_test(test_skip_connection_change),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
