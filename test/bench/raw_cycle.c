@@ -17,24 +17,32 @@
  *
  * Prints one line:
  *		RESULT inflight=N shape=S cycles=C secs=T cps=X p50=U p99=U avg=U
- *			   cpu_jiffies=J zk_jiffies=Z
+ *			   cpu_jiffies=J zk_jiffies=Z requests=R all_cycles=A
  * where latencies are in microseconds, from the create being queued to
  * the delete's reply.  cpu_jiffies is the CPU time of the whole machine
  * (every CPU, everything but idle and iowait, from /proc/stat) spent during
  * the measured window, zk_jiffies that of the ZooKeeper server process
  * whose pid is in the environment variable BENCH_ZK_PID (utime + stime
  * from /proc/<pid>/stat; -1 without it), both in clock ticks (CLK_TCK).
+ * requests is how many requests the server received (its four-letter
+ * word mntr, zk_packets_received) from just before the cycles start to
+ * just after the last one ended, and all_cycles how many cycles completed
+ * in that time (in the window or not): their ratio is the requests of one
+ * cycle, measured the way the Curator and zklock parts measure it.
  *
  * test/bench/raw_cycle.c
  *
  *-------------------------------------------------------------------------
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +84,7 @@ static uint64_t measure_end_us;
 static uint32_t *latencies;
 static size_t nlatencies = 0;
 static size_t latencies_cap = 0;
+static long long all_cycles = 0;	/* cycles completed, in the window or not */
 
 static int	pending_setup = 0;	/* parent creates still in flight */
 
@@ -245,6 +254,52 @@ session_watcher(zhandle_t *h, int type, int state, const char *path,
 static void start_cycle(Slot *slot);
 
 /*
+ * packets_received
+ *		Requests the ZooKeeper server at hosts ("127.0.0.1:port") received so
+ *		far (four-letter word mntr, zk_packets_received); -1 if it cannot be
+ *		asked.
+ */
+static long long
+packets_received(const char *hosts)
+{
+	const char *colon = strrchr(hosts, ':');
+	struct sockaddr_in sa;
+	char		host[64];
+	char		buf[8192];
+	size_t		len = 0;
+	ssize_t		n;
+	int			fd;
+	char	   *p;
+
+	if (colon == NULL || (size_t) (colon - hosts) >= sizeof(host))
+		return -1;
+	memcpy(host, hosts, colon - hosts);
+	host[colon - hosts] = '\0';
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((unsigned short) atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0 ||
+		write(fd, "mntr", 4) != 4)
+	{
+		close(fd);
+		return -1;
+	}
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t) n;
+	close(fd);
+	buf[len] = '\0';
+	p = strstr(buf, "zk_packets_received");
+	if (p == NULL)
+		return -1;
+	p += strlen("zk_packets_received");
+	return strtoll(p, NULL, 10);
+}
+
+/*
  * delete_done
  *		Third step finished: the cycle is complete.  Count it if it ended
  *		inside the measured window, then start the next one unless the
@@ -262,6 +317,7 @@ delete_done(int rc, const void *data)
 		active_slots--;
 		return;
 	}
+	all_cycles++;
 	if (now >= measure_start_us && now <= measure_end_us)
 		record_latency(now - slot->start_us);
 	if (now < measure_end_us && !failed)
@@ -487,6 +543,8 @@ main(int argc, char **argv)
 	CpuSnap		cpu_start = {-1, -1};
 	CpuSnap		cpu_end = {-1, -1};
 	int			window_state = 0;	/* 0 before, 1 inside, 2 after */
+	long long	rq0;
+	long long	rq1;
 
 	if (argc < 5)
 	{
@@ -567,6 +625,7 @@ main(int argc, char **argv)
 	 * so the last one may finish before the loop sees the end: read it
 	 * then.
 	 */
+	rq0 = packets_received(hosts);
 	t0 = now_us();
 	measure_start_us = t0 + (uint64_t) (warmup * 1e6);
 	measure_end_us = measure_start_us + (uint64_t) (seconds * 1e6);
@@ -609,6 +668,7 @@ main(int argc, char **argv)
 	}
 	if (window_state == 1)
 		cpu_end = cpu_snap();
+	rq1 = packets_received(hosts);
 	if (failed || active_slots > 0)
 	{
 		fprintf(stderr, "raw_cycle: run failed (%d slots still active)\n",
@@ -620,12 +680,13 @@ main(int argc, char **argv)
 	qsort(latencies, nlatencies, sizeof(uint32_t), cmp_u32);
 	for (i = 0; i < nlatencies; i++)
 		sum += latencies[i];
-	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f cpu_jiffies=%lld zk_jiffies=%lld\n",
+	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f cpu_jiffies=%lld zk_jiffies=%lld requests=%lld all_cycles=%lld\n",
 		   inflight, shared ? "shared" : "distinct", nlatencies, elapsed,
 		   nlatencies / elapsed, percentile(50), percentile(99),
 		   nlatencies ? (double) sum / nlatencies : 0.0,
 		   cpu_delta(cpu_start.machine, cpu_end.machine),
-		   cpu_delta(cpu_start.zk, cpu_end.zk));
+		   cpu_delta(cpu_start.zk, cpu_end.zk),
+		   (rq0 < 0 || rq1 < 0) ? -1LL : rq1 - rq0, all_cycles);
 
 	zookeeper_close(zh);
 	return 0;

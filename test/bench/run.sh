@@ -57,9 +57,9 @@
 # the ZooKeeper server's, from /proc, over the window the cycles are
 # counted in.  And the ZooKeeper requests of one cycle: what the server
 # received (mntr's zk_packets_received) over a system's whole run of the
-# shape, divided by the cycles completed in it (Curator, zklock; raw does
-# not report it).  Nothing is asserted: it prints a table per forceSync
-# setting and the ratios in words.
+# shape, divided by the cycles completed in it (raw, Curator and zklock
+# alike).  Nothing is asserted: it prints a table per forceSync setting
+# and the ratios in words.
 #
 # Run as root or as an unprivileged user.  As root, the PostgreSQL part runs
 # as user "zklock" (initdb and pg_ctl refuse root).  Everything started here
