@@ -222,7 +222,10 @@ CREATE FUNCTION zk_status(
     OUT deletes_pending bigint,
     OUT handovers bigint,
     OUT read_joins bigint,
-    OUT server_mode text)
+    OUT server_mode text,
+    OUT delete_batches bigint,
+    OUT delete_batch_ops bigint,
+    OUT delete_batches_failed bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -368,6 +368,11 @@ typedef struct ZklockShared
 	int64		handover_count; /* locks handed over locally, ever */
 	int64		read_join_count;	/* read locks granted without a listing,
 									 * from the reader before them, ever */
+	int64		delete_batches; /* multis of deletes sent, ever: each one
+								 * zookeeper request (zklock_batch.c) */
+	int64		delete_batch_ops;	/* the deletes they carried */
+	int64		delete_batches_failed;	/* answered by a failed op (each
+										 * delete then sent alone) */
 
 	/*
 	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until

@@ -75,9 +75,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20];
-	int64		counts[8];
+	Datum		values[23];
+	bool		nulls[23];
+	int64		counts[11];
 	ZklockMonoTime now = zklock_mono_now();
 	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -118,6 +118,9 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[5] = sh->deletes_used;
 	counts[6] = sh->handover_count;
 	counts[7] = sh->read_join_count;
+	counts[8] = sh->delete_batches;
+	counts[9] = sh->delete_batch_ops;
+	counts[10] = sh->delete_batches_failed;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -172,6 +175,9 @@ zk_status(PG_FUNCTION_ARGS)
 		values[19] = CStringGetTextDatum("ensemble");
 	else
 		nulls[19] = true;
+	values[20] = Int64GetDatum(counts[8]);
+	values[21] = Int64GetDatum(counts[9]);
+	values[22] = Int64GetDatum(counts[10]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
