@@ -10,9 +10,11 @@
  *	  Nothing waits for more deletes: a pass batches what it produced.  A
  *	  delete queued this way has not left yet, so whatever must reach the
  *	  server behind it (the exists of a local handover, the watch a
- *	  listing's decision sends after deleting a ghost) calls
- *	  zklock_batch_flush first; everything else is at worst conservative
- *	  (a node about to go is seen a little longer, and its watch fires).
+ *	  listing's decision sends after deleting a ghost, a request that
+ *	  starts or resumes: pickup and resume) calls zklock_batch_flush first;
+ *	  everything else is at worst conservative (a node about to go is seen
+ *	  a little longer, and its watch fires).  src/README, "Batched
+ *	  deletes".
  *
  *-------------------------------------------------------------------------
  */
