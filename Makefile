@@ -12,6 +12,7 @@ OBJS = \
 	src/zklock_request.o \
 	src/zklock_zkio.o \
 	src/zklock_deletes.o \
+	src/zklock_batch.o \
 	src/zklock_ghosts.o \
 	src/zklock_lockeng.o \
 	src/zklock_revocable.o \

@@ -10,10 +10,24 @@
  */
 #include "postgres.h"
 
+#include "utils/memutils.h"
+
 #include "zklock.h"
 #include "zklock_worker_int.h"
 
 static int	delete_hint = 0;	/* where to look for a free entry */
+
+/*
+ * The deletes by name that became due in this pass of the worker's event
+ * loop, oldest first, waiting to be sent together at its end
+ * (zklock_batch.c): entry index and the serial it had when queued (a
+ * stale one is skipped).  Process-local, like DeleteLocal.
+ */
+static int *ready_idx = NULL;
+static uint32 *ready_serial = NULL;
+static int	ready_head = 0;
+static int	ready_tail = 0;
+static int	ready_cap = 0;
 
 /*
  * Told when the delete of a node of this worker is queued (by name): the
@@ -36,6 +50,7 @@ static int delete_tag_current(const void *tag);
 static void delete_free(int i);
 static void log_deletes_full(const char *consequence);
 static void delete_send(int i, TimestampTz now);
+static bool delete_queue_ready(int i);
 static void delete_retry(int i, int rc);
 static void delete_done(int rc, const void *data);
 static void delete_stat_done(int rc, const struct Stat *stat, const void *data);
@@ -141,7 +156,11 @@ zklock_deletes_have_room(int n)
 
 /*
  * Send entry i (a delete, or the listing of a delete by prefix) unless it
- * is on its way already or pausing after a refusal.
+ * is on its way already or pausing after a refusal.  A plain delete by
+ * name of an ephemeral node, never refused so far, is queued instead and
+ * leaves at the end of the pass, in one multi with the others queued by
+ * then (zklock_batch.c); anything that must reach the server behind it
+ * calls zklock_batch_flush first.
  */
 static void
 delete_send(int i, TimestampTz now)
@@ -166,6 +185,12 @@ delete_send(int i, TimestampTz now)
 		/* limited to one node: look whose it is first */
 		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);
 	}
+	else if (!e->persistent && dl->attempts == 0 && delete_queue_ready(i))
+	{
+		/* leaves at the end of the pass, with the others due by then */
+		dl->inflight = true;
+		return;
+	}
 	else
 		rc = zoo_adelete(zklock_zh, e->path, -1, delete_done, tag);
 	if (rc == ZOK)
@@ -175,6 +200,124 @@ delete_send(int i, TimestampTz now)
 		/* the client took nothing (its connection is going): later */
 		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
 		zklock_deletes_scan = true;
+	}
+}
+
+/*
+ * Queue entry i, a plain delete by name, to be sent at the end of the
+ * pass (zklock_batch_flush).  False when the queue is full (only stale
+ * items can fill it): the caller sends it alone.
+ */
+static bool
+delete_queue_ready(int i)
+{
+	DeleteLocal *dl = delete_local(i);
+
+	if (ready_idx == NULL)
+	{
+		ready_cap = zklock_shared->ndeletes + 1;
+		ready_idx = MemoryContextAlloc(TopMemoryContext, sizeof(int) * ready_cap);
+		ready_serial = MemoryContextAlloc(TopMemoryContext, sizeof(uint32) * ready_cap);
+	}
+	if (ready_head == ready_tail)
+		ready_head = ready_tail = 0;
+	if (ready_tail >= ready_cap)
+		return false;
+	ready_idx[ready_tail] = i;
+	ready_serial[ready_tail] = zklock_deletes[i].serial;
+	ready_tail++;
+	dl->batched = true;
+	return true;
+}
+
+/*
+ * How many deletes wait to be sent at the end of the pass (stale ones
+ * included).  Worker only; no lock needed (process-local).
+ */
+int
+zklock_deletes_ready(void)
+{
+	return ready_tail - ready_head;
+}
+
+/*
+ * Take up to max of the queued deletes, oldest first, into idx and serial
+ * (those whose entry was freed or reused meanwhile are dropped).  They
+ * stay marked in flight: the caller sends them, or answers them with
+ * zklock_delete_batch_answer.  Caller holds the lock.
+ */
+int
+zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
+{
+	int			n = 0;
+
+	while (n < max && ready_head < ready_tail)
+	{
+		int			i = ready_idx[ready_head];
+		uint32		s = ready_serial[ready_head];
+
+		ready_head++;
+		if (zklock_deletes[i].serial != s || !delete_local(i)->batched)
+			continue;
+		zklock_dlocal[i].batched = false;
+		idx[n] = i;
+		serial[n] = s;
+		n++;
+	}
+	if (ready_head == ready_tail)
+		ready_head = ready_tail = 0;
+	return n;
+}
+
+/*
+ * Send the delete of entry i (a plain delete by name, taken from the
+ * queue or answered by a failed multi) on its own, as delete_send would.
+ * Caller holds the lock.
+ */
+void
+zklock_delete_send_alone(int i)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+
+	dl->inflight = true;
+	if (zklock_zh == NULL || !zklock_connected ||
+		zoo_adelete(zklock_zh, e->path, -1, delete_done,
+					zklock_make_tag(i, e->serial)) != ZOK)
+	{
+		/* the client took nothing (its connection is going): later */
+		dl->inflight = false;
+		dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   DELETE_RETRY_MIN_MS);
+		zklock_deletes_scan = true;
+	}
+}
+
+/*
+ * The answer rc of a multi that carried entry i (serial: the entry's
+ * serial when it was sent; a reused entry is left alone).  Applied (ZOK):
+ * the node is gone.  Connection trouble or a lost session: tried again
+ * like a lost single delete.  Anything else (one op failed, so none was
+ * applied): the entry is sent again on its own, so it gets the answer it
+ * would have had alone (NoNode frees it).  Caller holds the lock.
+ */
+void
+zklock_delete_batch_answer(int i, uint32 serial, int rc)
+{
+	DeleteLocal *dl;
+
+	if (zklock_dlocal == NULL || zklock_deletes[i].serial != serial)
+		return;
+	dl = delete_local(i);
+	if (rc == ZOK)
+		delete_free(i);
+	else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
+		delete_retry(i, rc);
+	else
+	{
+		dl->inflight = false;
+		dl->retry_at = 0;
+		zklock_delete_send_alone(i);
 	}
 }
 
@@ -236,8 +379,9 @@ delete_find_persistent(const char *path, const char *prefix, int64 czxid)
  * shared memory: it is written to disk), an ephemeral node's belongs to
  * session gen.  czxid, when not 0, limits the delete of a persistent node
  * to the node of that creation zxid: one made again later is not ours.
- * Sent at once when connected, so it reaches the server ahead of anything
- * asked after it.  Returns false when the table is full (the node is then
+ * Sent at once when connected, or, a plain delete by name, at the end of
+ * the pass or at the next zklock_batch_flush, whichever comes first: a
+ * request that must reach the server behind it flushes first.  Returns false when the table is full (the node is then
  * named in the log).
  */
 bool

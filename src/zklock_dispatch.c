@@ -32,6 +32,8 @@ resume(int idx)
 	WorkerReq  *req = &zklock_reqs[idx];
 	bool		recover = (req->wait == ZKWS_PARKED_RECOVER);
 
+	/* the deletes queued so far (zklock_send_deletes') leave first */
+	zklock_batch_flush();
 	zklock_req_set_wait(idx, ZKWS_NONE);
 	req->skip_lists = 0;
 	if (ops->resume)
@@ -62,6 +64,12 @@ pickup(int i)
 	ZklockSlot *slot = &zklock_shared->slots[i];
 	WorkerReq  *req = &zklock_reqs[i];
 
+	/*
+	 * The deletes queued so far (the releases of this pass, batched) leave
+	 * ahead of the new request, as they would unbatched: a backend's next
+	 * acquire must not list its own released node.
+	 */
+	zklock_batch_flush();
 	zklock_req_reset(i);
 	req->serial = slot->serial;
 	zklock_slot_start(slot);

@@ -33,8 +33,9 @@
  * that node is the one the request adopts.  A known node settles it: a
  * request sends no create while it knows its node (a new attempt takes a
  * new id), so anything else with its id is a late create.  The deletes
- * are sent at once, ahead of whatever the caller sends next (a watch on
- * the ghost then finds it gone and the request lists again).  Caller
+ * are sent at once (the queue of deletes batched for the end of the pass
+ * is flushed), ahead of whatever the caller sends next (a watch on the
+ * ghost then finds it gone and the request lists again).  Caller
  * holds the lock.
  */
 void
@@ -45,6 +46,7 @@ zklock_delete_ghosts(const char *base, char *const *children, int n)
 	int		   *ghosts;
 	int			nlive = 0;
 	int			nghosts;
+	int			queued = 0;
 	int			i;
 
 	if (n <= 0)
@@ -93,7 +95,11 @@ zklock_delete_ghosts(const char *base, char *const *children, int n)
 						path),
 				 errdetail("A create whose reply never came was applied after the request had found or made its node.")));
 		zklock_queue_delete(path, NULL);
+		queued++;
 	}
+	/* they leave before anything the listing's decision sends */
+	if (queued > 0)
+		zklock_batch_flush();
 	pfree(ghosts);
 	pfree(live);
 }

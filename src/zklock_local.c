@@ -346,6 +346,7 @@ handover_check(int idx, const LockTarget *t)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
+	zklock_batch_flush();		/* the queued delete of pred leaves first */
 	/* still ZKWS_HANDOVER while the check is on its way */
 	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
 	zklock_call_sent(idx, rc);

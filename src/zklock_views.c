@@ -75,9 +75,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[21];
-	bool		nulls[21];
-	int64		counts[9];
+	Datum		values[24];
+	bool		nulls[24];
+	int64		counts[12];
 	ZklockMonoTime now = zklock_mono_now();
 	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -119,6 +119,9 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[6] = sh->handover_count;
 	counts[7] = sh->read_join_count;
 	counts[8] = sh->listing_skip_count;
+	counts[9] = sh->delete_batches;
+	counts[10] = sh->delete_batch_ops;
+	counts[11] = sh->delete_batches_failed;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -174,6 +177,9 @@ zk_status(PG_FUNCTION_ARGS)
 	else
 		nulls[19] = true;
 	values[20] = Int64GetDatum(counts[8]);
+	values[21] = Int64GetDatum(counts[9]);
+	values[22] = Int64GetDatum(counts[10]);
+	values[23] = Int64GetDatum(counts[11]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -311,6 +311,8 @@ zklock_worker_main(Datum main_arg)
 		/* a heartbeat due goes out ahead of the requests of this round */
 		zklock_heartbeat(zklock_mono_now());
 		zklock_run_requests();
+		/* the deletes this pass queued leave together, before the wait */
+		zklock_batch_send_ready();
 		zklock_flush_wakes();
 		zklock_worker_log_flush();
 
@@ -390,6 +392,8 @@ zklock_worker_main(Datum main_arg)
 
 		if (zklock_zh != NULL)
 			process_zookeeper(zkevents);
+		/* and those the completions queued, ahead of the next pass's calls */
+		zklock_batch_send_ready();
 		zklock_worker_log_flush();
 		zklock_deletes_persist();
 	}

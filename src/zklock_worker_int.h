@@ -127,7 +127,13 @@ typedef struct DeleteLocal
 	bool		logged;			/* a refusal by the server was logged */
 	int			attempts;		/* refusals by the server so far */
 	TimestampTz retry_at;		/* not before this time; 0: at once */
+	bool		batched;		/* in the queue of deletes sent together at
+								 * the end of the pass (zklock_batch.c);
+								 * inflight is set meanwhile */
 } DeleteLocal;
+
+/* the most deletes sent as one zookeeper multi (zklock_batch.c) */
+#define ZKLOCK_DELETE_BATCH_MAX	16
 
 /* pauses between tries of a pending delete (ms) */
 #define DELETE_RETRY_MIN_MS		100
@@ -319,6 +325,10 @@ extern int zklock_rc_sqlstate(int rc);
 
 /* zklock_deletes.c */
 extern bool zklock_delete_pending(const char *path);
+extern int	zklock_deletes_ready(void);
+extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
+extern void zklock_delete_send_alone(int i);
+extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
 extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid);
 extern bool zklock_deletes_due(TimestampTz now);
@@ -329,6 +339,10 @@ extern void zklock_deletes_persist(void);
 extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
+
+/* zklock_batch.c */
+extern void zklock_batch_flush(void);
+extern void zklock_batch_send_ready(void);
 
 /* zklock_ghosts.c */
 extern void zklock_delete_ghosts(const char *base, char *const *children,

@@ -273,12 +273,15 @@ EOF
 	run_pgbench() {
 		local name=$1 script=$2 clients=$3 secs=$4 record=${5:-}
 		local jobs=2 outf=$pgtmp/pgbench_$name.out rc=0
-		local samples=$pgtmp/samples_$name t_launch pgpid rq0 rq1 reqs alltx
+		local samples=$pgtmp/samples_$name t_launch pgpid rq0 rq1 reqs alltx db0 db1
+		# the worker's multis of deletes (zk_status): batches and their deletes
+		local dbq="SELECT coalesce(to_jsonb(s)->>'delete_batches', '0') || ' ' || coalesce(to_jsonb(s)->>'delete_batch_ops', '0') FROM zk_status() s"
 
 		[ "$clients" -lt "$jobs" ] && jobs=$clients
 		rm -f "$pgtmp"/log_"$name".*
 		: >"$samples"
 		rq0=$(zk_received "$zkport")
+		db0=$("${psql[@]}" -At -c "$dbq" 2>/dev/null || echo '0 0')
 		t_launch=$(date +%s%N)
 		"$PGBIN/pgbench" -n -f "$pgtmp/$script" -c "$clients" -j "$jobs" \
 			-T "$secs" -M prepared --log --log-prefix="$pgtmp/log_$name" \
@@ -290,6 +293,7 @@ EOF
 		done
 		wait "$pgpid" || rc=$?
 		rq1=$(zk_received "$zkport")
+		db1=$("${psql[@]}" -At -c "$dbq" 2>/dev/null || echo '0 0')
 		if [ $rc -ne 0 ] || grep -q -E "aborted|ERROR" "$outf"; then
 			cat "$outf" >&2
 			tail -n 20 "$pgtmp/postgres.log" >&2
@@ -337,7 +341,7 @@ EOF
 		reqs=-1
 		[ "$rq0" -lt 0 ] || [ "$rq1" -lt 0 ] || reqs=$((rq1 - rq0))
 		echo "$record $tps $p $avg $cycles $cpu $zkd $reqs ${alltx:-0}" >>"$out"
-		log "  $name: in the window: tps=$tps p50/p99(us)=$p avg(us)=$avg; cpu over $cycles cycles: ticks=$cpu zk_ticks=$zkd; pgbench overall: $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1) tps; zookeeper received $reqs requests for ${alltx:-0} transactions"
+		log "  $name: in the window: tps=$tps p50/p99(us)=$p avg(us)=$avg; cpu over $cycles cycles: ticks=$cpu zk_ticks=$zkd; pgbench overall: $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$outf" | head -n 1) tps; zookeeper received $reqs requests for ${alltx:-0} transactions; delete multis: $(( ${db1% *} - ${db0% *} )) carrying $(( ${db1#* } - ${db0#* } )) deletes"
 	}
 
 	log "pgbench warm-up (${WARMUP}s, not counted)"
