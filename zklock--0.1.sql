@@ -224,9 +224,10 @@ CREATE FUNCTION zk_status(
     OUT read_joins bigint,
     OUT server_mode text,
     OUT listings_skipped bigint,
-    OUT delete_batches bigint,
-    OUT delete_batch_ops bigint,
-    OUT delete_batches_failed bigint)
+    OUT batches bigint,
+    OUT batched_deletes bigint,
+    OUT batched_creates bigint,
+    OUT batches_failed bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_status'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -371,11 +371,13 @@ typedef struct ZklockShared
 	int64		listing_skip_count; /* lock nodes granted without a listing
 									 * because the sequence numbers proved
 									 * them first, ever */
-	int64		delete_batches; /* multis of deletes sent, ever: each one
-								 * zookeeper request (zklock_batch.c) */
-	int64		delete_batch_ops;	/* the deletes they carried */
-	int64		delete_batches_failed;	/* answered by a failed op (each
-										 * delete then sent alone) */
+	int64		batches;		/* multis of creates and deletes sent,
+								 * ever: each one zookeeper request
+								 * (zklock_batch.c) */
+	int64		batched_deletes;	/* the deletes they carried */
+	int64		batched_creates;	/* the creates they carried */
+	int64		batches_failed; /* answered by a failed op (each op then
+								 * sent alone) */
 
 	/*
 	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until

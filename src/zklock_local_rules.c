@@ -331,3 +331,32 @@ zklock_first_unlisted(bool seq_proven, bool own_node_ahead, bool own_delete_pend
 {
 	return seq_proven && !own_node_ahead && !own_delete_pending;
 }
+
+/*
+ * How many of the n queued ops, from the front, go to ZooKeeper as one
+ * multi (a multi applies its ops in order, as one transaction with one
+ * zxid): at most max, and never two creates under one parent.  Every node
+ * a multi creates gets the multi's zxid as its creation zxid, the lock's
+ * fencing token, and two nodes of one lock must not share a token: the
+ * second create under a parent starts the next multi.  Always at least one
+ * op when n > 0.
+ */
+int
+zklock_batch_take(const char *const *create_base, int n, int max)
+{
+	int			take;
+
+	for (take = 0; take < n && take < max; take++)
+	{
+		int			j;
+
+		if (create_base[take] == NULL)
+			continue;
+		for (j = 0; j < take; j++)
+		{
+			if (create_base[j] != NULL && strcmp(create_base[j], create_base[take]) == 0)
+				return take;
+		}
+	}
+	return take;
+}

@@ -134,4 +134,11 @@ extern bool zklock_seq_created(ZklockPathSeq *k, unsigned long long conn_now,
 extern bool zklock_first_unlisted(bool seq_proven, bool own_node_ahead,
 								  bool own_delete_pending);
 
+/*
+ * Batching (zklock_batch.c): how many of the n queued ops, from the front,
+ * go to ZooKeeper as one multi.  create_base[i] is the parent of op i when
+ * it is a create, NULL for a delete.
+ */
+extern int	zklock_batch_take(const char *const *create_base, int n, int max);
+
 #endif							/* ZKLOCK_LOCAL_RULES_H */

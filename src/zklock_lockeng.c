@@ -212,8 +212,10 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
  * waits or holds, and a read lock node queued behind a read lock node of
  * this worker that holds or is about to learn whether it does, go without
  * the listing: the create's reply most likely shows the node right behind
- * that one (lk_placed), and then the listing would tell nothing new.
- * Caller holds the lock.
+ * that one (lk_placed), and then the listing would tell nothing new; so
+ * does a create on a path whose numbering will prove it first or not
+ * (zklock_known.c).  A create that goes alone waits for the end of the
+ * worker's pass in the batch (zklock_batch.c).  Caller holds the lock.
  */
 void
 zklock_lk_create(int idx)
@@ -224,6 +226,8 @@ zklock_lk_create(int idx)
 	char		name[ZKLOCK_NODE_PATH_SIZE];
 	const char *data = slot->revocable ? "" : slot->data;
 	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
+	bool		list_piped;
+	bool		batched;
 	int			rc;
 
 	req->pred[0] = '\0';			/* a new node waits on nothing yet */
@@ -257,22 +261,40 @@ zklock_lk_create(int idx)
 		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
 		mode = ZOO_EPHEMERAL;
 	}
-	rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_node_acl(), mode,
-					  lk_create_done, zklock_slot_tag(idx));
-	if (rc != ZOK)
+	if (slot->downgrade_seq[0] != '\0')
+		list_piped = false;
+	else
+		list_piped = (lk_local(idx) == NULL ||
+					  !lk_local(idx)->create_alone(idx, &t));
+
+	/*
+	 * A create that goes alone waits for the end of the pass, to leave in
+	 * one multi with the others (zklock_batch.c), unless it is a read
+	 * node: a reader may share the answer of a reader released after its
+	 * create left (zklock_local.c's released_readers), which counts on the
+	 * create leaving when it is numbered.  Anything else leaves now, behind
+	 * the deletes queued so far (a backend's release goes ahead of its next
+	 * acquire).
+	 */
+	batched = (!list_piped && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
+			   zklock_batch_create(name, data, strlen(data), mode, zklock_node_acl(),
+								   lk_create_done, zklock_slot_tag(idx)));
+	if (!batched)
 	{
-		zklock_park(idx, false);
-		return;
+		zklock_batch_flush();
+		rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_node_acl(), mode,
+						  lk_create_done, zklock_slot_tag(idx));
+		if (rc != ZOK)
+		{
+			zklock_park(idx, false);
+			return;
+		}
 	}
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
 	req->create_no = ++zklock_lk_creates_sent;
 	*t.create_sent = true;
-	if (slot->downgrade_seq[0] != '\0')
-		req->list_piped = false;
-	else
-		req->list_piped = (lk_local(idx) == NULL ||
-						   !lk_local(idx)->create_alone(idx, &t));
+	req->list_piped = list_piped;
 	if (req->list_piped)
 		zklock_lk_list(idx);
 }

@@ -75,9 +75,9 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[24];
-	bool		nulls[24];
-	int64		counts[12];
+	Datum		values[25];
+	bool		nulls[25];
+	int64		counts[13];
 	ZklockMonoTime now = zklock_mono_now();
 	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
@@ -119,9 +119,10 @@ zk_status(PG_FUNCTION_ARGS)
 	counts[6] = sh->handover_count;
 	counts[7] = sh->read_join_count;
 	counts[8] = sh->listing_skip_count;
-	counts[9] = sh->delete_batches;
-	counts[10] = sh->delete_batch_ops;
-	counts[11] = sh->delete_batches_failed;
+	counts[9] = sh->batches;
+	counts[10] = sh->batched_deletes;
+	counts[11] = sh->batches_failed;
+	counts[12] = sh->batched_creates;
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -179,7 +180,8 @@ zk_status(PG_FUNCTION_ARGS)
 	values[20] = Int64GetDatum(counts[8]);
 	values[21] = Int64GetDatum(counts[9]);
 	values[22] = Int64GetDatum(counts[10]);
-	values[23] = Int64GetDatum(counts[11]);
+	values[23] = Int64GetDatum(counts[12]);
+	values[24] = Int64GetDatum(counts[11]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -132,8 +132,9 @@ typedef struct DeleteLocal
 								 * inflight is set meanwhile */
 } DeleteLocal;
 
-/* the most deletes sent as one zookeeper multi (zklock_batch.c) */
+/* the most deletes, and ops in all, sent as one zookeeper multi (zklock_batch.c) */
 #define ZKLOCK_DELETE_BATCH_MAX	16
+#define ZKLOCK_BATCH_MAX		32
 
 /* pauses between tries of a pending delete (ms) */
 #define DELETE_RETRY_MIN_MS		100
@@ -341,6 +342,9 @@ extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
 
 /* zklock_batch.c */
+extern bool zklock_batch_create(const char *path, const char *data, int len,
+								int mode, const struct ACL_vector *acl,
+								string_stat_completion_t done, const void *tag);
 extern void zklock_batch_flush(void);
 extern void zklock_batch_send_ready(void);
 

@@ -275,7 +275,7 @@ EOF
 		local jobs=2 outf=$pgtmp/pgbench_$name.out rc=0
 		local samples=$pgtmp/samples_$name t_launch pgpid rq0 rq1 reqs alltx db0 db1
 		# the worker's multis of deletes (zk_status): batches and their deletes
-		local dbq="SELECT coalesce(to_jsonb(s)->>'delete_batches', '0') || ' ' || coalesce(to_jsonb(s)->>'delete_batch_ops', '0') FROM zk_status() s"
+		local dbq="SELECT coalesce(to_jsonb(s)->>'batches', '0') || ' ' || coalesce(to_jsonb(s)->>'batched_deletes', '0') FROM zk_status() s"
 
 		[ "$clients" -lt "$jobs" ] && jobs=$clients
 		rm -f "$pgtmp"/log_"$name".*

@@ -6,7 +6,7 @@
 #   1. When a session ending releases many locks at once, every one of its
 #      nodes is gone from ZooKeeper soon after (the worker sends the deletes
 #      that are ready together, as one ZooKeeper multi: zk_status() counts
-#      them in delete_batches / delete_batch_ops), a Curator client waiting
+#      them in batches / batched_deletes), a Curator client waiting
 #      on one of the paths gets that lock, and a zklock session waiting on
 #      another gets its lock (a local handover, whose check must reach
 #      ZooKeeper behind the batched delete).
@@ -38,7 +38,7 @@ my $peer = new_peer($zk);    # Curator, straight to ZooKeeper
 sub counters
 {
 	my $r = status_row($node);
-	return { map { $_ => $r->{$_} } qw(delete_batches delete_batch_ops delete_batches_failed) };
+	return { map { $_ => $r->{$_} } qw(batches batched_deletes batches_failed) };
 }
 
 # hold_all($s, $base): session $s takes session-level mutexes $base/p1..pN;
@@ -88,6 +88,22 @@ sub all_gone
 	return ok($ok, $what);
 }
 
+# quit_at_once($s): end session $s (its locks are released at its exit)
+# while the worker is stopped, so the worker finds every release in one
+# pass of its loop, as when they come faster than it wakes up
+sub quit_at_once
+{
+	my ($s) = @_;
+	my $wpid = worker_pid($node);
+	my $pid = $s->pid;
+	ok(kill('STOP', $wpid), "the worker (pid $wpid) is stopped for a moment");
+	$s->quit;
+	my $gone = wait_sql($node, "SELECT count(*) FROM pg_stat_activity WHERE pid = $pid", '0', 10);
+	ok(kill('CONT', $wpid), 'the worker goes on');
+	ok($gone, $s->name . ' ended while the worker was stopped');
+	return;
+}
+
 # holders_of($path): pids zk_locks shows holding $path
 sub holders_of
 {
@@ -112,19 +128,19 @@ subtest 'many releases at once: every node is deleted, in batches; waiters get t
 	ok(wait_children_count($peer, "$B/p5", 2), 'a Curator client waits on p5');
 	my $c0 = counters();
 
-	$s->quit;    # the backend's end releases all its locks at once
+	quit_at_once($s);    # the backend's end releases all its locks at once
 	all_gone($mine, "every one of the $N nodes is gone");
 	is($peer->acquire_result('c1', 15), 'acquired', 'the Curator waiter gets its lock');
 	is($b->result(15)->{out}, 't', 'the zklock waiter gets its lock');
 	is(holders_of("$B/p3"), $b->pid, 'zk_locks: it holds p3');
 	is(holders_of("$B/p5"), '', 'zk_locks: nobody holds p5 (Curator does)');
 	my $c1 = counters();
-	cmp_ok($c1->{delete_batches} - $c0->{delete_batches}, '>=', 1, 'the deletes went in batches');
-	cmp_ok($c1->{delete_batch_ops} - $c0->{delete_batch_ops}, '>=', 2,
-		'... of several deletes each (' . ($c1->{delete_batch_ops} - $c0->{delete_batch_ops})
-		  . ' deletes in ' . ($c1->{delete_batches} - $c0->{delete_batches}) . ' batches)');
-	cmp_ok($c1->{delete_batch_ops} - $c0->{delete_batch_ops}, '<=',
-		16 * ($c1->{delete_batches} - $c0->{delete_batches}), '... at most 16 in each');
+	cmp_ok($c1->{batches} - $c0->{batches}, '>=', 1, 'the deletes went in batches');
+	cmp_ok($c1->{batched_deletes} - $c0->{batched_deletes}, '>=', 2,
+		'... of several deletes each (' . ($c1->{batched_deletes} - $c0->{batched_deletes})
+		  . ' deletes in ' . ($c1->{batches} - $c0->{batches}) . ' batches)');
+	cmp_ok($c1->{batched_deletes} - $c0->{batched_deletes}, '<=',
+		16 * ($c1->{batches} - $c0->{batches}), '... at most 16 in each');
 	ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 10), 'no delete is pending');
 	is($peer->release('c1'), 'released', 'Curator releases');
 	is($b->value(qq{SELECT zk_mutex_release('$B/p3')}), 't', 'the zklock waiter releases');
@@ -147,12 +163,12 @@ subtest 'a node deleted from outside fails its multi; every other node is still 
 	ok(wait_children_count($peer, "$B/p8", 2), 'a Curator client waits on p8');
 	my $c0 = counters();
 
-	$s->quit;
+	quit_at_once($s);
 	all_gone($mine, 'every other node is gone');
 	is($peer->acquire_result('c2', 15), 'acquired', 'the Curator waiter on p8 gets its lock');
 	my $c1 = counters();
-	cmp_ok($c1->{delete_batches_failed} - $c0->{delete_batches_failed}, '>=', 1,
-		'a multi failed (delete_batches_failed)');
+	cmp_ok($c1->{batches_failed} - $c0->{batches_failed}, '>=', 1,
+		'a multi failed (batches_failed)');
 	ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 10),
 		'no delete is pending (the one of p7 is done: NoNode)');
 	is($peer->release('c2'), 'released', 'Curator releases');
@@ -180,10 +196,10 @@ subtest 'connection drop or worker restart with a batch in flight: nothing is le
 
 		$proxy->set_mode('blackhole');
 		my $spid = $s->pid;
-		$s->quit;
+		quit_at_once($s);
 		ok(wait_sql($node, "SELECT count(*) FROM zk_locks WHERE pid = $spid", '0', 10),
 			"$how: the worker took the releases");
-		ok(wait_until(sub { counters()->{delete_batches} > $c0->{delete_batches} }, 10,
+		ok(wait_until(sub { counters()->{batches} > $c0->{batches} }, 10,
 				'a batch sent'), "$how: a batch was sent into the black hole");
 		is(scalar(left_of($mine)), $N, "$how: ... and none of it reached ZooKeeper");
 		if ($how eq 'restart')

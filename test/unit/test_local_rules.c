@@ -523,6 +523,25 @@ test_skip_connection_change(void **state)
 	assert_false(zklock_seq_created(&k, 3, k.next + 1));
 }
 
+/* a multi never holds two creates under one parent: they would share a token */
+static void
+test_batch_take(void **state)
+{
+	const char *const mixed[] = {NULL, "/a", NULL, "/b", "/c", NULL};
+	const char *const twice[] = {"/a", NULL, "/b", "/a", "/c"};
+	const char *const deletes[] = {NULL, NULL, NULL, NULL};
+	const char *const same[] = {"/a", "/a"};
+
+	(void) state;
+	assert_int_equal(zklock_batch_take(mixed, 6, 16), 6);
+	assert_int_equal(zklock_batch_take(mixed, 6, 4), 4);
+	assert_int_equal(zklock_batch_take(twice, 5, 16), 3);	/* the second /a waits */
+	assert_int_equal(zklock_batch_take(twice + 3, 2, 16), 2);
+	assert_int_equal(zklock_batch_take(deletes, 4, 16), 4);
+	assert_int_equal(zklock_batch_take(same, 2, 16), 1);
+	assert_int_equal(zklock_batch_take(same, 0, 16), 0);
+}
+
 int
 main(void)
 {
@@ -551,6 +570,7 @@ main(void)
 		cmocka_unit_test(test_skip_foreign_delete),
 		cmocka_unit_test(test_skip_container_recreated),
 		cmocka_unit_test(test_skip_connection_change),
+		cmocka_unit_test(test_batch_take),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
