@@ -10,6 +10,7 @@ OBJS = \
 	src/zklock_conn.o \
 	src/zklock_dispatch.o \
 	src/zklock_request.o \
+	src/zklock_pathidx.o \
 	src/zklock_zkio.o \
 	src/zklock_deletes.o \
 	src/zklock_batch.o \

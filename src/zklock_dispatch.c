@@ -73,6 +73,8 @@ pickup(int i)
 	zklock_req_reset(i);
 	req->serial = slot->serial;
 	zklock_slot_start(slot);
+	/* its lock's base, for the local layer (before its first step) */
+	zklock_pathidx_add(i);
 	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 	{
 		zklock_req_clear_nodes(slot);
@@ -121,6 +123,7 @@ zklock_run_requests(void)
 	if (now >= next_local_check)
 	{
 		zklock_lk_check_local_waits();
+		(void) zklock_pathidx_check();
 		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
 	}
 	if (!sh->post_overflow && !zklock_rescan)
@@ -244,6 +247,7 @@ zklock_sweep_lost_session(const char *why)
 			case ZKS_RELEASE:
 				zklock_req_reset(i);
 				zklock_slot_free(slot);
+				zklock_pathidx_remove(i);
 				break;
 			default:
 				break;

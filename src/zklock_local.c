@@ -279,7 +279,16 @@ zklock_lk_hand_over(const char *base, const char *node, bool held_mutex)
 	if (!zklock_connected || node[0] == '\0' ||
 		!zklock_lease_valid(zklock_mono_now(), NULL))
 		return 0;
-	for (i = 0; i < sh->nslots; i++)
+
+	/*
+	 * The slots indexed under base (zklock_pathidx.c).  A twin's slot is a
+	 * read lock of P = base, so it is there too, once the worker picked it
+	 * up; a downgrade the worker has not picked up yet cannot meet a
+	 * release of its writer: its backend waits for it until it is granted
+	 * or given back, and gives its writer back only after that (a give-back
+	 * of it is applied before any withdrawal).
+	 */
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		ZklockSlot *slot = &sh->slots[i];
 		WorkerReq  *req = &zklock_reqs[i];
@@ -402,7 +411,7 @@ released_node_pending(const char *base, const char *node)
 	ZklockShared *sh = zklock_shared;
 	int			i;
 
-	for (i = 0; i < sh->nslots; i++)
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		LockTarget	t;
 
@@ -427,7 +436,7 @@ local_node_owner(const char *base, const char *name, int except)
 	ZklockShared *sh = zklock_shared;
 	int			i;
 
-	for (i = 0; i < sh->nslots; i++)
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		ZklockSlot *slot = &sh->slots[i];
 		LockTarget	t;
@@ -481,7 +490,7 @@ local_tail_owner(int idx, const char *base, const char *after, bool reader)
 	ZklockShared *sh = zklock_shared;
 	int			i;
 
-	for (i = 0; i < sh->nslots; i++)
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		ZklockSlot *slot = &sh->slots[i];
 		WorkerReq  *req = &zklock_reqs[i];
@@ -539,9 +548,12 @@ static void
 settle_followers(int idx, bool granted)
 {
 	ZklockShared *sh = zklock_shared;
+	LockTarget	o;
 	int			i;
 
-	for (i = 0; i < sh->nslots; i++)
+	/* a follower's node is under its reader's base (lk_placed) */
+	zklock_lk_target(idx, &o);
+	for (i = zklock_pathidx_first(o.base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		WorkerReq  *req = &zklock_reqs[i];
 
@@ -568,6 +580,7 @@ lk_node_gone(const char *path)
 {
 	ZklockShared *sh = zklock_shared;
 	const char *name = strrchr(path, '/');
+	char		base[ZKLOCK_NODE_PATH_SIZE];
 	int			baselen;
 	int			i;
 
@@ -575,7 +588,11 @@ lk_node_gone(const char *path)
 		return;
 	baselen = name - path;
 	name++;
-	for (i = 0; i < sh->nslots; i++)
+	if (baselen >= sizeof(base))
+		return;					/* longer than any lock target's base */
+	memcpy(base, path, baselen);
+	base[baselen] = '\0';
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		WorkerReq  *req = &zklock_reqs[i];
 		LockTarget	t;

@@ -125,6 +125,7 @@ zklock_req_withdraw(int idx)
 	}
 	zklock_req_reset(idx);
 	zklock_slot_free(slot);
+	zklock_pathidx_remove(idx);
 	zklock_req_clear_nodes(slot);
 }
 

@@ -238,6 +238,8 @@ zklock_worker_main(Datum main_arg)
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = MyProcPid;
 	zklock_shared->worker_latch = MyLatch;
+	/* the slots an earlier worker left, by their lock's base */
+	zklock_pathidx_init();
 	if (zklock_shared->deletes_used > 0)
 		ereport(LOG,
 				(errmsg_plural("zklock: %d zookeeper node delete left by the previous worker is still pending",

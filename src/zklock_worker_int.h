@@ -310,6 +310,14 @@ extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern bool zklock_wes_rebuild; /* the client's socket changed */
 
 
+/* zklock_pathidx.c: the worker's lock engine slots by their lock's base */
+extern void zklock_pathidx_init(void);
+extern void zklock_pathidx_add(int idx);
+extern void zklock_pathidx_remove(int idx);
+extern int	zklock_pathidx_first(const char *base);
+extern int	zklock_pathidx_next(int i);
+extern int	zklock_pathidx_check(void);
+
 /* zklock_zkio.c */
 extern void zklock_create_containers(const char *path, bool include_self);
 extern const void *zklock_make_tag(int idx, uint32 serial);

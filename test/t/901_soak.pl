@@ -22,7 +22,8 @@
 #     57014, 57P01), never hangs (every statement ends within $HANG_SECS), and
 #     every recipe works again once the faults are over;
 #   - does not grow its worker's memory under steady load;
-#   - logs no unexpected ERROR, no crash but the one the test causes.
+#   - logs no unexpected ERROR, no crash but the one the test causes, and
+#     no disagreement of the worker's index of lock paths with its table.
 #
 # The load: 24 SQL sessions of one cluster, driven from here without
 # blocking (round-robin), each looping over short iterations that pick one
@@ -1211,6 +1212,8 @@ subtest 'the server log has no unexpected ERROR or FATAL, no crash but the test\
 	{
 		like($log, qr/\(PID $killed_pid\) was terminated by signal 9/, 'the log shows the SIGKILL of the test');
 	}
+	# the worker compares its index of lock paths with the table every second
+	unlike($log, qr/zklock: path index/, 'no worker found its index of lock paths disagreeing with the request table');
 };
 
 for my $c (@cl)
