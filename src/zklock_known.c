@@ -118,8 +118,8 @@ known_lookup(const char *base, bool create)
 
 /*
  * Is child (a node under base) a node of this worker: the node of one of
- * its requests, or one whose delete it has recorded and not seen
- * answered?  Caller holds the lock.
+ * its requests (the slots under base: zklock_pathidx.c), or one whose
+ * delete it has recorded and not seen answered?  Caller holds the lock.
  */
 static bool
 known_child_ours(const char *base, const char *child)
@@ -128,7 +128,7 @@ known_child_ours(const char *base, const char *child)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	int			i;
 
-	for (i = 0; i < sh->nslots; i++)
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
 	{
 		ZklockSlot *slot = &sh->slots[i];
 		LockTarget	t;
@@ -286,7 +286,7 @@ zklock_known_first(int idx, const LockTarget *t, bool proven)
 
 	if (!proven || ours < 0)
 		return false;
-	for (i = 0; i < sh->nslots && !ahead; i++)
+	for (i = zklock_pathidx_first(t->base); i >= 0 && !ahead; i = zklock_pathidx_next(i))
 	{
 		ZklockSlot *slot = &sh->slots[i];
 		LockTarget	o;
