@@ -221,15 +221,39 @@ known_watch_done(int rc, const struct Stat *stat, const void *data)
 }
 
 /*
- * May a create under base go without its listing?  Caller holds the lock.
+ * May the create of idx's node (target t) go without its listing, its
+ * number to tell whether it is first?  When what the path's last listing
+ * taught still holds and no other request of this worker waits for or
+ * holds the lock there: then it most likely is first.  (Nodes whose
+ * delete is recorded are gone before the create is applied: their deletes
+ * leave first.)  With a request of ours there, the local layer's own rules
+ * decide, and a write node lists, as a listing behind a create costs no
+ * round trip and a create alone behind a node of ours would then list.
+ * Caller holds the lock.
  */
 bool
-zklock_known_may_skip(const char *base)
+zklock_known_may_skip(int idx, const LockTarget *t)
 {
-	KnownPath  *e = known_lookup(base, false);
+	ZklockShared *sh = zklock_shared;
+	KnownPath  *e = known_lookup(t->base, false);
+	int			i;
 
-	return e != NULL && zklock_connected &&
-		zklock_seq_usable(&e->seq, zklock_conn_serial);
+	if (e == NULL || !zklock_connected ||
+		!zklock_seq_usable(&e->seq, zklock_conn_serial))
+		return false;
+	for (i = zklock_pathidx_first(t->base); i >= 0; i = zklock_pathidx_next(i))
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		LockTarget	o;
+
+		if (i == idx || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
+			zklock_worker_ops(slot->op)->lock_target == NULL)
+			continue;
+		zklock_lk_target(i, &o);
+		if (strcmp(o.base, t->base) == 0)
+			return false;
+	}
+	return true;
 }
 
 /*

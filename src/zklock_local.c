@@ -70,6 +70,7 @@ const ZklockLocalLayer zklock_local_layer = {
 	.listed = zklock_known_listed,
 	.created = zklock_known_created,
 	.forget = zklock_known_forget,
+	.may_skip = zklock_known_may_skip,
 };
 
 /*
@@ -87,7 +88,7 @@ local_create_alone(int idx, const LockTarget *t)
 	bool		reader = t->rw;
 
 	/* what the last listing taught may prove the create first (lk_placed) */
-	if (zklock_known_may_skip(t->base))
+	if (zklock_known_may_skip(idx, t))
 		return true;
 	/* a write lock node always lists */
 	if (t->rw && !t->read)

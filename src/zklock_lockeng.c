@@ -268,15 +268,20 @@ zklock_lk_create(int idx)
 					  !lk_local(idx)->create_alone(idx, &t));
 
 	/*
-	 * A create that goes alone waits for the end of the pass, to leave in
-	 * one multi with the others (zklock_batch.c), unless it is a read
-	 * node: a reader may share the answer of a reader released after its
-	 * create left (zklock_local.c's released_readers), which counts on the
-	 * create leaving when it is numbered.  Anything else leaves now, behind
-	 * the deletes queued so far (a backend's release goes ahead of its next
+	 * A create that goes alone because the path's numbering will tell
+	 * whether it is first (zklock_known.c) waits for the end of the pass,
+	 * to leave in one multi with the others (zklock_batch.c), unless it is
+	 * a read node: a reader may share the answer of a reader released
+	 * after its create left (zklock_local.c's released_readers), which
+	 * counts on the create leaving when it is numbered.  A create alone
+	 * behind a node of this worker is not batched: with no other lock's
+	 * create to share the multi, the exists that gives a batch its token
+	 * would only cost a round trip.  Anything else leaves now, behind the
+	 * deletes queued so far (a backend's release goes ahead of its next
 	 * acquire).
 	 */
 	batched = (!list_piped && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
+			   lk_local(idx)->may_skip(idx, &t) &&
 			   zklock_batch_create(name, data, strlen(data), mode, zklock_node_acl(),
 								   lk_create_done, zklock_slot_tag(idx)));
 	if (!batched)

@@ -185,6 +185,8 @@ typedef struct ZklockLocalLayer
 	bool		(*created) (const char *base, const char *node);
 	/* a create under base did what the numbering does not count */
 	void		(*forget) (const char *base);
+	/* may idx's create go alone, its number to tell whether it is first? */
+	bool		(*may_skip) (int idx, const LockTarget *t);
 } ZklockLocalLayer;
 
 /*
@@ -424,7 +426,7 @@ extern void zklock_lk_check_local_waits(void);
 /* zklock_known.c: what a listing taught, to skip the next ones */
 extern void zklock_known_listed(const char *base, const struct Stat *stat,
 								char **children, int n);
-extern bool zklock_known_may_skip(const char *base);
+extern bool zklock_known_may_skip(int idx, const LockTarget *t);
 extern bool zklock_known_created(const char *base, const char *node);
 extern void zklock_known_forget(const char *base);
 extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
