@@ -349,6 +349,33 @@ zklock_delete_pending(const char *path)
 }
 
 /*
+ * Is any delete at or under path in the pending-delete table (by name or
+ * by prefix), recorded and not yet answered?  A node a delete of this
+ * worker is about to remove may still be there.  Caller holds the lock.
+ */
+bool
+zklock_delete_pending_under(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	size_t		len = strlen(path);
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (strncmp(e->path, path, len) == 0 &&
+			(e->path[len] == '\0' || e->path[len] == '/'))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The entry of a persistent node with this path, prefix and creation
  * zxid, or -1.
  */

@@ -12,8 +12,9 @@
  *	  is unanswered: it holds the lock, and the acquire cost one create.
  *
  *	  Concept map:
- *	    learn       the lock engine's listing (zklock_known_listed), then
- *	                the parent's exists watch (known_watch_done)
+ *	    learn       the lock engine's listing (zklock_known_listed), then,
+ *	                from the path's second listing on a connection, the
+ *	                parent's exists watch (known_watch_done)
  *	    count       every create of ours under the path
  *	                (zklock_known_created); anything unexpected forgets
  *	    use         local_create_alone sends a create alone when the path
@@ -150,7 +151,10 @@ known_child_ours(const char *base, const char *child)
  * already queued for deletion): learn where the parent's numbering stands
  * and whether only nodes of this worker are there, and set the exists
  * watch on the parent when none stands for this parent on this
- * connection.  Caller holds the lock.
+ * connection and the path was listed before on it: a path locked once
+ * (a lock per job run, say) costs ZooKeeper no request more than
+ * Curator's protocol; from a path's second acquire on, its creates may go
+ * alone.  Caller holds the lock.
  */
 void
 zklock_known_listed(const char *base, const struct Stat *stat, char **children,
@@ -159,15 +163,18 @@ zklock_known_listed(const char *base, const struct Stat *stat, char **children,
 	KnownPath  *e;
 	bool		only_ours = (n <= KNOWN_LIST_MAX);
 	uint32		conn = zklock_conn_serial;
+	bool		again;
 	int			k;
 
 	if (stat == NULL || !zklock_connected || (e = known_lookup(base, true)) == NULL)
 		return;
+	again = (e->seq.conn == conn);
 	for (k = 0; k < n && only_ours; k++)
 		only_ours = known_child_ours(base, children[k]);
 	zklock_seq_listed(&e->seq, conn, stat->czxid, stat->cversion,
 					  stat->numChildren, only_ours);
-	if (e->seq.listed && !e->seq.watched)
+	/* a path used once costs no watch: the second listing sets it */
+	if (e->seq.listed && !e->seq.watched && again)
 	{
 		KnownWatchTag *tag = MemoryContextAlloc(TopMemoryContext, sizeof(KnownWatchTag));
 
@@ -302,10 +309,8 @@ zklock_known_first(int idx, const LockTarget *t, bool proven)
 {
 	ZklockShared *sh = zklock_shared;
 	long long	ours = zklock_node_seq(t->node);
-	size_t		blen = strlen(t->base);
 	bool		ahead = false;
-	bool		pending = false;
-	int			seen = 0;
+	bool		pending;
 	int			i;
 
 	if (!proven || ours < 0)
@@ -321,26 +326,17 @@ zklock_known_first(int idx, const LockTarget *t, bool proven)
 		zklock_lk_target(i, &o);
 		if (strcmp(o.base, t->base) != 0)
 			continue;
+		/*
+		 * A create of ours with no answer yet (no node) was sent after
+		 * ours: the session answers in the order sent, so it is behind.
+		 */
 		if (o.node[0] != '\0')
 		{
 			long long	seq = zklock_node_seq(o.node);
 
 			ahead = (seq < 0 || seq < ours);
 		}
-		/*
-		 * A create of ours with no answer yet was sent after ours: the
-		 * session answers in the order sent, so it is behind ours.
-		 */
 	}
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used && !pending; i++)
-	{
-		ZklockDelete *d = &zklock_deletes[i];
-
-		if (d->serial == 0)
-			continue;
-		seen++;
-		pending = (strncmp(d->path, t->base, blen) == 0 &&
-				   (d->path[blen] == '\0' || d->path[blen] == '/'));
-	}
+	pending = zklock_delete_pending_under(t->base);
 	return zklock_first_unlisted(proven, ahead, pending);
 }

@@ -75,21 +75,16 @@ const ZklockLocalLayer zklock_local_layer = {
 
 /*
  * May the create of idx's node (target t) go without the listing that
- * normally follows it on the session?  Yes when a listing of the path
- * showed only nodes of this worker and nothing since says otherwise
- * (zklock_known_may_skip: its number will tell), or when the node will
- * most likely sit right behind a node of this worker that then decides
- * for it (lk_placed; the rule is zklock_create_alone).  Caller holds the
- * lock.
+ * normally follows it on the session?  Yes when the node will most likely
+ * sit right behind a node of this worker that then decides for it
+ * (lk_placed; the rule is zklock_create_alone).  (The lock engine asks
+ * may_skip, zklock_known.c, first.)  Caller holds the lock.
  */
 static bool
 local_create_alone(int idx, const LockTarget *t)
 {
 	bool		reader = t->rw;
 
-	/* what the last listing taught may prove the create first (lk_placed) */
-	if (zklock_known_may_skip(idx, t))
-		return true;
 	/* a write lock node always lists */
 	if (t->rw && !t->read)
 		return false;

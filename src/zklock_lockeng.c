@@ -226,6 +226,7 @@ zklock_lk_create(int idx)
 	char		name[ZKLOCK_NODE_PATH_SIZE];
 	const char *data = slot->revocable ? "" : slot->data;
 	int			mode = ZOO_EPHEMERAL_SEQUENTIAL;
+	bool		by_numbers;
 	bool		list_piped;
 	bool		batched;
 	int			rc;
@@ -261,27 +262,28 @@ zklock_lk_create(int idx)
 		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
 		mode = ZOO_EPHEMERAL;
 	}
-	if (slot->downgrade_seq[0] != '\0')
+	/* the path's numbering will tell whether it is first (zklock_known.c) */
+	by_numbers = (slot->downgrade_seq[0] == '\0' && lk_local(idx) != NULL &&
+				  lk_local(idx)->may_skip(idx, &t));
+	if (slot->downgrade_seq[0] != '\0' || by_numbers)
 		list_piped = false;
 	else
 		list_piped = (lk_local(idx) == NULL ||
 					  !lk_local(idx)->create_alone(idx, &t));
 
 	/*
-	 * A create that goes alone because the path's numbering will tell
-	 * whether it is first (zklock_known.c) waits for the end of the pass,
-	 * to leave in one multi with the others (zklock_batch.c), unless it is
-	 * a read node: a reader may share the answer of a reader released
-	 * after its create left (zklock_local.c's released_readers), which
-	 * counts on the create leaving when it is numbered.  A create alone
-	 * behind a node of this worker is not batched: with no other lock's
-	 * create to share the multi, the exists that gives a batch its token
-	 * would only cost a round trip.  Anything else leaves now, behind the
-	 * deletes queued so far (a backend's release goes ahead of its next
-	 * acquire).
+	 * A create that goes alone on the path's numbering waits for the end
+	 * of the pass, to leave in one multi with the others
+	 * (zklock_batch.c), unless it is a read node: a reader may share the
+	 * answer of a reader released after its create left (zklock_local.c's
+	 * released_readers), which counts on the create leaving when it is
+	 * numbered.  A create alone behind a node of this worker is not
+	 * batched: with no other lock's create to share the multi, the exists
+	 * that gives a batch its token would only cost a round trip.
+	 * Anything else leaves now, behind the deletes queued so far (a
+	 * backend's release goes ahead of its next acquire).
 	 */
-	batched = (!list_piped && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
-			   lk_local(idx)->may_skip(idx, &t) &&
+	batched = (by_numbers && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
 			   zklock_batch_create(name, data, strlen(data), mode, zklock_node_acl(),
 								   lk_create_done, zklock_slot_tag(idx)));
 	if (!batched)

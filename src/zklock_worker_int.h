@@ -336,6 +336,7 @@ extern int zklock_rc_sqlstate(int rc);
 
 /* zklock_deletes.c */
 extern bool zklock_delete_pending(const char *path);
+extern bool zklock_delete_pending_under(const char *path);
 extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);

@@ -23,6 +23,9 @@
 #                                 data); true once it serves again (timeout 0:
 #                                 start only)
 #   hold_for($seconds, $what)     keep an injected fault in place on purpose
+#   reconnect_after($node, $proxy, $how, $s0)
+#                                 after a black hole: cut or worker restart,
+#                                 then connected again in session $s0
 #   log_contents($node)           the server log of a cluster
 #   status_row($node)             zk_status() as a hash
 #   row_from_json($text)          a row_to_json() object as a hash
@@ -57,7 +60,7 @@ our @EXPORT = qw(
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
-  drop_create_reply drop_set_reply row_from_json quietly
+  drop_create_reply drop_set_reply row_from_json quietly reconnect_after
 );
 
 ############################################################################
@@ -165,6 +168,31 @@ sub expire_session
 	my ($rc, $lines, $err) = zktool('expire', $c, $id, $pw);
 	diag("expire failed: @$lines $err") unless $rc == 0;
 	return $rc == 0 && $lines->[0] =~ /^expired 0x/;
+}
+
+# reconnect_after($node, $proxy, $how, $s0): after a black hole in $proxy,
+# get the worker of $node connected again in session $s0: 'cut' drops the
+# connection, 'restart' restarts the worker (tests: each step)
+sub reconnect_after
+{
+	my ($node, $proxy, $how, $s0) = @_;
+	if ($how eq 'restart')
+	{
+		my ($old, $new) = ZklockTest::restart_worker($node, 'TERM');
+		Test::More::isnt($new, '', "the worker restarted ($old -> $new)");
+	}
+	else
+	{
+		$proxy->set_mode('cut');
+		Test::More::ok(ZklockTest::wait_until(sub { status_row($node)->{state} ne 'connected' }, 15,
+				'the drop to be seen'),
+			'the worker sees the connection drop');
+	}
+	$proxy->set_mode('pass');
+	Test::More::ok(ZklockTest::wait_until(sub { status_row($node)->{state} eq 'connected' }, 15, 'reconnect'),
+		'it reconnects');
+	Test::More::is(status_row($node)->{session_id}, $s0, '... in the same session');
+	return;
 }
 
 ############################################################################

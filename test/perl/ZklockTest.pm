@@ -539,7 +539,31 @@ sub mutex_section_faults
 	}
 	return ($overlaps, $backwards);
 }
-push @EXPORT, qw(curator_mx_sections mutex_section_faults);
+
+# history_sections($node): the sections SQL sessions recorded in table
+# history(client, token, enter_us, exit_us), committed rows only, in the
+# shape of curator_mx_sections
+sub history_sections
+{
+	my ($node) = @_;
+	my @sections;
+	for (split /\n/, $node->safe_psql('postgres', 'SELECT client, token, enter_us, exit_us FROM history'))
+	{
+		my ($who, $tok, $enter, $exit) = split /\|/;
+		push @sections, { who => $who, token => $tok, enter => $enter, exit => $exit };
+	}
+	return @sections;
+}
+
+# zk_holders($node, $path): pids of the sessions zk_locks of $node shows
+# holding $path, comma-separated in order ('' for none)
+sub zk_holders
+{
+	my ($node, $path) = @_;
+	my $rows = zk_lock_rows($node, $path);
+	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
+}
+push @EXPORT, qw(curator_mx_sections mutex_section_faults history_sections zk_holders);
 
 # sort_by_seq(@names): lock nodes in queue order (Curator's fixForSorting).
 sub sort_by_seq

@@ -104,13 +104,6 @@ sub quit_at_once
 	return;
 }
 
-# holders_of($path): pids zk_locks shows holding $path
-sub holders_of
-{
-	my ($path) = @_;
-	my $rows = zk_lock_rows($node, $path);
-	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
-}
 
 ############################################################################
 # 1. A session holding many locks ends: every node goes, in batches; the
@@ -132,8 +125,8 @@ subtest 'many releases at once: every node is deleted, in batches; waiters get t
 	all_gone($mine, "every one of the $N nodes is gone");
 	is($peer->acquire_result('c1', 15), 'acquired', 'the Curator waiter gets its lock');
 	is($b->result(15)->{out}, 't', 'the zklock waiter gets its lock');
-	is(holders_of("$B/p3"), $b->pid, 'zk_locks: it holds p3');
-	is(holders_of("$B/p5"), '', 'zk_locks: nobody holds p5 (Curator does)');
+	is(zk_holders($node, "$B/p3"), $b->pid, 'zk_locks: it holds p3');
+	is(zk_holders($node, "$B/p5"), '', 'zk_locks: nobody holds p5 (Curator does)');
 	my $c1 = counters();
 	cmp_ok($c1->{batches} - $c0->{batches}, '>=', 1, 'the deletes went in batches');
 	cmp_ok($c1->{batched_deletes} - $c0->{batched_deletes}, '>=', 2,
@@ -202,25 +195,11 @@ subtest 'connection drop or worker restart with a batch in flight: nothing is le
 		ok(wait_until(sub { counters()->{batches} > $c0->{batches} }, 10,
 				'a batch sent'), "$how: a batch was sent into the black hole");
 		is(scalar(left_of($mine)), $N, "$how: ... and none of it reached ZooKeeper");
-		if ($how eq 'restart')
-		{
-			my ($old, $new) = restart_worker($node, 'TERM');
-			isnt($new, '', "the worker restarted ($old -> $new)");
-		}
-		else
-		{
-			$proxy->set_mode('cut');
-			ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 15, 'the drop to be seen'),
-				'the worker sees the connection drop');
-		}
-		$proxy->set_mode('pass');
-		ok(wait_until(sub { status_row($node)->{state} eq 'connected' }, 15, 'reconnect'),
-			"$how: it reconnects");
-		is(status_row($node)->{session_id}, $s0, "$how: ... in the same session");
+		reconnect_after($node, $proxy, $how, $s0);
 
 		all_gone($mine, "$how: every one of the $N nodes is gone");
 		is($peer->acquire_result("c_$how", 15), 'acquired', "$how: the Curator waiter on p4 gets its lock");
-		is(holders_of("$B/p4"), '', "$how: zk_locks: no zklock session holds p4 meanwhile");
+		is(zk_holders($node, "$B/p4"), '', "$how: zk_locks: no zklock session holds p4 meanwhile");
 		is($b->result(15)->{out}, 't', "$how: the zklock waiter on p9 gets its lock");
 		is(scalar @{ lock_children($peer, "$B/p9") }, 1, "$how: ... its node is the only one under p9");
 		ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 10), "$how: no delete is pending");

@@ -39,13 +39,6 @@ my $peer = new_peer($zk);    # Curator talks to ZooKeeper directly
 
 sub handovers { return status_row($node)->{handovers}; }
 
-# holders_of($path): pids of the sessions zk_locks shows holding $path
-sub holders_of
-{
-	my ($path) = @_;
-	my $rows = zk_lock_rows($node, $path);
-	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
-}
 
 # waiting_for($session): zk_locks.waiting_for of the session's wait ('' if
 # none yet: the worker has not decided where it queues)
@@ -108,7 +101,7 @@ subtest 'a Curator waiter between local waiters keeps its turn; no local waiter 
 	is(handovers(), $h0 + 1, 'by a local handover (zk_status().handovers)');
 	ok(wait_children_count($peer, $P, 3), "a's node is deleted after the handover");
 	is(lock_children($peer, $P)->[0], $order->[1], "b's node is now the lowest (Curator's view)");
-	is(holders_of($P), $sb->pid, 'zk_locks: b holds');
+	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
 	ok(!$peer->has_reply(qr/^(acquired|error) c1\b/), 'Curator c1 still waits while b holds');
 	ok(!$sd->done, 'd still waits');
 
@@ -116,7 +109,7 @@ subtest 'a Curator waiter between local waiters keeps its turn; no local waiter 
 	is($peer->acquire_result('c1', 10), 'acquired', 'Curator c1, next in the queue, gets the lock');
 	is(handovers(), $h0 + 1, 'no local handover past a Curator waiter');
 	ok(!$sd->done, 'd (local, behind c1) still waits while Curator holds');
-	is(holders_of($P), '', 'zk_locks: no zklock session holds while Curator does');
+	is(zk_holders($node, $P), '', 'zk_locks: no zklock session holds while Curator does');
 	is($peer->release('c1'), 'released', 'Curator c1 releases');
 	$r = $sd->result(10);
 	is($r->{out}, 't', 'then d gets the lock');
@@ -199,11 +192,7 @@ END $$;
 	like($done // '', qr/^mxloop cl done \d+/, 'the Curator loop ran to its end') or diag($done);
 	my @sections = curator_mx_sections($peer, 'cl');
 	my $ncur = scalar @sections;
-	for (split /\n/, $node->safe_psql('postgres', 'SELECT client, token, enter_us, exit_us FROM history'))
-	{
-		my ($who, $tok, $enter, $exit) = split /\|/;
-		push @sections, { who => $who, token => $tok, enter => $enter, exit => $exit };
-	}
+	push @sections, history_sections($node);
 	my $nsql = @sections - $ncur;
 	my $nh = handovers() - $h0;
 	note("load: $nsql SQL sections, $ncur Curator sections, $nh local handovers");
@@ -259,7 +248,7 @@ subtest 'the connection dropped at a release: the waiter holds only once the rel
 	is($r->{out}, 't', 'b gets the lock once the connection is back');
 	ok(wait_children_count($peer, $P, 2), "a's node is deleted");
 	is(lock_children($peer, $P)->[0], zk_lock_rows($node, $P)->{ $sb->pid }{node}, "b's node is the lowest");
-	is(holders_of($P), $sb->pid, 'zk_locks: b holds');
+	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
 	ok(!$peer->has_reply(qr/^(acquired|error) c2\b/), 'Curator c2 still waits behind b');
 	$r = $sb->query('COMMIT');
 	is($r->{err}, '', "b's COMMIT succeeds");
@@ -532,7 +521,7 @@ subtest 'a reader right behind a held local reader joins it at once (read_joins)
 	is($rw1->value(qq{SELECT zk_read_lock_acquire('$P')}), 't', 'rw1 holds the read lock');
 	is($rw2->value(qq{SELECT zk_read_lock_acquire('$P', '10s')}), 't', 'rw2 reads too');
 	is(read_joins(), $j0 + 1, "rw2 joined rw1's read lock (no listing)");
-	is(join(',', sort split /,/, holders_of($P)), join(',', sort($rw1->pid, $rw2->pid)),
+	is(join(',', sort split /,/, zk_holders($node, $P)), join(',', sort($rw1->pid, $rw2->pid)),
 		'zk_locks: both hold');
 	is($rw2->value(qq{SELECT zk_read_lock_release('$P')}), 't', 'rw2 releases');
 };

@@ -37,13 +37,6 @@ my $peer = new_peer($zk);                      # Curator, straight to ZooKeeper
 $node->safe_psql('postgres', 'CREATE TABLE work_done(tag text PRIMARY KEY)');
 my ($sa, $sb) = map { ZklockTest::Session->new($node, $_) } qw(a b);
 
-# holders_of($path): pids of the sessions zk_locks shows holding $path
-sub holders_of
-{
-	my ($path) = @_;
-	my $rows = zk_lock_rows($node, $path);
-	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
-}
 
 # waiting_for($s): zk_locks.waiting_for of session $s ('' before it queued)
 sub waiting_for
@@ -77,29 +70,6 @@ sub other_holder
 	return join(',', @h);
 }
 
-# reconnect($how, $s0): after a black hole, get the worker connected again
-# in session $s0: 'cut' drops the connection, 'restart' restarts the worker
-sub reconnect
-{
-	my ($how, $s0) = @_;
-	if ($how eq 'restart')
-	{
-		my ($old, $new) = restart_worker($node, 'TERM');
-		isnt($new, '', "the worker restarted ($old -> $new)");
-	}
-	else
-	{
-		$proxy->set_mode('cut');
-		ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 15, 'the drop to be seen'),
-			'the worker sees the connection drop');
-	}
-	$proxy->set_mode('pass');
-	ok(wait_until(sub { status_row($node)->{state} eq 'connected' }, 15, 'reconnect'),
-		'it reconnects');
-	is(status_row($node)->{session_id}, $s0, '... in the same session');
-	return;
-}
-
 ############################################################################
 # 1. The released node's delete is held back: nobody holds while it exists;
 #    revocation and participants name the real holder.
@@ -121,17 +91,17 @@ subtest 'while the released node\'s delete is held back nobody holds; revocation
 	is_deeply(lock_children($peer, $P), [ $na, $nb ], "a's node is still first in ZooKeeper's queue");
 	is($peer->participants($P)->[0], "$P/$na", "Curator's participants: a's node comes first");
 	is(other_holder($P), $na, "another cluster's zk_participants: a's node holds");
-	is(holders_of($P), '', '... and no zklock session holds meanwhile');
+	is(zk_holders($node, $P), '', '... and no zklock session holds meanwhile');
 	ok($peer->revoke("$P/$na"), "Curator's Revoker.attemptRevoke on the first node (a's)");
 	is(lock_state($node, $sb->pid, $P), 'waiting', 'b still does not hold: nobody was asked while holding');
 
-	reconnect('cut', $s0);
+	reconnect_after($node, $proxy, 'cut', $s0);
 	my $r = $sb->result(10);
 	is($r->{out}, 't', 'b gets the lock once the delete is applied');
 	is_deeply(lock_children($peer, $P), [$nb], "a's node is gone, b's is first");
 	is($peer->participants($P)->[0], "$P/$nb", "Curator's participants: b's node comes first");
 	is(other_holder($P), $nb, "another cluster's zk_participants: b's node holds");
-	is(holders_of($P), $sb->pid, 'zk_locks: b holds');
+	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
 	is(requested($sb), '', "the revocation written into a's node asks nothing of b");
 	ok($peer->revoke("$P/$nb"), "Curator's Revoker.attemptRevoke on the first node (b's)");
 	ok(wait_until(sub { requested($sb) eq $P }, 10, "b's revocation"),
@@ -164,7 +134,7 @@ subtest 'a waiter whose node was deleted from outside is never believed to hold 
 		$proxy->set_mode('blackhole');
 		is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', "$how: a releases, its delete held back");
 		ok(release_taken($sa, $P), "$how: the worker took a's release");
-		reconnect($how, $s0);
+		reconnect_after($node, $proxy, $how, $s0);
 		is($peer->acquire_result("c_$how", 15), 'acquired', "$how: the Curator waiter gets the lock");
 		isnt(lock_state($node, $sb->pid, $P), 'held', "$how: zk_locks: b does not hold while Curator does");
 		if ($sb->done)

@@ -27,13 +27,6 @@ my $peer = new_peer($zk);
 
 sub handovers { return status_row($node)->{handovers}; }
 
-# holders_of($path): pids of the sessions zk_locks shows holding $path
-sub holders_of
-{
-	my ($path) = @_;
-	my $rows = zk_lock_rows($node, $path);
-	return join(',', sort grep { $rows->{$_}{state} eq 'held' } keys %$rows);
-}
 
 # queued($s): the worker decided where $s waits (zk_locks.waiting_for)
 sub queued
@@ -119,7 +112,7 @@ is_deeply({ map { $_ => lock_children($peer, $_) } keys %before },
 	\%before, 'ZooKeeper shows the same nodes under every lock path');
 for my $p (@M)
 {
-	is(holders_of($p), $holder{$p}->pid, "$p: zk_locks still shows the holder");
+	is(zk_holders($node, $p), $holder{$p}->pid, "$p: zk_locks still shows the holder");
 	queued($_) for @{ $waiters{$p} };
 }
 queued($_) for (@rw, @sem[2, 3]);
@@ -151,7 +144,7 @@ for my $p (@M)
 		is($cur->value("SELECT zk_mutex_release('$p')"), 't', "$p: " . $cur->name . ' releases');
 		$r = $next->result(10);
 		is($r->{out}, 't', "$p: " . $next->name . ' gets the lock next') or diag($r->{err});
-		is(holders_of($p), $next->pid, "$p: zk_locks shows only " . $next->name . ' holding');
+		is(zk_holders($node, $p), $next->pid, "$p: zk_locks shows only " . $next->name . ' holding');
 		is(lock_children($peer, $p)->[0] // '', $before{$p}[ $k + 1 ],
 			"$p: the lowest node in ZooKeeper is " . $next->name . "'s");
 		ok(!$_->done, "$p: " . $_->name . ' still waits') for @chain[ $k + 2 .. $#chain ];

@@ -379,7 +379,7 @@ test_next_seq_from_stat(void **state)
 	assert_int_equal(zklock_next_seq_from_stat(4, 2), 3);
 	assert_int_equal(zklock_next_seq_from_stat(6, 0), 3);	/* node 3 came next */
 	assert_int_equal(zklock_next_seq_from_stat(0, 0), 0);
-	/* not the arithmetic of any server we know: never skip on it */
+	/* not the arithmetic of any server we know: it proves nothing */
 	assert_int_equal(zklock_next_seq_from_stat(3, 0), -1);
 	assert_int_equal(zklock_next_seq_from_stat(-2, 0), -1);
 	assert_int_equal(zklock_node_seq("_c_x-lock-0000000042"), 42);
