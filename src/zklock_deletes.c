@@ -58,6 +58,7 @@ static int	delete_find_persistent(const char *path, const char *prefix, int64 cz
 static void delete_prefix_done(int rc, const struct String_vector *strings,
 							   const void *data);
 static void delete_prefix_child_done(int rc, const void *data);
+static bool delete_pending_match(const char *path, bool under);
 
 /* ---------------------------------------------------------------------
  * Guaranteed deletes.  What must be deleted is recorded in the shared
@@ -331,21 +332,7 @@ zklock_delete_batch_answer(int i, uint32 serial, int rc)
 bool
 zklock_delete_pending(const char *path)
 {
-	ZklockShared *sh = zklock_shared;
-	int			seen = 0;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
-		if (!e->by_prefix && strcmp(e->path, path) == 0)
-			return true;
-	}
-	return false;
+	return delete_pending_match(path, false);
 }
 
 /*
@@ -355,6 +342,16 @@ zklock_delete_pending(const char *path)
  */
 bool
 zklock_delete_pending_under(const char *path)
+{
+	return delete_pending_match(path, true);
+}
+
+/*
+ * The scan of both: an entry by name for exactly path, or (under) any
+ * entry at or under path.
+ */
+static bool
+delete_pending_match(const char *path, bool under)
 {
 	ZklockShared *sh = zklock_shared;
 	size_t		len = strlen(path);
@@ -368,8 +365,9 @@ zklock_delete_pending_under(const char *path)
 		if (e->serial == 0)
 			continue;
 		seen++;
-		if (strncmp(e->path, path, len) == 0 &&
-			(e->path[len] == '\0' || e->path[len] == '/'))
+		if (under ? (strncmp(e->path, path, len) == 0 &&
+					 (e->path[len] == '\0' || e->path[len] == '/')) :
+			(!e->by_prefix && strcmp(e->path, path) == 0))
 			return true;
 	}
 	return false;
