@@ -384,16 +384,28 @@ typedef struct ZklockShared
 	 * which the ZooKeeper leader provably counts the session alive, 0 when
 	 * nothing is proven.  It is the proven instant (zklock_lease_rules.c:
 	 * the handshake, a sync answered by a standalone server, or the chain
-	 * of syncs through an ensemble's leader) plus the negotiated session
-	 * timeout minus zklock.lease_margin.  Written by the worker only (it
-	 * only ever moves forward within a session, and drops to 0 when the
-	 * session is lost); read without the lock by backends at COMMIT and by
-	 * their cancel_on_loss timer, so a worker that is stalled, even while
-	 * holding the lock, cannot vouch for a lock.  The clock is
-	 * CLOCK_BOOTTIME: shared by every process, never stepped by NTP or an
-	 * operator, and running through a suspend as the servers' clocks do.
+	 * of syncs through an ensemble's leader, lease_proven) plus the lease
+	 * length of lease_timeout minus zklock.lease_margin.  Written by the
+	 * worker only (it moves back when the timeout it is derived from
+	 * shrinks, and drops to 0 when the session is lost); read without the
+	 * lock by backends at COMMIT and by their cancel_on_loss timer, so a
+	 * worker that is stalled, even while holding the lock, cannot vouch for
+	 * a lock.  The clock is CLOCK_BOOTTIME: shared by every process, never
+	 * stepped by NTP or an operator, and running through a suspend as the
+	 * servers' clocks do.
+	 *
+	 * lease_proven is the latest instant the leader is proven to have
+	 * touched the session at or after, 0 when nothing is proven in this
+	 * session.  lease_timeout (ms) is the shortest session timeout the
+	 * leader may apply at the next touch: the smallest one negotiated by
+	 * any connection of this session, and never more than the
+	 * zklock.session_timeout the next handle asks for (a touch replaces
+	 * the expiry, it does not keep the later one).  Both are the worker's
+	 * alone, kept here so that a restarted worker goes on from them.
 	 */
 	pg_atomic_uint64 lease_until;
+	ZklockMonoTime lease_proven;
+	int			lease_timeout;	/* ms, 0 when no session */
 	int			negotiated_timeout; /* ms */
 	int			server_mode;	/* ZklockServerMode of the connection */
 	char		server[128];

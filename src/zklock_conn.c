@@ -16,7 +16,17 @@
 #include "zklock_worker_int.h"
 #include "zklock_lease_rules.h"
 
+/* ZooKeeper's default maxSessionTimeout, in tickTimes */
+#define ZKLOCK_DEFAULT_MAX_TICKS	20
+
 static uint32 handle_gen = 0;	/* bumped for every handle opened */
+
+/*
+ * The session timeout the next handshake asks for: zklock.session_timeout
+ * for a new handle, then what the last connection negotiated (the C client
+ * asks for that when it reconnects).
+ */
+static int	conn_requested_timeout = 0;
 
 /*
  * Heartbeats keep the lease (ZklockShared.lease_until) fresh: a sync of
@@ -54,13 +64,17 @@ static ZklockMonoTime handshake_sent_after = 0;
 static int	handshake_last_state = 0;
 
 static ZklockConnState not_connected_state(void);
+static void lease_publish(void);
 static void lease_extend(ZklockMonoTime proven);
+static void lease_forget(void);
+static void lease_timeout_seen(int timeout_ms);
 static int	heartbeat_interval_ms(void);
 static void chain_append(ZklockMonoTime sent, ZklockMonoTime answered);
 static void auth_accepted(void);
 static void heartbeat_done(int rc, const char *value, const void *data);
 static void config_done(int rc, const char *value, int value_len,
 						const struct Stat *stat, const void *data);
+static void warn_tick_time(int timeout_ms);
 static void auth_rejected(zhandle_t *zzh);
 static void auth_done(int rc, const void *data);
 static void session_watcher(zhandle_t *zzh, int type, int state,
@@ -82,19 +96,79 @@ not_connected_state(void)
 }
 
 /*
- * The leader is proven to have counted the current session alive at the
- * monotonic instant proven or later: the lock is good until proven + the
- * lease length at least.
+ * Publish the lease for backends: the proven instant plus the lease length
+ * of the shortest timeout the leader may apply now (ZklockShared says
+ * why), 0 when nothing is proven.  It moves back when that timeout
+ * shrinks.  Worker only; no lock needed (one atomic write).
+ */
+static void
+lease_publish(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockMonoTime until = 0;
+
+	if (sh->lease_proven != 0 && sh->lease_timeout > 0)
+		until = ZKLOCK_MONO_PLUS_MS(sh->lease_proven,
+									zklock_lease_length_ms(sh->lease_timeout,
+														   zklock_lease_margin));
+	pg_atomic_write_u64(&sh->lease_until, (uint64) until);
+}
+
+/*
+ * The leader is proven to have touched the current session at the
+ * monotonic instant proven or later.
  */
 static void
 lease_extend(ZklockMonoTime proven)
 {
-	ZklockMonoTime until = ZKLOCK_MONO_PLUS_MS(proven,
-											   zklock_lease_length_ms(zklock_shared->negotiated_timeout,
-																	  zklock_lease_margin));
+	if (proven > zklock_shared->lease_proven)
+		zklock_shared->lease_proven = proven;
+	lease_publish();
+}
 
-	if (until > (ZklockMonoTime) pg_atomic_read_u64(&zklock_shared->lease_until))
-		pg_atomic_write_u64(&zklock_shared->lease_until, (uint64) until);
+/*
+ * The session is lost or replaced: nothing about it proves anything now.
+ */
+static void
+lease_forget(void)
+{
+	zklock_shared->lease_proven = 0;
+	zklock_shared->lease_timeout = 0;
+	pg_atomic_write_u64(&zklock_shared->lease_until, 0);
+}
+
+/*
+ * A connection of the session negotiated timeout_ms: the leader applies
+ * it from the handshake on, to every touch, and an earlier connection's
+ * late touch may still apply its own, so the lease keeps the smallest.
+ */
+static void
+lease_timeout_seen(int timeout_ms)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (sh->lease_timeout == 0 || timeout_ms < sh->lease_timeout)
+		sh->lease_timeout = timeout_ms;
+	lease_publish();
+}
+
+/*
+ * The lease settings may have changed (a reload, or a new handle that
+ * will ask for zklock.session_timeout): the next handshake may revalidate
+ * the session with a timeout as short as zklock.session_timeout (a server
+ * negotiates less only when its maxSessionTimeout is lower, which the
+ * README tells the operator to avoid and the watcher logs), so the lease
+ * is derived from it at once, before any handshake can leave, and the
+ * margin is applied anew.  Worker only.
+ */
+void
+zklock_lease_settings_changed(void)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (sh->lease_timeout > zklock_session_timeout)
+		sh->lease_timeout = zklock_session_timeout;
+	lease_publish();
 }
 
 /*
@@ -228,6 +302,36 @@ config_done(int rc, const char *value, int value_len, const struct Stat *stat,
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->server_mode = mode;
 	LWLockRelease(zklock_shared->lock);
+	if (mode == ZKLOCK_SERVER_ENSEMBLE)
+		warn_tick_time(zklock_shared->negotiated_timeout);
+}
+
+/*
+ * Through an ensemble the proof spaces its syncs by zklock.server_tick_time,
+ * which must be at least the servers' tickTime.  ZooKeeper's default
+ * maxSessionTimeout is 20 tickTimes, so a timeout above 20 x
+ * zklock.server_tick_time is the common sign of a tickTime larger than
+ * zklock.server_tick_time (or of a maxSessionTimeout raised by hand):
+ * said once per value, since only the operator can tell which.
+ */
+static void
+warn_tick_time(int timeout_ms)
+{
+	static int	warned_timeout = 0;
+	static int	warned_tick = 0;
+
+	if ((int64) timeout_ms <= (int64) ZKLOCK_DEFAULT_MAX_TICKS * zklock_server_tick_time)
+		return;
+	if (warned_timeout == timeout_ms && warned_tick == zklock_server_tick_time)
+		return;
+	warned_timeout = timeout_ms;
+	warned_tick = zklock_server_tick_time;
+	ereport(WARNING,
+			(errmsg("zklock: the ensemble negotiated a session timeout of %d ms, more than %d times zklock.server_tick_time (%d ms)",
+					timeout_ms, ZKLOCK_DEFAULT_MAX_TICKS, zklock_server_tick_time),
+			 errdetail("With ZooKeeper's default maxSessionTimeout of %d tickTimes this means the servers' tickTime is larger than zklock.server_tick_time, and then the lease's proof through an ensemble does not hold.",
+					   ZKLOCK_DEFAULT_MAX_TICKS),
+			 errhint("Set zklock.server_tick_time to at least the servers' tickTime (it may be larger; that only shortens the lease).")));
 }
 
 /*
@@ -312,7 +416,7 @@ zklock_check_lease(ZklockMonoTime now)
 		return;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
-	pg_atomic_write_u64(&sh->lease_until, 0);
+	lease_forget();
 	sh->lease_expired_count++;
 	zklock_connected = false;
 	zklock_sweep_lost_session("lease ran out");
@@ -427,7 +531,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 			if (sh->have_session)
 				zklock_sweep_lost_session("was replaced");
 			/* what was known about an earlier session says nothing now */
-			pg_atomic_write_u64(&sh->lease_until, 0);
+			lease_forget();
 			sh->session_gen++;
 			sh->session_id = cid->client_id;
 			memcpy(sh->session_passwd, cid->passwd, sizeof(sh->session_passwd));
@@ -447,6 +551,16 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 							(unsigned long long) cid->client_id)));
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
+		if (sh->negotiated_timeout < conn_requested_timeout)
+			ereport(WARNING,
+					(errmsg("zklock: zookeeper server %s negotiated a session timeout of %d ms, less than the %d ms asked for",
+							server ? server : "?", sh->negotiated_timeout,
+							conn_requested_timeout),
+					 errdetail("The lease follows the shorter timeout from now on, but a worker stalled while it reconnects to such a server can trust the longer one."),
+					 errhint("Set zklock.session_timeout to at most the lowest maxSessionTimeout of the ensemble's servers.")));
+		/* the client asks for the timeout it was given last on reconnects */
+		conn_requested_timeout = sh->negotiated_timeout;
+		lease_timeout_seen(sh->negotiated_timeout);
 
 		/*
 		 * A new connection: a new chain, and a server of unknown kind
@@ -505,7 +619,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	{
 		ereport(LOG, (errmsg("zklock: zookeeper session expired")));
 		zklock_connected = false;
-		pg_atomic_write_u64(&sh->lease_until, 0);
+		lease_forget();
 		zklock_sweep_lost_session("expired");
 		sh->have_session = false;
 		zklock_session_forget();
@@ -553,6 +667,9 @@ zklock_open_handle(void)
 	handle_gen++;
 	LWLockRelease(sh->lock);
 
+	/* the handshakes of this handle ask for zklock.session_timeout */
+	conn_requested_timeout = zklock_session_timeout;
+	zklock_lease_settings_changed();
 	zklock_connected = false;
 	zklock_zh = zookeeper_init(zklock_hosts, session_watcher, zklock_session_timeout,
 						resume_session ? &cid : NULL, NULL, 0);

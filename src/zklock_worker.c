@@ -107,8 +107,9 @@ worker_exit(int code, Datum arg)
 }
 
 /*
- * Apply a changed configuration.  The session timeout applies at the next
- * session.  A new connect string restarts the worker: the new worker opens
+ * Apply a changed configuration.  A new session timeout is asked for by
+ * the next handle (a worker restart, a new connect string, a new session);
+ * the lease follows a shorter one at once.  A new connect string restarts the worker: the new worker opens
  * its handle on the new hosts and resumes the session, exactly as after any
  * worker restart, so the per-request state and the watches it relies on are
  * made anew together.  (Handing the string to the live handle with
@@ -134,6 +135,8 @@ reload_config(void)
 		zklock_lease_margin = old_margin;
 		zklock_server_tick_time = old_tick;
 	}
+	/* a shorter timeout or a longer margin shortens the lease at once */
+	zklock_lease_settings_changed();
 	/* the servers' side may have been fixed: try the credentials again now */
 	if (zklock_auth_failed_at != 0)
 		zklock_auth_retry_at = 0;

@@ -460,6 +460,7 @@ extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
 extern void zklock_heartbeat(ZklockMonoTime now);
 extern void zklock_track_handshake(ZklockMonoTime before);
 extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
+extern void zklock_lease_settings_changed(void);
 extern void zklock_open_handle(void);
 
 #endif							/* ZKLOCK_WORKER_INT_H */
