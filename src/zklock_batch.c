@@ -384,10 +384,11 @@ batch_done(int rc, const void *data)
 /*
  * Completion of the exists of a node an applied multi created: its czxid
  * is every created node's (one transaction, one zxid).  The node deleted
- * from outside meanwhile: the next one is looked at; none left, they are
- * answered with no Stat (no token: they are gone anyway, and their
- * requests find out).  Connection trouble: answered as lost, so each
- * request finds its node again by prefix (and reads its czxid then).
+ * from outside meanwhile: the next one is looked at.  None left, or
+ * connection trouble: answered as lost, so each request looks for its
+ * node by prefix, and makes a new one when it is gone (an answer without
+ * a Stat would grant a create the numbers prove first, with no node and
+ * no token).
  */
 static void
 batch_stat_done(int rc, const struct Stat *stat, const void *data)
@@ -407,8 +408,8 @@ batch_stat_done(int rc, const struct Stat *stat, const void *data)
 		LWLockRelease(zklock_shared->lock);
 		rc = ZCONNECTIONLOSS;
 	}
-	if (rc == ZOK || rc == ZNONODE)
-		batch_creates_answer(b, ZOK, rc == ZOK ? stat : NULL);
+	if (rc == ZOK)
+		batch_creates_answer(b, ZOK, stat);
 	else
 		batch_creates_answer(b, ZCONNECTIONLOSS, NULL);
 }

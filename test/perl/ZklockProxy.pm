@@ -36,7 +36,12 @@
 #                 in drop_replies: the write's reply is lost.  Other
 #                 connections, and new ones, are relayed until they carry
 #                 a setData of their own.  stats' set_requests counts the
-#                 setData requests relayed (in any mode).
+#                 setData requests relayed (in any mode), multi_requests
+#                 the multis (opcode 14).
+#   hold_replies  forward client->server; keep server->client bytes back
+#                 (in order, none lost) until the next mode, which hands
+#                 them on first: replies arrive late, as from a slow path.
+#                 stats' held_s2c counts the bytes kept back.
 #   stall_new     current connections are relayed as in pass; new ones are
 #                 accepted and stalled for good: never relayed, never
 #                 answered, and left open by later modes (a server that
@@ -62,7 +67,7 @@ use POSIX ();
 use Time::HiRes qw(time);
 use Test::More;
 
-my %MODES = map { $_ => 1 } qw(pass drop_replies drop_set_replies blackhole cut stall_new);
+my %MODES = map { $_ => 1 } qw(pass drop_replies drop_set_replies hold_replies blackhole cut stall_new);
 
 sub start
 {
@@ -190,7 +195,8 @@ sub _child
 
 	my $mode = 'pass';
 	my %st = (accepted => 0, c2s => 0, s2c => 0, dropped_c2s => 0, dropped_s2c => 0,
-		refused => 0, closed_tainted => 0, stalled => 0, set_requests => 0);
+		refused => 0, closed_tainted => 0, stalled => 0, set_requests => 0,
+		multi_requests => 0, held_s2c => 0);
 	my @pairs;    # { c => client sock, s => server sock or undef, tainted => 0|1 }
 	my %peer;     # fileno => [pair, 'c'|'s']
 	my $cmdbuf = '';
@@ -226,9 +232,28 @@ sub _child
 			}
 			next unless $len >= 8;
 			my (undef, $op) = unpack('l> l>', $frame);
+			$stats->{multi_requests}++ if $op == 14;
 			next unless $op == 5;
 			$stats->{set_requests}++;
 			$p->{set_seen} = 1 if $m eq 'drop_set_replies';
+		}
+	};
+
+	# hand on what hold_replies kept back, in order
+	my $flush_held = sub {
+		for my $p (@pairs)
+		{
+			next unless defined $p->{held} && length $p->{held} && $p->{c};
+			my ($buf, $off) = ($p->{held}, 0);
+			$p->{held} = '';
+			$p->{c}->blocking(1);
+			while ($off < length $buf)
+			{
+				my $w = syswrite($p->{c}, $buf, length($buf) - $off, $off);
+				last unless defined $w;
+				$off += $w;
+			}
+			$st{s2c} += $off;
 		}
 	};
 
@@ -259,6 +284,7 @@ sub _child
 					if ($c =~ /^mode (\w+)$/ && $MODES{$1})
 					{
 						$mode = $1;
+						$flush_held->() unless $mode eq 'hold_replies';
 						if ($mode eq 'cut')
 						{
 							$close_pair->($_) for @pairs;
@@ -345,6 +371,12 @@ sub _child
 				  || ($mode eq 'drop_replies' && $side eq 's')
 				  || ($mode eq 'drop_set_replies' && $side eq 's' && $p->{set_seen})
 				  || !$to;
+				if (!$drop && $mode eq 'hold_replies' && $side eq 's')
+				{
+					$p->{held} .= $buf;
+					$st{held_s2c} += $n;
+					next;
+				}
 				if ($drop)
 				{
 					$st{"dropped_$dir"} += $n;

@@ -255,6 +255,53 @@ for my $fault ('reply lost, connection cut', 'worker restart', 'session expiry')
 	};
 }
 
+############################################################################
+# 4. Every node of an applied multi deleted from outside before the worker
+#    reads their token.
+############################################################################
+# The creates of an applied multi learn their token from an exists of a
+# node it made.  When an operator (here Curator) deleted every one of them
+# before that exists, a session must not be told it holds a lock with no
+# node and no token: it finds out its node is gone and makes a new one.
+# The multi's replies are held back by the proxy while the nodes go.
+subtest 'a multi whose nodes were all deleted before its token was read: no lock without a node, each session makes a new one' => sub {
+	my $B = '/t721/gone';
+	warm_up($B);
+	my @paths = map { "$B/p$_" } 1 .. $K;
+	my $m0 = $proxy->stats->{multi_requests};
+	at_once(\@paths, sub { $proxy->set_mode('hold_replies') });
+	ok(wait_until(sub { $proxy->stats->{multi_requests} > $m0 }, 15, 'the multi'),
+		'the creates left in a multi (its reply held back)');
+	my $gone = 0;
+	ok(wait_until(sub {
+				for my $path (@paths)
+				{
+					for my $kid (@{ lock_children($peer, $path) })
+					{
+						$gone++ if ($peer->delete("$path/$kid") // '') =~ /^deleted/;
+					}
+				}
+				return $gone >= $K;
+			}, 15, 'the nodes made by the multi'),
+		"every node the multi made is deleted from outside ($gone)");
+	$proxy->set_mode('pass');
+	my $got = 0;
+	for my $k (1 .. $K)
+	{
+		my $r = $s[ $k - 1 ]->result(30);
+		$got++ if $r->{out} eq 't';
+	}
+	is($got, $K, "all $K sessions hold their locks");
+	for my $k (1 .. $K)
+	{
+		is(scalar @{ lock_children($peer, $paths[ $k - 1 ]) }, 1, "p$k has a node again");
+	}
+	token_is_czxid($_, $paths[ $_ - 1 ], 'made again') for 1 .. $K;
+	$peer->acquire('cg', $paths[0], 1000);
+	is($peer->acquire_result('cg', 10), 'timeout', 'Curator cannot take a path a session holds');
+	release_all(\@paths, 'made again');
+};
+
 $_->quit for @s;
 $peer->quit;
 $proxy->stop;
