@@ -282,6 +282,7 @@ typedef struct ZklockSlot
 		int64		ready_czxid;	/* creation zxid of the P/ready its enter
 									 * passed, 0 if unknown; the leave
 									 * deletes only that one */
+		int64		ready_ctime;	/* ... and its creation time */
 	}			dbarrier;
 	int64		result_value;	/* ZKR_OK: count or flag */
 	uint32		result_dsm;		/* participants: dsm_handle for the answer */
@@ -341,6 +342,9 @@ typedef struct ZklockDelete
 	char		path[ZKLOCK_NODE_PATH_SIZE];
 	int64		czxid;			/* persistent node: delete it only while it
 								 * has this creation zxid (0: any) */
+	int64		ctime;			/* ... and this creation time (0: not
+								 * known): an ensemble rebuilt from
+								 * nothing numbers its zxids again */
 } ZklockDelete;
 
 typedef struct ZklockShared

@@ -403,7 +403,9 @@ delete_find_persistent(const char *path, const char *prefix, int64 czxid)
  * named prefix...; a persistent node's entry survives the session (and
  * shared memory: it is written to disk), an ephemeral node's belongs to
  * session gen.  czxid, when not 0, limits the delete of a persistent node
- * to the node of that creation zxid: one made again later is not ours.
+ * to the node of that creation zxid and, when ctime is not 0, creation
+ * time: one made again later is not ours, nor one that an ensemble
+ * rebuilt from nothing made with the same zxid.
  * Sent at once when connected, or, a plain delete by name, at the end of
  * the pass or at the next zklock_batch_flush, whichever comes first: a
  * request that must reach the server behind it flushes first.  Returns false when the table is full (the node is then
@@ -411,7 +413,7 @@ delete_find_persistent(const char *path, const char *prefix, int64 czxid)
  */
 bool
 zklock_delete_add(const char *path, const char *prefix, bool persistent,
-				  uint64 gen, int64 czxid)
+				  uint64 gen, int64 czxid, int64 ctime)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockDelete *e;
@@ -449,6 +451,7 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent,
 	e->persistent = persistent;
 	e->session_gen = gen;
 	e->czxid = persistent ? czxid : 0;
+	e->ctime = persistent ? ctime : 0;
 	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
 	strlcpy(e->path, path, sizeof(e->path));
 	sh->deletes_used++;
@@ -466,7 +469,7 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent,
 void
 zklock_queue_delete(const char *path, const char *prefix)
 {
-	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0);
+	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0, 0);
 	if (prefix == NULL)
 	{
 		/* local waiters on it look again */
@@ -569,13 +572,15 @@ delete_stat_done(int rc, const struct Stat *stat, const void *data)
 
 		if (rc == ZNONODE)
 			delete_free(i);
-		else if (rc == ZOK && stat->czxid != e->czxid)
+		else if (rc == ZOK && (stat->czxid != e->czxid ||
+							   (e->ctime != 0 && stat->ctime != e->ctime)))
 		{
 			ereport(LOG,
 					(errmsg("zklock: zookeeper node \"%s\" is not deleted: it was made again since its delete was recorded",
 							e->path),
-					 errdetail("Its creation zxid is %lld, the delete was recorded for %lld, which is gone.",
-							   (long long) stat->czxid, (long long) e->czxid)));
+					 errdetail("Its creation zxid and time are %lld and %lld, the delete was recorded for %lld and %lld, which is gone.",
+							   (long long) stat->czxid, (long long) stat->ctime,
+							   (long long) e->czxid, (long long) e->ctime)));
 			delete_free(i);
 		}
 		else if (rc == ZOK)
@@ -816,13 +821,15 @@ zklock_deletes_load(void)
 
 		if (delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
 			continue;			/* a restarted worker: the table has it */
-		if (!same_hosts && e->czxid == 0)
+		if (!same_hosts && (e->czxid == 0 || e->ctime == 0))
 		{
 			/*
 			 * Recorded for other hosts (another ensemble or chroot, or the
 			 * same one named differently) and not limited to one node: the
 			 * path may name another node now.  One limited to its creation
-			 * zxid is safe anywhere (a zxid is unique in an ensemble).
+			 * zxid and time is safe anywhere: a zxid is unique in an
+			 * ensemble's history, and one rebuilt from nothing, which
+			 * numbers from the start again, made its node at another time.
 			 */
 			ereport(LOG,
 					(errmsg("zklock: not deleting zookeeper node \"%s\": its delete was recorded for another zklock.hosts",
@@ -832,7 +839,7 @@ zklock_deletes_load(void)
 			continue;
 		}
 		if (zklock_delete_add(e->path, e->by_prefix ? e->prefix : NULL, true,
-							  sh->session_gen, e->czxid))
+							  sh->session_gen, e->czxid, e->ctime))
 			added++;
 	}
 	/* the file says from now on what the table says */

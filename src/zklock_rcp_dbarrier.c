@@ -57,6 +57,7 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 		{
 			req->rcp.dbarrier.ready_seen = true;
 			slot->dbarrier.ready_czxid = stat->czxid;	/* the P/ready we pass */
+			slot->dbarrier.ready_ctime = stat->ctime;
 			if (req->inflight == 0 && !req->create_sent)
 				zklock_grant(idx);		/* member node made, barrier ready */
 		}
@@ -153,6 +154,7 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 		if (rc == ZOK)
 		{
 			zklock_shared->slots[idx].dbarrier.ready_czxid = stat->czxid;
+			zklock_shared->slots[idx].dbarrier.ready_ctime = stat->ctime;
 			zklock_grant(idx);
 		}
 		else if (rc == ZNODEEXISTS)
@@ -278,6 +280,7 @@ zklock_denter_start(int idx)
 	if (slot->uuid[0] == '\0')
 	{
 		slot->dbarrier.ready_czxid = 0;
+		slot->dbarrier.ready_ctime = 0;
 		if (!zklock_new_uuid(slot->uuid))
 		{
 			zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
@@ -412,7 +415,8 @@ leave_finish(int idx)
 	{
 		slot->phase = ZKP_READY;
 		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen,
-								 slot->dbarrier.ready_czxid);
+								 slot->dbarrier.ready_czxid,
+								 slot->dbarrier.ready_ctime);
 	}
 	if (!zklock_connected ||
 		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_slot_tag(idx)) != ZOK)

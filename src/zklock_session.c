@@ -292,19 +292,21 @@ zklock_postmaster_exit(int code, Datum arg)
  *
  *   zklock pending deletes 1 <crc32c of the rest, 8 hex digits>
  *   hosts <zklock.hosts>
- *   <czxid>\t<prefix>\t<path>          one line a node ("" prefix: by name)
+ *   <czxid>[,<ctime>]\t<prefix>\t<path> one line a node ("" prefix: by
+ *                                       name; no ctime: written before it
+ *                                       was kept, 0)
  *
  * ZooKeeper paths hold no control characters, so tabs and newlines
  * separate safely.  The file is bounded: at most one line per entry of the
  * table.  One that is damaged (checksum, syntax, size) is ignored with a
  * WARNING.  The caller compares the hosts: an entry without a creation
- * zxid recorded for another zklock.hosts (another ensemble or chroot: its
- * path may name another node) is not applied.
+ * zxid and time recorded for another zklock.hosts (another ensemble or
+ * chroot: its path may name another node) is not applied.
  * ---------------------------------------------------------------------
  */
 
 /* longest line of one entry */
-#define DELETES_LINE_MAX	(21 + 1 + ZKLOCK_PROTECTED_PREFIX_LEN + 1 + ZKLOCK_NODE_PATH_SIZE + 1)
+#define DELETES_LINE_MAX	(21 + 1 + 21 + 1 + ZKLOCK_PROTECTED_PREFIX_LEN + 1 + ZKLOCK_NODE_PATH_SIZE + 1)
 
 /*
  * Write the n entries (persistent, by name or by prefix) to the file,
@@ -335,7 +337,8 @@ zklock_persistent_deletes_save(const ZklockDelete *entries, int n, int elevel)
 	initStringInfo(&body);
 	appendStringInfo(&body, "hosts %s\n", zklock_hosts ? zklock_hosts : "");
 	for (i = 0; i < n; i++)
-		appendStringInfo(&body, "%lld\t%s\t%s\n", (long long) entries[i].czxid,
+		appendStringInfo(&body, "%lld,%lld\t%s\t%s\n", (long long) entries[i].czxid,
+						 (long long) entries[i].ctime,
 						 entries[i].by_prefix ? entries[i].prefix : "",
 						 entries[i].path);
 	INIT_CRC32C(crc);
@@ -379,6 +382,7 @@ parse_delete_line(char *line, ZklockDelete *e)
 	char	   *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
 	char	   *end;
 	long long	czxid;
+	long long	ctime = 0;
 	const char *p;
 
 	if (tab2 == NULL)
@@ -386,6 +390,14 @@ parse_delete_line(char *line, ZklockDelete *e)
 	*tab1 = *tab2 = '\0';
 	errno = 0;
 	czxid = strtoll(line, &end, 10);
+	if (errno == 0 && end != line && *end == ',')
+	{
+		char	   *t = end + 1;
+
+		ctime = strtoll(t, &end, 10);
+		if (end == t || ctime < 0)
+			return false;
+	}
 	if (errno != 0 || end == line || *end != '\0' || czxid < 0)
 		return false;
 	if (strlen(tab1 + 1) > ZKLOCK_PROTECTED_PREFIX_LEN ||
@@ -397,6 +409,7 @@ parse_delete_line(char *line, ZklockDelete *e)
 	memset(e, 0, sizeof(*e));
 	e->persistent = true;
 	e->czxid = (int64) czxid;
+	e->ctime = (int64) ctime;
 	e->by_prefix = (tab1[1] != '\0');
 	strlcpy(e->prefix, tab1 + 1, sizeof(e->prefix));
 	strlcpy(e->path, tab2 + 1, sizeof(e->path));

@@ -342,7 +342,8 @@ extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
 extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
 extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen, int64 czxid);
+							  bool persistent, uint64 gen, int64 czxid,
+							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
 extern bool zklock_deletes_have_room(int n);
 extern void (*zklock_node_gone_hook) (const char *path);

@@ -40,6 +40,7 @@ use warnings;
 
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
+use File::Path ();
 use Config;
 
 our ($REPO, $PGBIN);
@@ -84,7 +85,7 @@ use Test::More;
 
 use Exporter 'import';
 our @EXPORT = qw(
-  start_zk stop_zk restart_zk zk_port
+  start_zk stop_zk restart_zk wipe_zk zk_port
   new_zklock_node wait_connected
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
@@ -183,6 +184,19 @@ sub restart_zk
 	$zk_running{$c} = 1;
 	note "ZooKeeper at $c restarted";
 	return $c;
+}
+
+# wipe_zk($connect): stop the server and remove its data, so that
+# restart_zk starts an ensemble rebuilt from nothing on the same port (its
+# zxids numbered from the start again).
+sub wipe_zk
+{
+	my ($c) = @_;
+	my $dir = $zk_dirs{$c} or die "unknown ZooKeeper $c";
+	stop_zk($c) if $zk_running{$c};
+	File::Path::rmtree("$dir/data");
+	note "ZooKeeper at $c: data removed";
+	return;
 }
 
 sub zk_port { my ($c) = @_; return ($c =~ /:(\d+)$/)[0]; }

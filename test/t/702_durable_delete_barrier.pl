@@ -28,7 +28,10 @@
 #      Curator members made a new one: that one stays, and its members
 #      leave normally;
 #   4. a damaged file of pending deletes is ignored with a WARNING: the
-#      server starts, zklock connects and works.
+#      server starts, zklock connects and works;
+#   5. ZooKeeper rebuilt from nothing on the same hosts, where a new P/ready
+#      got the very creation zxid the delete was recorded for: it stays
+#      (the delete is limited to the creation zxid and time).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -214,6 +217,50 @@ subtest 'a damaged file of pending deletes is ignored with a WARNING' => sub {
 		is($s->value("SELECT zk_double_barrier_leave('/t060/after', '5s')"), 't', '... and leaves');
 		ok(!$peer->exists('/t060/after/ready'), '... and its P/ready is gone');
 		$s->quit;
+	}
+};
+
+############################################################################
+# 5. An ensemble rebuilt from nothing numbers its zxids again.
+############################################################################
+# The delete of P/ready is recorded with its creation zxid, so a later
+# round's P/ready (another zxid) is never deleted.  But a ZooKeeper rebuilt
+# from nothing on the same hosts numbers its transactions from the start
+# again: a node at the same path may get the very same creation zxid.  The
+# delete recorded for the old ensemble must not remove it.
+subtest 'an ensemble rebuilt from nothing: a P/ready with the same path and creation zxid is not deleted' => sub {
+	{
+		my $p = '/t060/rebuilt';
+		my $czxid = pending_ready($p);
+		$node->stop('immediate');
+		$peer->quit;
+		wipe_zk($zk);
+		restart_zk($zk);
+		$peer = new_peer($zk);
+		# transactions until the next node gets P/ready's creation zxid
+		my ($i, $last) = (0, -1);
+		quietly(sub {
+			while ($i < 100000)
+			{
+				$i++;
+				$peer->ephemeral("$p/fill$i");
+				$last = $peer->czxid("$p/fill$i");
+				last if $last >= $czxid - 1;
+			}
+		});
+		is($last, $czxid - 1, "rebuilt: $i transactions later the next zxid is P/ready's ($czxid)");
+		$peer->ephemeral("$p/ready");
+		is($peer->czxid("$p/ready"), $czxid, 'rebuilt: the new ensemble has a P/ready with the same creation zxid');
+		my $off = -s $node->logfile;
+		$proxy->set_mode('pass');
+		$node->start;
+		ok(wait_back($node, 60), 'rebuilt: the cluster accepts queries again');
+		ok(wait_connected($node, 30), 'rebuilt: the worker connected to the new ensemble');
+		ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 15),
+			'rebuilt: the pending delete is done');
+		is($peer->czxid("$p/ready"), $czxid, "rebuilt: the new ensemble's P/ready is still there");
+		like(slurp_file($node->logfile, $off), qr/"\Q$p\E\/ready" is not deleted: it was made again/,
+			'rebuilt: the log says why it was not deleted');
 	}
 };
 
