@@ -124,7 +124,7 @@ zklock_counter_start(int idx)
 
 	if (counter_write_in_doubt(slot))
 	{
-		counter_fail_in_doubt(idx, "the answer was lost (zklock worker restarted or zookeeper session ended)");
+		counter_fail_in_doubt(idx, "the answer was lost (worker restart, session end)");
 		return;
 	}
 	switch (slot->args.counter.action)
