@@ -284,6 +284,14 @@ typedef struct ZklockSlot
 									 * deletes only that one */
 		int64		ready_ctime;	/* ... and its creation time */
 	}			dbarrier;
+	struct						/* a counter request's state */
+	{
+		bool		write_sent; /* a setData or create of it left and its
+								 * answer has not come: it may have been
+								 * applied.  Set before it is sent, so a
+								 * worker that takes the request over
+								 * knows (zklock_rcp_counter.c) */
+	}			counter;
 	int64		result_value;	/* ZKR_OK: count or flag */
 	uint32		result_dsm;		/* participants: dsm_handle for the answer */
 	uint32		result_size;	/* ... its size; the worker says what it

@@ -10,10 +10,24 @@
  *	  before it; an add reads without the sync, as Curator's does (its
  *	  write at the version read fails on a stale value; every 4th retry
  *	  reads with the sync, so a lagging follower cannot keep it going).  A write with a version (try_set, compare_and_set, add)
- *	  is decided by ZooKeeper.  A write whose reply was lost with the
- *	  connection is not sent again: an add or a versioned write might
- *	  then be applied twice or reported wrong, so the call fails with
- *	  08006 saying its outcome is unknown (Curator retries it).
+ *	  is decided by ZooKeeper.
+ *
+ *	  A write that left without an answer is never sent again: an add
+ *	  could be applied twice, a versioned write report false (or the
+ *	  fence "not written") after it was applied, a set undo a write made
+ *	  since.  The call fails with 08006 saying its outcome is unknown
+ *	  (Curator retries it).  That a write left is recorded in the slot
+ *	  (slot->counter.write_sent) before it is sent and cleared by a
+ *	  definite answer, so it holds whichever way the answer is lost: with
+ *	  the connection (connection loss, the same session resumed: the
+ *	  client sends nothing again by itself), with the session (an expiry,
+ *	  or the lease running out: the handle closed answers ZCLOSING), or
+ *	  with the worker (a restarted worker takes the slot over and finds
+ *	  the flag where a request would otherwise be run from its start).
+ *	  The reads before a write, and the next try of an add after a
+ *	  definite answer (BadVersion, NoNode), are run again freely.  A
+ *	  SharedCount's create with its seed is not in doubt: sent again, it
+ *	  is refused (NodeExists) and the value read.
  *
  *	  Writes are fenced by the writer's locks: a backend that holds zklock
  *	  locks (slots of its own HELD or LOST) writes a counter only while
@@ -47,7 +61,9 @@ static void counter_data_done(int rc, const char *value, int value_len,
 static void counter_set_done(int rc, const struct Stat *stat, const void *data);
 static void counter_create_done(int rc, const char *value, const void *data);
 static bool counter_is_long(const ZklockSlot *slot);
-static bool counter_write_in_doubt(int idx, int rc);
+static bool counter_write_in_doubt(const ZklockSlot *slot);
+static void counter_fail_in_doubt(int idx, const char *why);
+static void counter_write_failed(int idx, int rc, const char *what);
 static bool counter_write_fenced(int idx);
 static int64 counter_pack(int32 value, int32 version);
 static int	counter_encode(const ZklockSlot *slot, int64 value, unsigned char *buf);
@@ -95,13 +111,22 @@ counter_pack(int32 value, int32 version)
 }
 
 /*
- * First step of a counter request.  Caller holds the lock.
+ * First step of a counter request, also when it is run again: resumed
+ * after the connection or the session was lost, or taken over from an
+ * earlier worker.  A request whose write left without an answer is not
+ * run again (see the banner): it fails with 08006.  Caller holds the
+ * lock.
  */
 void
 zklock_counter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
+	if (counter_write_in_doubt(slot))
+	{
+		counter_fail_in_doubt(idx, "the answer was lost (worker restart, session end)");
+		return;
+	}
 	switch (slot->args.counter.action)
 	{
 		case ZKC_COUNT_SET:
@@ -212,7 +237,8 @@ counter_write_fenced(int idx)
 
 /*
  * setData of value (encoded for the counter's kind) at version (-1: any),
- * unless the fence refuses it.
+ * unless the fence refuses it.  That it left is recorded in the slot
+ * first (see the banner).  Caller holds the lock.
  */
 static void
 counter_write(int idx, int version, int64 value)
@@ -220,19 +246,24 @@ counter_write(int idx, int version, int64 value)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	unsigned char buf[8];
 	int			len;
+	int			rc;
 
 	if (counter_write_fenced(idx))
 		return;
 	len = counter_encode(slot, value, buf);
 	zklock_reqs[idx].rcp.counter.pending = value;
-	zklock_reqs[idx].rcp.counter.write_sent = true;
-	zklock_call_sent(idx, zoo_aset(zklock_zh, slot->path, (const char *) buf, len,
-								   version, counter_set_done, zklock_slot_tag(idx)));
+	slot->counter.write_sent = true;
+	rc = zoo_aset(zklock_zh, slot->path, (const char *) buf, len, version,
+				  counter_set_done, zklock_slot_tag(idx));
+	if (rc != ZOK)
+		slot->counter.write_sent = false;	/* the client did not take it */
+	zklock_call_sent(idx, rc);
 }
 
 /*
  * create P (PERSISTENT, its parents as containers once a create found one
- * missing) holding value, unless the fence refuses it.
+ * missing) holding value, unless the fence refuses it.  That it left is
+ * recorded in the slot first (see the banner).  Caller holds the lock.
  */
 static void
 counter_create(int idx, int64 value)
@@ -241,6 +272,7 @@ counter_create(int idx, int64 value)
 	WorkerReq  *req = &zklock_reqs[idx];
 	unsigned char buf[8];
 	int			len;
+	int			rc;
 
 	if (counter_write_fenced(idx))
 		return;
@@ -251,31 +283,56 @@ counter_create(int idx, int64 value)
 	}
 	len = counter_encode(slot, value, buf);
 	req->rcp.counter.pending = value;
-	req->rcp.counter.write_sent = true;
-	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
-									  zklock_node_acl(), 0, counter_create_done,
-									  zklock_slot_tag(idx)));
+	slot->counter.write_sent = true;
+	rc = zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
+					 zklock_node_acl(), 0, counter_create_done, zklock_slot_tag(idx));
+	if (rc != ZOK)
+		slot->counter.write_sent = false;	/* the client did not take it */
+	zklock_call_sent(idx, rc);
 }
 
 /*
- * A write of ours may have been applied without our knowing (its reply
- * went with the connection): fail the request rather than send it again,
- * unless sending it again cannot change the outcome (a plain set).
- * Returns true when it failed the request.
+ * Is a write of the slot's request in doubt: it left and no answer said
+ * whether it was applied?  Then it must not be sent again (see the
+ * banner).  A SharedCount's create with its seed never is: sent again, it
+ * cannot be applied twice.  Caller holds the lock.
  */
 static bool
-counter_write_in_doubt(int idx, int rc)
+counter_write_in_doubt(const ZklockSlot *slot)
+{
+	return slot->counter.write_sent && slot->args.counter.action != ZKC_COUNT_GET;
+}
+
+/*
+ * End request idx with 08006: its write may or may not have been applied;
+ * why says how its answer was lost.  Caller holds the lock.
+ */
+static void
+counter_fail_in_doubt(int idx, const char *why)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	if (!zklock_rc_retryable(rc) || !zklock_reqs[idx].rcp.counter.write_sent ||
-		slot->args.counter.action == ZKC_COUNT_SET || slot->args.counter.action == ZKC_LONG_SET ||
-		slot->args.counter.action == ZKC_COUNT_GET)
-		return false;
 	zklock_req_fail(idx, ERRCODE_CONNECTION_FAILURE,
-					"the connection to zookeeper was lost while writing counter \"%s\": the write may or may not have been applied",
-					slot->path + slot->user_path_off);
-	return true;
+					"%s while writing counter \"%s\": the write may or may not have been applied",
+					why, slot->path + slot->user_path_off);
+}
+
+/*
+ * A write's completion brought no answer, rc saying why (the connection
+ * or the session went): fail the request with 08006 when its write is in
+ * doubt, else let the request layer park it or leave it to the session
+ * watcher.  Caller holds the lock.
+ */
+static void
+counter_write_failed(int idx, int rc, const char *what)
+{
+	if ((zklock_rc_retryable(rc) || zklock_rc_session_gone(rc)) &&
+		counter_write_in_doubt(&zklock_shared->slots[idx]))
+		counter_fail_in_doubt(idx, zklock_rc_retryable(rc) ?
+							  "the connection to zookeeper was lost" :
+							  "the zookeeper session ended");
+	else
+		zklock_call_failed(idx, rc, what);
 }
 
 /*
@@ -403,12 +460,14 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		WorkerReq  *req = &zklock_reqs[idx];
 		ZklockCounterAction action = slot->args.counter.action;
 
+		/* a definite answer: not applied (ZOK: done) */
+		if (rc == ZBADVERSION || rc == ZNONODE)
+			slot->counter.write_sent = false;
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK,
 							  action == ZKC_LONG_ADD ? req->rcp.counter.pending : 1);
 		else if (rc == ZBADVERSION && action == ZKC_LONG_ADD)
 		{
-			req->rcp.counter.write_sent = false;	/* not applied: again */
 			/* as optimistic again (Curator's retry), fresh every 4th time */
 			counter_read(idx, ++req->rcp.counter.retries % 4 == 0);
 		}
@@ -417,14 +476,11 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZNONODE && (action == ZKC_COUNT_SET || action == ZKC_LONG_SET))
 			counter_create(idx, req->rcp.counter.pending);
 		else if (rc == ZNONODE && action == ZKC_LONG_ADD)
-		{
-			req->rcp.counter.write_sent = false;
 			counter_read(idx, true);	/* deleted meanwhile: start from 0 */
-		}
 		else if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* nothing at that version */
-		else if (!counter_write_in_doubt(idx, rc))
-			zklock_call_failed(idx, rc, "write the counter");
+		else
+			counter_write_failed(idx, rc, "write the counter");
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -451,7 +507,7 @@ counter_create_done(int rc, const char *value, const void *data)
 		else if (rc == ZNODEEXISTS)
 		{
 			/* made meanwhile by someone else: not ours, start again */
-			req->rcp.counter.write_sent = false;
+			slot->counter.write_sent = false;
 			if (action == ZKC_LONG_ADD)
 				counter_read(idx, true);	/* fresh this time */
 			else
@@ -459,12 +515,12 @@ counter_create_done(int rc, const char *value, const void *data)
 		}
 		else if (rc == ZNONODE)
 		{
-			req->rcp.counter.write_sent = false;
+			slot->counter.write_sent = false;
 			if (zklock_retry_with_parents(idx))
 				counter_create(idx, req->rcp.counter.pending);
 		}
-		else if (!counter_write_in_doubt(idx, rc))
-			zklock_call_failed(idx, rc, "create the counter");
+		else
+			counter_write_failed(idx, rc, "create the counter");
 	}
 	LWLockRelease(zklock_shared->lock);
 }

@@ -137,6 +137,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->revoke_requested = false;
 		slot->dbarrier.node_deleted = false;
 		slot->dbarrier.own_delete_sent = false;
+		slot->counter.write_sent = false;
 		memset(&slot->latch, 0, sizeof(slot->latch));
 		slot->waits_on[0] = '\0';
 		slot->args = ask->args;

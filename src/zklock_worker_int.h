@@ -85,7 +85,6 @@ typedef struct WorkerReq
 		struct
 		{
 			int64		pending;	/* the value being written */
-			bool		write_sent; /* a write of it may have been applied */
 			int			retries;	/* an add's writes refused so far */
 		}			counter;
 		struct					/* the listing and the data, in order */

@@ -892,6 +892,7 @@ sub DESTROY
 #   $peer->wait_reply(qr/^(acquired|timeout|error) c1\b/)   -> the line
 #   $peer->release('c1');                      waits for "released c1"
 #   $peer->children('/p')                      -> [names] or undef (no node)
+#   $peer->long_get('/c'), count_get('/c')   -> a counter as Curator reads it
 #   $peer->quit;
 package ZklockTest::Peer;
 
@@ -1254,6 +1255,24 @@ sub delete
 {
 	my ($self, $path) = @_;
 	return $self->cmd("delete $path", qr/^deleted \Q$path\E$|^error delete/);
+}
+
+# long_get($path): the value Curator's DistributedAtomicLong.get reads,
+# undef when it could not read one.
+sub long_get
+{
+	my ($self, $path) = @_;
+	my $l = $self->cmd("long_get $path", qr/^long \Q$path\E |^error long_get/);
+	return $l && $l =~ /^long \S+ true (-?\d+)$/ ? $1 : undef;
+}
+
+# count_get($path, $seed): (value, version) of Curator's SharedCount (a
+# missing node is made holding $seed, 0 by default), () on an error.
+sub count_get
+{
+	my ($self, $path, $seed) = @_;
+	my $l = $self->cmd("count_get $path " . ($seed // 0), qr/^count \Q$path\E |^error count_get/);
+	return $l && $l =~ /^count \S+ (-?\d+) (-?\d+)$/ ? ($1, $2) : ();
 }
 
 sub ping { my ($self) = @_; return $self->cmd('ping', qr/^pong$/, 10); }

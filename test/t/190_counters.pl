@@ -29,20 +29,8 @@ my $peer = new_peer($zk);
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sub peer_count
-{
-	my ($path, $seed) = @_;
-	my $l = $peer->cmd("count_get $path " . ($seed // 0),
-		qr/^count \Q$path\E |^error count_get/);
-	return $l && $l =~ /^count \S+ (-?\d+) (-?\d+)$/ ? ($1, $2) : ();
-}
-
-sub peer_long
-{
-	my ($path) = @_;
-	my $l = $peer->cmd("long_get $path", qr/^long \Q$path\E |^error long_get/);
-	return $l && $l =~ /^long \S+ true (-?\d+)$/ ? $1 : undef;
-}
+sub peer_count { return $peer->count_get(@_); }
+sub peer_long { return $peer->long_get(@_); }
 
 subtest 'SharedCount: created with its seed, and Curator reads what SQL reads' => sub {
 	my $p = '/t190/count/a';

@@ -40,19 +40,9 @@ my $peer = new_peer($zk);
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sub peer_long
-{
-	my ($path) = @_;
-	my $l = $peer->cmd("long_get $path", qr/^long \Q$path\E |^error long_get/);
-	return $l && $l =~ /^long \S+ true (-?\d+)$/ ? $1 : undef;
-}
-
-sub peer_count
-{
-	my ($path) = @_;
-	my $l = $peer->cmd("count_get $path 0", qr/^count \Q$path\E |^error count_get/);
-	return $l && $l =~ /^count \S+ (-?\d+) (-?\d+)$/ ? "$1 $2" : undef;
-}
+sub peer_long { return $peer->long_get($_[0]); }
+# "value version"
+sub peer_count { return join(' ', $peer->count_get($_[0])); }
 
 # expire_worker_session(): close the worker's session from a second handle
 # (the worker paused meanwhile, so it cannot take the session back) and
