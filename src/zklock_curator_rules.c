@@ -672,6 +672,28 @@ zklock_write_fence(bool lost, uint64_t hold_gen, uint64_t current_gen)
 }
 
 /*
+ * May the read node of a downgrade, named with the sequence number seq,
+ * be created now?  Only while the write lock it downgrades is held (held:
+ * its slot is HELD and not given back) in the worker's current session
+ * (the fence's test: made in session hold_gen, the worker's is
+ * current_gen, 0 when it has none) by the write node write_node that ends
+ * in seq.  A create sent on that session is applied, if at all, while
+ * that write node exists, so the read node takes the place the write
+ * holder already has; otherwise it would take the place of a write lock
+ * the session lost, ahead of whoever holds the lock now.
+ */
+bool
+zklock_downgrade_may_create(bool held, uint64_t hold_gen, uint64_t current_gen,
+							const char *write_node, const char *seq)
+{
+	if (!held || write_node == NULL || seq == NULL || seq[0] == '\0' ||
+		zklock_write_fence(false, hold_gen, current_gen) != ZKLOCK_FENCE_PASS)
+		return false;
+	return zklock_is_write_node(write_node) &&
+		strcmp(zklock_rw_sort_key(write_node), seq) == 0;
+}
+
+/*
  * Order of the latch participants among children: index of each child
  * containing "latch-" (Curator's getParticipantNodes filter), sorted as
  * Curator sorts them (LockInternals.getSortedChildren with "latch-").

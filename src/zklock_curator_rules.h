@@ -165,6 +165,16 @@ extern ZklockFenceVerdict zklock_write_fence(bool lost, uint64_t hold_gen,
 											 uint64_t current_gen);
 
 /*
+ * A downgrade's read node (the write node's sequence number seq) is
+ * created only while its write lock is held in the current session by a
+ * write node ending in seq.
+ */
+extern bool zklock_downgrade_may_create(bool held, uint64_t hold_gen,
+										uint64_t current_gen,
+										const char *write_node,
+										const char *seq);
+
+/*
  * LeaderLatch's participants: the children of P containing "latch-", in
  * Curator's order (sorted by the part after the last "latch-"); their
  * indexes into children go to order, the count is returned.  The first

@@ -20,6 +20,7 @@
 
 static void resume(int idx);
 static void pickup(int i);
+static void fail_new_downgrade(int i, const char *why);
 
 /*
  * Carry on with a parked request now that the connection is back.
@@ -203,10 +204,33 @@ zklock_run_requests(void)
 }
 
 /*
+ * The sweep of a lost session meets a downgrade not yet picked up (NEW):
+ * the write lock it would take the place of is lost with the session, so
+ * it fails now (08006, as every wait the session's end cuts short), taken
+ * on and failed as a pickup would, without its first step.  Caller holds
+ * the lock.
+ */
+static void
+fail_new_downgrade(int i, const char *why)
+{
+	ZklockSlot *slot = &zklock_shared->slots[i];
+
+	zklock_req_reset(i);
+	zklock_reqs[i].serial = slot->serial;
+	zklock_slot_start(slot);
+	zklock_pathidx_add(i);
+	zklock_req_fail(i, ERRCODE_CONNECTION_FAILURE,
+					"zookeeper session %s before the write lock \"%s\" was downgraded to a read lock",
+					why, slot->path + slot->user_path_off);
+}
+
+/*
  * The session is gone (expired, or a different one was handed out): every
  * lock it held is lost, every wait fails, nothing of it is left to
  * delete (the server removed its ephemeral nodes; a pending delete of a
- * persistent node stays).  Caller holds the lock.
+ * persistent node stays).  A downgrade fails whatever its phase, also
+ * one not picked up yet or parked before its create: the write lock
+ * whose place it takes is lost.  Caller holds the lock.
  */
 void
 zklock_sweep_lost_session(const char *why)
@@ -221,6 +245,10 @@ zklock_sweep_lost_session(const char *why)
 
 		switch (slot->state)
 		{
+			case ZKS_NEW:
+				if (slot->downgrade_seq[0] != '\0')
+					fail_new_downgrade(i, why);
+				break;
 			case ZKS_HELD:
 				zklock_slot_lose(slot);
 				lost++;
@@ -233,6 +261,7 @@ zklock_sweep_lost_session(const char *why)
 				}
 				else if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
 					slot->aux_uuid[0] != '\0' ||
+					slot->downgrade_seq[0] != '\0' ||
 					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 				{
 					zklock_reqs[i].serial = slot->serial;

@@ -57,6 +57,7 @@
 static void lk_create_done(int rc, const char *value, const struct Stat *stat,
 						   const void *data);
 static void lk_start_fresh(int idx);
+static bool lk_downgrade_allowed(int idx);
 static void lk_watch_done(int rc, const char *value, int value_len,
 						  const struct Stat *stat, const void *data);
 static void adopt_stat_done(int rc, const struct Stat *stat, const void *data);
@@ -204,6 +205,40 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 }
 
 /*
+ * May the downgrade of slot idx (a read lock with downgrade_seq) make its
+ * node now?  Only while the same backend's write lock on the same path is
+ * HELD, not given back, in the worker's current session, by a write node
+ * ending in downgrade_seq (zklock_downgrade_may_create).  The backend
+ * decided to downgrade from a write lock that looked held when it asked;
+ * the session that held it may have been lost since (the lease ran out,
+ * the server expired it), and a read node made in the next session with
+ * the lost writer's number would sort ahead of the writer that holds the
+ * lock now.  Caller holds the lock.
+ */
+static bool
+lk_downgrade_allowed(int idx)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *slot = &sh->slots[idx];
+	uint64		current = sh->have_session ? sh->session_gen : 0;
+	int			i;
+
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *w = &sh->slots[i];
+
+		if (i == idx || w->state != ZKS_HELD || w->op != ZKOP_WRITE ||
+			w->pid != slot->pid || w->procno != slot->procno ||
+			strcmp(w->path, slot->path) != 0 || zklock_give_back_pending(w))
+			continue;
+		if (zklock_downgrade_may_create(true, w->session_gen, current, w->node,
+										slot->downgrade_seq))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Send the create of our lock node (preceded by container creates of the
  * parents when the last attempt found one missing) and, right behind it,
  * the listing of the lock's children: the session applies them in order,
@@ -235,6 +270,14 @@ zklock_lk_create(int idx)
 	if (req->wait == ZKWS_HANDOVER)
 		zklock_req_set_wait(idx, ZKWS_NONE);
 
+	/* a downgrade takes its writer's place only while the writer holds it */
+	if (slot->downgrade_seq[0] != '\0' && !lk_downgrade_allowed(idx))
+	{
+		zklock_req_fail(idx, ERRCODE_CONNECTION_FAILURE,
+						"zookeeper write lock \"%s\" is not held in the current zookeeper session: it was not downgraded to a read lock",
+						slot->path + slot->user_path_off);
+		return;
+	}
 	if (!zklock_connected)
 	{
 		zklock_park(idx, false);

@@ -1566,6 +1566,33 @@ test_write_fence(void **state)
 	assert_int_equal(zklock_write_fence(false, 0, 0), ZKLOCK_FENCE_OTHER_SESSION);
 }
 
+/* a downgrade's create: only behind its own write node, in the current session */
+static void
+test_downgrade_may_create(void **state)
+{
+	const char *w = "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-__WRIT__0000000007";
+
+	(void) state;
+	assert_true(zklock_downgrade_may_create(true, 3, 3, w, "0000000007"));
+	/* the write lock lost, or given back */
+	assert_false(zklock_downgrade_may_create(false, 3, 3, w, "0000000007"));
+	/* held in an earlier session (not yet swept), or no session now */
+	assert_false(zklock_downgrade_may_create(true, 2, 3, w, "0000000007"));
+	assert_false(zklock_downgrade_may_create(true, 3, 0, w, "0000000007"));
+	assert_false(zklock_downgrade_may_create(true, 0, 0, w, "0000000007"));
+	/* another write node (the lock taken again), or no sequence */
+	assert_false(zklock_downgrade_may_create(true, 3, 3, w, "0000000006"));
+	assert_false(zklock_downgrade_may_create(true, 3, 3, w, "000000007"));
+	assert_false(zklock_downgrade_may_create(true, 3, 3, w, ""));
+	assert_false(zklock_downgrade_may_create(true, 3, 3, w, NULL));
+	assert_false(zklock_downgrade_may_create(true, 3, 3, "", "0000000007"));
+	assert_false(zklock_downgrade_may_create(true, 3, 3, NULL, "0000000007"));
+	/* a read node is no write lock to downgrade */
+	assert_false(zklock_downgrade_may_create(true, 3, 3,
+											 "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-__READ__0000000007",
+											 "0000000007"));
+}
+
 /* latch participants: Curator's filter and order */
 static void
 test_latch_participants(void **state)
@@ -1675,6 +1702,7 @@ main(void)
 		cmocka_unit_test(test_long_codec),
 		cmocka_unit_test(test_long_add),
 		cmocka_unit_test(test_write_fence),
+		cmocka_unit_test(test_downgrade_may_create),
 		cmocka_unit_test(test_latch_participants),
 		cmocka_unit_test(test_latch_decide),
 	};
