@@ -272,5 +272,20 @@ subtest 'no mutex, lease or lock node is left' => sub {
 $_->quit for @sess;
 $peer->quit;
 $_->stop for @nodes;
+# zklock cannot read the servers' tickTime; the common sign of one larger
+# than zklock.server_tick_time is a negotiated timeout above 20 of it
+# (ZooKeeper's default maxSessionTimeout).  Here the servers' tickTime is
+# 500 ms like zklock.server_tick_time, but maxSessionTimeout was raised by
+# hand: the 15 s timeout is above 20 x 500 ms, and only the operator can
+# tell which it is, so it is said.
+subtest 'a timeout above 20 x zklock.server_tick_time through an ensemble is logged' => sub {
+	for my $n (@nodes)
+	{
+		like(slurp_file($n->logfile),
+			qr/WARNING:  zklock: the ensemble negotiated a session timeout of 15000 ms, more than 20 times zklock.server_tick_time \(500 ms\)/,
+			$n->name . ': the log has the WARNING');
+	}
+};
+
 stop_ensemble();
 done_testing();

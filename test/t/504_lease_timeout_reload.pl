@@ -166,6 +166,9 @@ subtest 'a timeout raised again does not lengthen the lease within the session; 
 	ok(wait_no_zklock_rows($node, '/t504/c'), 'and nothing is left');
 };
 
+unlike(slurp_file($node->logfile), qr/times zklock.server_tick_time/,
+	'a standalone server proves the lease without ticks: no tickTime WARNING for its 60 s timeout');
+
 my @left = grep { $_ ne '/t504' } @{ zk_tree($zk, '/t504') // [] };
 my @lock_nodes = grep { m{/_c_} } @left;
 is(scalar(@lock_nodes), 0, 'no lock node left in ZooKeeper') or diag("@lock_nodes");
