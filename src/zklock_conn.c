@@ -63,6 +63,22 @@ static int	chain_len = 0;
 static ZklockMonoTime handshake_sent_after = 0;
 static int	handshake_last_state = 0;
 
+/*
+ * The handshake's proof of the current connection, waiting for the kind
+ * of server: applied once its /zookeeper/config says it is no observer
+ * (config_done), 0 when none waits.
+ */
+static ZklockMonoTime handshake_proof = 0;
+
+/*
+ * Observers: the connection (zklock_conn_serial) that zklock_cut_stuck_attempt
+ * is to shut down, 0 for none; and the last observer warned about since
+ * the last connection to another kind of server ("" for none), so that
+ * going round zklock.hosts warns once per observer.
+ */
+static uint32 observer_cut_serial = 0;
+static char observer_warned[128] = "";
+
 static ZklockConnState not_connected_state(void);
 static void lease_publish(void);
 static void lease_extend(ZklockMonoTime proven);
@@ -75,6 +91,7 @@ static void heartbeat_done(int rc, const char *value, const void *data);
 static void config_done(int rc, const char *value, int value_len,
 						const struct Stat *stat, const void *data);
 static void warn_tick_time(int timeout_ms);
+static void observer_found(const char *config, int len);
 static void auth_rejected(zhandle_t *zzh);
 static void auth_done(int rc, const void *data);
 static void session_watcher(zhandle_t *zzh, int type, int state,
@@ -241,10 +258,10 @@ auth_accepted(void)
  * session counts; connection loss or a closing handle is no answer.  What
  * the answer proves depends on the server: a standalone server touched
  * the session when it read the sync; through an ensemble the chain of
- * syncs decides (zklock_sync_proof).  While the servers reject
- * zklock.auth, an answer also proves the credentials passed: they went
- * ahead of the heartbeat on its connection, and a server that rejects
- * them closes it.
+ * syncs decides (zklock_sync_proof); through an observer nothing is
+ * proven.  While the servers reject zklock.auth, an answer also proves
+ * the credentials passed: they went ahead of the heartbeat on its
+ * connection, and a server that rejects them closes it.
  */
 static void
 heartbeat_done(int rc, const char *value, const void *data)
@@ -265,6 +282,8 @@ heartbeat_done(int rc, const char *value, const void *data)
 	now = zklock_mono_now();
 	if (zklock_shared->server_mode == ZKLOCK_SERVER_STANDALONE)
 		proven = hb_sent[pos];
+	else if (zklock_shared->server_mode == ZKLOCK_SERVER_OBSERVER)
+		proven = -1;			/* see observer_found */
 	else
 		proven = zklock_sync_proof(chain, chain_len, hb_sent[pos],
 								   (int64) zklock_server_tick_time * 1000);
@@ -282,28 +301,94 @@ heartbeat_done(int rc, const char *value, const void *data)
 /*
  * Completion of the read of /zookeeper/config sent when a connection is
  * made: a standalone server leaves it empty, a server of an ensemble lists
- * the members.  Until it is known, and when the read fails, the
- * connection counts as one to an ensemble (the safe side).
+ * the members, observers marked as such.  Until it is known, and when the
+ * read fails, the connection counts as one to a follower (the chain of
+ * syncs).  The handshake's proof counts from here on, unless the server
+ * is an observer, or cannot be told from one (observer_found).  Worker
+ * only; takes the shared lock for a moment.
  */
 static void
 config_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			const void *data)
 {
 	ZklockServerMode mode;
+	char		host[128];
+	int			port;
 
 	if ((uint32) (uintptr_t) data != zklock_conn_serial)
 		return;
 	if (rc == ZOK)
+	{
 		mode = zklock_server_mode_from_config(value, value_len);
+		/* an address that cannot be read matches no member */
+		if (!zklock_split_host_port(zklock_shared->server, host, sizeof(host), &port))
+		{
+			host[0] = '\0';
+			port = 0;
+		}
+		if (mode == ZKLOCK_SERVER_ENSEMBLE &&
+			zklock_server_is_observer(value, value_len, host, port))
+			mode = ZKLOCK_SERVER_OBSERVER;
+	}
 	else if (rc == ZCONNECTIONLOSS || rc == ZCLOSING || rc == ZSESSIONEXPIRED)
+	{
+		handshake_proof = 0;
 		return;
+	}
 	else
 		mode = ZKLOCK_SERVER_ENSEMBLE;
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->server_mode = mode;
 	LWLockRelease(zklock_shared->lock);
+	if (mode == ZKLOCK_SERVER_OBSERVER)
+	{
+		handshake_proof = 0;
+		observer_found(value, value_len);
+		return;
+	}
+	observer_warned[0] = '\0';
+	if (handshake_proof != 0)
+		lease_extend(handshake_proof);
+	handshake_proof = 0;
 	if (mode == ZKLOCK_SERVER_ENSEMBLE)
 		warn_tick_time(zklock_shared->negotiated_timeout);
+}
+
+/*
+ * The connection is to an observer, or to a server that /zookeeper/config
+ * (config, len bytes) cannot tell from one.  Fed by a follower's
+ * ObserverMaster, an observer passes our touches on to the leader one
+ * ping of that follower late, so the chain of syncs proves too much
+ * through it (zklock_lease_rules.c); and although its handshake did go
+ * through the leader, a lease from handshakes alone would grant locks for
+ * one session timeout and then lose them.  So nothing is proven through
+ * it: no lock is granted while connected to it, and held ones are lost
+ * when the lease runs out.  The worker moves on to the next server of
+ * zklock.hosts (zklock_cut_stuck_attempt cuts the connection), unless
+ * every one of them is an observer too: then it stays, and the log says
+ * so.  Warned once per observer until a connection to another server.
+ * Worker only, without the shared lock.
+ */
+static void
+observer_found(const char *config, int len)
+{
+	const char *server = zklock_shared->server;
+	const char *hosts = zklock_connected_hosts ? zklock_connected_hosts : zklock_hosts;
+	bool		stay = zklock_hosts_all_observers(config, len, hosts);
+	int			elevel = WARNING;
+
+	if (strcmp(observer_warned, server) == 0)
+		elevel = DEBUG1;
+	strlcpy(observer_warned, server, sizeof(observer_warned));
+	ereport(elevel,
+			(errmsg("zklock: zookeeper server %s is an observer, or cannot be told from one: the session's lease cannot be proven through it",
+					server),
+			 errdetail("An observer passes the session's touches and syncs on to the leader later than a follower does (through a follower, with observerMasterPort), so its answers prove nothing about the leader's view of the session, and no lock is granted while connected to it. zklock tells observers by the server lines of /zookeeper/config, matching this server's address to their client addresses (\"server.N=...;host:port\"), or to their quorum addresses when the lines give none or a wildcard."),
+			 stay ?
+			 errhint("Every server of zklock.hosts is an observer, or cannot be told from one: the worker stays connected, and locks fail until zklock.hosts names a participant (a follower or the leader).") :
+			 errhint("The worker moves on to the next server of zklock.hosts. List only participants (followers and the leader) in zklock.hosts.")));
+	if (!stay)
+		observer_cut_serial = zklock_conn_serial;
 }
 
 /*
@@ -435,7 +520,8 @@ zklock_check_lease(ZklockMonoTime now)
 					(long) ((now - until) / 1000)),
 			 errdetail("No heartbeat proved the session alive on the leader in time (session timeout %d ms, zklock.lease_margin %d ms, zklock.server_tick_time %d ms, server %s).",
 					   sh->negotiated_timeout, zklock_lease_margin, zklock_server_tick_time,
-					   sh->server_mode == ZKLOCK_SERVER_STANDALONE ? "standalone" : "of an ensemble")));
+					   sh->server_mode == ZKLOCK_SERVER_STANDALONE ? "standalone" :
+					   sh->server_mode == ZKLOCK_SERVER_OBSERVER ? "an observer" : "of an ensemble")));
 }
 
 /*
@@ -566,7 +652,9 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		 * A new connection: a new chain, and a server of unknown kind
 		 * until its /zookeeper/config is read.  The handshake itself went
 		 * through the leader (a new session is created by it, a resumed
-		 * one revalidated and touched by it), after it was sent.
+		 * one revalidated and touched by it), after it was sent; that
+		 * proof counts once the server is known not to be an observer
+		 * (config_done), whose answer comes before any other.
 		 */
 		if (sh->negotiated_timeout < zklock_min_session_timeout_ms(zklock_lease_margin,
 																  zklock_commit_min_lease,
@@ -578,8 +666,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zklock_conn_serial++;
 		chain_len = 0;
 		sh->server_mode = ZKLOCK_SERVER_UNKNOWN;
-		if (handshake_sent_after != 0)
-			lease_extend(handshake_sent_after);
+		handshake_proof = handshake_sent_after;
 		handshake_sent_after = 0;
 		hb_last_sent = 0;		/* heartbeat before any request */
 		if (zklock_auth_failed_at == 0)
@@ -599,7 +686,12 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		 * request sent after them.
 		 */
 		if (zoo_agetconfig(zzh, 0, config_done, (const void *) (uintptr_t) zklock_conn_serial) != ZOK)
+		{
 			sh->server_mode = ZKLOCK_SERVER_ENSEMBLE;
+			if (handshake_proof != 0)
+				lease_extend(handshake_proof);
+			handshake_proof = 0;
+		}
 		zklock_heartbeat(zklock_mono_now());
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
@@ -709,8 +801,9 @@ zklock_open_handle(void)
  * never answer: a suspended session's lease would run out meanwhile,
  * although the servers were back in time.  An attempt without an answer
  * after a sixth of the session timeout (at least a second) is shut down,
- * and the client tries again at once.  fd is the client's socket (-1 when
- * it has none).
+ * and the client tries again at once.  A connection to an observer
+ * (observer_found) is shut down too, for the client to try the next
+ * server.  fd is the client's socket (-1 when it has none).  Worker only.
  */
 void
 zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
@@ -721,6 +814,17 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 	int			timeout = zklock_shared->negotiated_timeout > 0 ?
 		zklock_shared->negotiated_timeout : zklock_session_timeout;
 
+	if (observer_cut_serial != 0 && observer_cut_serial != zklock_conn_serial)
+		observer_cut_serial = 0;
+	if (observer_cut_serial != 0 && fd >= 0 && state == ZOO_CONNECTED_STATE)
+	{
+		elog(DEBUG1, "zklock: leaving observer %s for the next server of zklock.hosts",
+			 zklock_shared->server);
+		(void) shutdown(fd, SHUT_RDWR);
+		observer_cut_serial = 0;
+		attempt_fd = -1;
+		return;
+	}
 	if (fd < 0 ||
 		(state != ZOO_CONNECTING_STATE && state != ZOO_ASSOCIATING_STATE))
 	{

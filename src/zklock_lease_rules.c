@@ -25,6 +25,16 @@
  * - Opening or resuming a session goes through the leader (createSession
  *   is a transaction; a resumed session is revalidated, and touched, by
  *   the leader) before the client hears CONNECTED.
+ * - An observer is a learner like a follower, but since 3.6 it may be fed
+ *   by a follower's ObserverMaster (observerMasterPort) instead of the
+ *   leader: its touches and syncs then reach that follower first, and the
+ *   leader only with the follower's next ping answer, so the chain below
+ *   would prove up to about tickTime / 2 more than holds.  Its handshake
+ *   does go through the leader (an ObserverMaster passes createSession on
+ *   to the leader, and a revalidation too, and answers the observer only
+ *   once the leader answered), but zklock takes no proof through an
+ *   observer at all (zklock_server_is_observer; zklock_conn.c says why and
+ *   what the worker does instead).
  *
  * The chain of three syncs (zklock_sync_proof).  Let syncs i, m, j of one
  * connection have been sent at s_i < s_m < s_j and answered at r_i, r_m,
@@ -51,6 +61,7 @@
  */
 #include "zklock_lease_rules.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /*
@@ -79,6 +90,265 @@ zklock_server_mode_from_config(const char *data, int len)
 			return ZKLOCK_SERVER_ENSEMBLE;
 	}
 	return ZKLOCK_SERVER_STANDALONE;
+}
+
+/*
+ * Do the host texts a (alen bytes) and b (NUL-terminated) name the same
+ * host?  Compared without case and without the brackets of an IPv6
+ * address.  An empty text names nothing.
+ */
+static bool
+host_equal(const char *a, int alen, const char *b)
+{
+	int			blen = (int) strlen(b);
+	int			i;
+
+	if (alen >= 2 && a[0] == '[' && a[alen - 1] == ']')
+	{
+		a++;
+		alen -= 2;
+	}
+	if (blen >= 2 && b[0] == '[' && b[blen - 1] == ']')
+	{
+		b++;
+		blen -= 2;
+	}
+	if (alen == 0 || alen != blen)
+		return false;
+	for (i = 0; i < alen; i++)
+	{
+		if (tolower((unsigned char) a[i]) != tolower((unsigned char) b[i]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Is the host text h (len bytes) a wildcard address (any interface), or
+ * empty?
+ */
+static bool
+host_is_wildcard(const char *h, int len)
+{
+	return len == 0 || host_equal(h, len, "0.0.0.0") ||
+		host_equal(h, len, "::") || host_equal(h, len, "0:0:0:0:0:0:0:0");
+}
+
+/*
+ * Does one of the quorum addresses of a server line ("host:port:port",
+ * several separated by '|', the last perhaps followed by ":role"; q is
+ * qlen bytes) name host?
+ */
+static bool
+quorum_host_is(const char *q, int qlen, const char *host)
+{
+	int			start = 0;
+
+	while (start < qlen)
+	{
+		int			end = start;
+		int			hend;
+
+		while (end < qlen && q[end] != '|')
+			end++;
+		if (q[start] == '[')
+		{
+			for (hend = start; hend < end && q[hend] != ']'; hend++)
+				;
+			if (hend < end)
+				hend++;
+		}
+		else
+			for (hend = start; hend < end && q[hend] != ':'; hend++)
+				;
+		if (host_equal(q + start, hend - start, host))
+			return true;
+		start = end + 1;
+	}
+	return false;
+}
+
+/*
+ * Read one "server.N=..." line's value v (vlen bytes): *observer says
+ * whether the member is an observer; the result whether the member is
+ * the server at host:port.  The value is
+ * "quorumaddrs[:role][;[clientaddr:]clientport]".  The member matches when
+ * the client port is that port (or the line gives none: the servers'
+ * clientPort came from their static configuration) and the client address
+ * is that host, or, when the line gives none or a wildcard (0.0.0.0: the
+ * same port may then be every member's), one of its quorum addresses is.
+ */
+static bool
+server_line_is(const char *v, int vlen, const char *host, int port,
+			   bool *observer)
+{
+	int			qlen = 0;
+	int			role = 0;
+
+	while (qlen < vlen && v[qlen] != ';')
+		qlen++;
+	/* the role is the quorum part's last ':' field */
+	for (role = qlen; role > 0 && v[role - 1] != ':'; role--)
+		;
+	*observer = host_equal(v + role, qlen - role, "observer");
+
+	if (qlen < vlen)
+	{
+		const char *c = v + qlen + 1;
+		int			clen = 0;
+		int			colon = -1;
+		int			cport = 0;
+		int			i;
+
+		while (qlen + 1 + clen < vlen && c[clen] != ';')
+			clen++;
+		for (i = 0; i < clen; i++)
+		{
+			if (c[i] == ':')
+				colon = i;
+		}
+		if (clen - colon - 1 <= 0 || clen - colon - 1 > 5)
+			return false;
+		for (i = colon + 1; i < clen; i++)
+		{
+			if (!isdigit((unsigned char) c[i]))
+				return false;
+			cport = cport * 10 + (c[i] - '0');
+		}
+		if (cport != port)
+			return false;
+		if (colon > 0 && !host_is_wildcard(c, colon))
+			return host_equal(c, colon, host);
+	}
+	return quorum_host_is(v, role > 0 ? role - 1 : qlen, host);
+}
+
+/*
+ * Is the server at host:port (as the client connected to it) an observer
+ * of the ensemble whose /zookeeper/config is config (len bytes), or
+ * perhaps one?  When the configuration names no observer, no.  Else yes
+ * when an observer's line matches it (server_line_is), and also when no
+ * participant's does: a server that cannot be placed may be an observer.
+ */
+bool
+zklock_server_is_observer(const char *config, int len, const char *host,
+						  int port)
+{
+	bool		any_observer = false;
+	bool		observer_match = false;
+	bool		participant_match = false;
+	int			i = 0;
+
+	if (config == NULL || len <= 0)
+		return false;
+	while (i < len)
+	{
+		int			end = i;
+
+		while (end < len && config[end] != '\n')
+			end++;
+		if (end - i > 7 && memcmp(config + i, "server.", 7) == 0)
+		{
+			int			eq = i;
+			int			vend = end;
+
+			while (eq < end && config[eq] != '=')
+				eq++;
+			while (vend > eq + 1 && isspace((unsigned char) config[vend - 1]))
+				vend--;
+			if (eq < end)
+			{
+				bool		observer;
+				bool		match = server_line_is(config + eq + 1, vend - eq - 1,
+												   host, port, &observer);
+
+				if (observer)
+					any_observer = true;
+				if (match && observer)
+					observer_match = true;
+				else if (match)
+					participant_match = true;
+			}
+		}
+		i = end + 1;
+	}
+	if (!any_observer)
+		return false;
+	return observer_match || !participant_match;
+}
+
+/*
+ * Split "host:port" (the last ':' ends the host, so "::1:2181" is host
+ * ::1; brackets around the host are dropped) into host (hostlen bytes
+ * with its NUL) and *port.  False when addr is not of that form.
+ */
+bool
+zklock_split_host_port(const char *addr, char *host, int hostlen, int *port)
+{
+	const char *colon = strrchr(addr, ':');
+	const char *p;
+	int			n;
+
+	if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5)
+		return false;
+	*port = 0;
+	for (p = colon + 1; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return false;
+		*port = *port * 10 + (*p - '0');
+	}
+	n = (int) (colon - addr);
+	if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']')
+	{
+		addr++;
+		n -= 2;
+	}
+	if (n <= 0 || n >= hostlen)
+		return false;
+	memcpy(host, addr, n);
+	host[n] = '\0';
+	return true;
+}
+
+/*
+ * Is every server of the connect string hosts ("host:port,host:port",
+ * perhaps with a chroot "/path" after the last) an observer, or perhaps
+ * one, by zklock_server_is_observer?  False when one entry cannot be read
+ * (it may be a participant) or there is none.
+ */
+bool
+zklock_hosts_all_observers(const char *config, int len, const char *hosts)
+{
+	const char *p = hosts;
+	int			entries = 0;
+
+	if (hosts == NULL)
+		return false;
+	while (*p != '\0' && *p != '/')
+	{
+		char		entry[256];
+		char		host[256];
+		int			n = 0;
+		int			port;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0' || *p == '/')
+			break;
+		while (p[n] != '\0' && p[n] != ',' && p[n] != '/' && p[n] != ' ')
+			n++;
+		if (n >= (int) sizeof(entry))
+			return false;
+		memcpy(entry, p, n);
+		entry[n] = '\0';
+		p += n;
+		if (!zklock_split_host_port(entry, host, sizeof(host), &port) ||
+			!zklock_server_is_observer(config, len, host, port))
+			return false;
+		entries++;
+	}
+	return entries > 0;
 }
 
 /*

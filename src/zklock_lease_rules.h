@@ -35,10 +35,17 @@ typedef enum ZklockServerMode
 {
 	ZKLOCK_SERVER_UNKNOWN = 0,	/* not read yet: treated as an ensemble */
 	ZKLOCK_SERVER_STANDALONE,	/* no quorum: the server expires sessions */
-	ZKLOCK_SERVER_ENSEMBLE		/* maybe a follower: prove via the leader */
+	ZKLOCK_SERVER_ENSEMBLE,		/* maybe a follower: prove via the leader */
+	ZKLOCK_SERVER_OBSERVER		/* an observer (or maybe one): no proof */
 } ZklockServerMode;
 
 extern ZklockServerMode zklock_server_mode_from_config(const char *data, int len);
+extern bool zklock_split_host_port(const char *addr, char *host, int hostlen,
+								   int *port);
+extern bool zklock_server_is_observer(const char *config, int len,
+									  const char *host, int port);
+extern bool zklock_hosts_all_observers(const char *config, int len,
+									   const char *hosts);
 
 extern int64_t zklock_sync_proof(const ZklockSyncAnswer *answers, int n,
 								 int64_t sent_now, int64_t ping_gap);

@@ -175,6 +175,8 @@ zk_status(PG_FUNCTION_ARGS)
 		values[19] = CStringGetTextDatum("standalone");
 	else if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_ENSEMBLE)
 		values[19] = CStringGetTextDatum("ensemble");
+	else if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_OBSERVER)
+		values[19] = CStringGetTextDatum("observer");
 	else
 		nulls[19] = true;
 	values[20] = Int64GetDatum(counts[8]);

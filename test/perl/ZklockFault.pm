@@ -13,9 +13,10 @@
 #   expire_session($connect, $id, $pw)
 #                                 close that session from a second handle
 #   four_letter($hostport, $cmd)  a ZooKeeper four-letter word's answer
-#   start_ensemble($n) / ensemble_connect / ensemble_leader /
+#   start_ensemble($n, %opts) / ensemble_connect / ensemble_leader /
 #   kill_ensemble_member / stop_ensemble
 #                                 an $n-node ZooKeeper ensemble on 127.0.0.1
+#                                 (observers => $k: $k more, as observers)
 #   ensemble_members()            the servers of that ensemble ({ id, pid,
 #                                 client }; pid undef while stopped)
 #   restart_ensemble_member($e, $timeout)
@@ -227,18 +228,28 @@ sub four_letter
 # A ZooKeeper ensemble (QuorumPeerMain) on 127.0.0.1
 ############################################################################
 
-my @ens;    # { id, dir, client, quorum, election, pid }
+my @ens;    # { id, dir, client, quorum, election, pid, observer, qhost }
 
-# start_ensemble($n): start an $n-server ensemble; returns its connect
-# string once every server serves (Mode: leader or follower). Bails out
-# when it does not form within 60 s.
+# start_ensemble($n, %opts): start an $n-server ensemble; returns its
+# connect string once every server serves (Mode: leader or follower).
+# Bails out when it does not form within 60 s. Options:
+#   observers => $k       $k more servers (ids $n+1 ...), observers: every
+#                         server line gives its role and client address
+#                         ("server.N=...:observer;127.0.0.1:port")
+#   observer_master => 1  the participants feed the observers through an
+#                         ObserverMaster (observerMasterPort, ZooKeeper
+#                         3.6+); each server's quorum address is then
+#                         127.0.0.(id + 1), as every ObserverMaster listens
+#                         on the same port (each member's hash has it as
+#                         observer_master_port)
 sub start_ensemble
 {
-	my ($n) = @_;
+	my ($n, %opts) = @_;
 	$n //= 3;
+	my $k = $opts{observers} // 0;
 	my $base = PostgreSQL::Test::Utils::tempdir('ensemble');
 	@ens = ();
-	for my $i (1 .. $n)
+	for my $i (1 .. $n + $k)
 	{
 		push @ens, {
 			id => $i,
@@ -246,12 +257,26 @@ sub start_ensemble
 			client => PostgreSQL::Test::Cluster::get_free_port(),
 			quorum => PostgreSQL::Test::Cluster::get_free_port(),
 			election => PostgreSQL::Test::Cluster::get_free_port(),
+			observer => $i > $n ? 1 : 0,
+			qhost => $opts{observer_master} ? '127.0.0.' . ($i + 1) : '127.0.0.1',
 		};
 	}
 	my $servers = join('',
-		map { "server.$_->{id}=127.0.0.1:$_->{quorum}:$_->{election}\n" } @ens);
+		map {
+			"server.$_->{id}=$_->{qhost}:$_->{quorum}:$_->{election}"
+			  . ($k ? ($_->{observer} ? ':observer' : ':participant') . ";127.0.0.1:$_->{client}" : '')
+			  . "\n"
+		} @ens);
+	my $extra = '';
+	if ($opts{observer_master})
+	{
+		my $om = PostgreSQL::Test::Cluster::get_free_port();
+		$_->{observer_master_port} = $om for @ens;
+		$extra .= "observerMasterPort=$om\n";
+	}
 	for my $e (@ens)
 	{
+		my $peer_type = $e->{observer} ? "peerType=observer\n" : '';
 		make_path("$e->{dir}/data");
 		PostgreSQL::Test::Utils::append_to_file("$e->{dir}/data/myid", "$e->{id}\n");
 		PostgreSQL::Test::Utils::append_to_file(
@@ -266,11 +291,11 @@ admin.enableServer=false
 minSessionTimeout=1000
 maxSessionTimeout=120000
 maxClientCnxns=0
-$servers});
+$peer_type$extra$servers});
 		_launch($e);
 	}
-	my $ok = wait_until(sub { scalar(grep { $_ } values %{ ensemble_modes() }) == $n },
-		60, "a $n-server ensemble to form");
+	my $ok = wait_until(sub { scalar(grep { $_ } values %{ ensemble_modes() }) == $n + $k },
+		60, "a " . ($n + $k) . "-server ensemble to form");
 	unless ($ok)
 	{
 		for my $e (@ens)
@@ -319,7 +344,8 @@ sub ensemble_connect
 	return join(',', map { "127.0.0.1:$_->{client}" } @ens);
 }
 
-# ensemble_modes(): { id => 'leader' | 'follower' | undef } of running servers.
+# ensemble_modes(): { id => 'leader' | 'follower' | 'observer' | undef } of
+# running servers.
 sub ensemble_modes
 {
 	my %m;
@@ -327,7 +353,7 @@ sub ensemble_modes
 	{
 		next unless $e->{pid};
 		my $a = four_letter("127.0.0.1:$e->{client}", 'srvr');
-		$m{ $e->{id} } = $a =~ /^Mode: (leader|follower)/m ? $1 : undef;
+		$m{ $e->{id} } = $a =~ /^Mode: (leader|follower|observer)/m ? $1 : undef;
 	}
 	return \%m;
 }
@@ -376,7 +402,7 @@ sub restart_ensemble_member
 	_launch($e);
 	return 1 if defined $timeout && $timeout == 0;
 	my $ok = wait_until(
-		sub { four_letter("127.0.0.1:$e->{client}", 'srvr') =~ /^Mode: (leader|follower)/m },
+		sub { four_letter("127.0.0.1:$e->{client}", 'srvr') =~ /^Mode: (leader|follower|observer)/m },
 		$timeout // 60, "server $e->{id} to serve again");
 	diag("zk$e->{id} log tail:\n" . _tail("$e->{dir}/zk.log", 15)) unless $ok;
 	return $ok ? 1 : 0;

@@ -104,6 +104,138 @@ test_server_mode_from_config(void **state)
 	assert_int_equal(zklock_server_mode_from_config(ens, 7), ZKLOCK_SERVER_ENSEMBLE);
 }
 
+/* the 3+1 ensemble of test 505: client addresses given, one observer */
+static const char obs_config[] =
+"server.1=127.0.0.1:3001:4001:participant;127.0.0.1:2181\n"
+"server.2=127.0.0.1:3002:4002:participant;0.0.0.0:2182\n"
+"server.3=127.0.0.1:3003:4003:participant;2183\n"
+"server.4=127.0.0.1:3004:4004:observer;0.0.0.0:2184\n"
+"version=100000000";
+
+#define IS_OBS(conf, host, port) \
+	zklock_server_is_observer((conf), (int) strlen(conf), (host), (port))
+
+static void
+test_observer_by_client_address(void **state)
+{
+	(void) state;
+	assert_true(IS_OBS(obs_config, "127.0.0.1", 2184));
+	/* a name where the line has an address: cannot be placed */
+	assert_true(IS_OBS(obs_config, "localhost", 2181));
+	/* the participants, whatever form their client address has */
+	assert_false(IS_OBS(obs_config, "127.0.0.1", 2181));
+	assert_false(IS_OBS(obs_config, "127.0.0.1", 2182));
+	assert_false(IS_OBS(obs_config, "127.0.0.1", 2183));
+	/* a server no line names may be an observer */
+	assert_true(IS_OBS(obs_config, "127.0.0.1", 2999));
+	assert_true(IS_OBS(obs_config, "10.0.0.9", 2181));
+	/* no observer in the configuration: never one */
+	{
+		const char *c = "server.1=127.0.0.1:3001:4001:participant;2181\n"
+		"server.2=127.0.0.1:3002:4002:participant;2182\nversion=1";
+
+		assert_false(IS_OBS(c, "127.0.0.1", 2181));
+		assert_false(IS_OBS(c, "10.0.0.9", 2999));
+	}
+	/* standalone (empty) */
+	assert_false(zklock_server_is_observer("", 0, "127.0.0.1", 2181));
+	assert_false(zklock_server_is_observer(NULL, 0, "127.0.0.1", 2181));
+}
+
+/* one machine per server, the same client port on all: hosts decide */
+static void
+test_observer_same_port_everywhere(void **state)
+{
+	const char *c =
+	"server.1=10.0.0.1:2888:3888:participant;0.0.0.0:2181\r\n"
+	"server.2=10.0.0.2:2888:3888:participant;0.0.0.0:2181\n"
+	"server.3=10.0.0.3:2888:3888:participant;10.0.1.3:2181\n"
+	"server.4=[fd00::4]:2888:3888:OBSERVER;[::]:2181\n"
+	"server.5=10.0.0.5:2888:3888|10.0.2.5:2888:3888:observer;2181\n"
+	"version=2";
+
+	(void) state;
+	assert_false(IS_OBS(c, "10.0.0.1", 2181));
+	assert_false(IS_OBS(c, "10.0.0.2", 2181));
+	/* an explicit client address is the one to match */
+	assert_false(IS_OBS(c, "10.0.1.3", 2181));
+	assert_true(IS_OBS(c, "10.0.0.3", 2181));
+	assert_true(IS_OBS(c, "fd00::4", 2181));
+	assert_true(IS_OBS(c, "FD00::4", 2181));
+	assert_true(IS_OBS(c, "10.0.0.5", 2181));
+	assert_true(IS_OBS(c, "10.0.2.5", 2181));
+	/* the right host, another port: cannot be placed */
+	assert_true(IS_OBS(c, "10.0.0.1", 2182));
+}
+
+/* servers whose clientPort came from the static file: no client address */
+static void
+test_observer_without_client_addresses(void **state)
+{
+	const char *c =
+	"server.1=127.0.0.1:3001:4001:participant\n"
+	"server.2=127.0.0.1:3002:4002:participant\n"
+	"server.4=127.0.0.1:3004:4004:observer\n"
+	"version=0";
+	const char *d =
+	"server.1=zk1:2888:3888:participant\n"
+	"server.2=zk2:2888:3888:participant\n"
+	"server.4=zk4:2888:3888:observer\n";
+
+	(void) state;
+	/* one host for all: the observer's line matches every port */
+	assert_true(IS_OBS(c, "127.0.0.1", 2181));
+	/* a host per server: the host decides */
+	assert_false(IS_OBS(d, "zk1", 2181));
+	assert_true(IS_OBS(d, "zk4", 2181));
+	/* names in the file, an address from the client: cannot be placed */
+	assert_true(IS_OBS(d, "10.0.0.1", 2181));
+}
+
+static void
+test_split_host_port(void **state)
+{
+	char		host[64];
+	int			port = 0;
+
+	(void) state;
+	assert_true(zklock_split_host_port("127.0.0.1:2181", host, sizeof(host), &port));
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 2181);
+	assert_true(zklock_split_host_port("::1:2182", host, sizeof(host), &port));
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 2182);
+	assert_true(zklock_split_host_port("[fd00::4]:2183", host, sizeof(host), &port));
+	assert_string_equal(host, "fd00::4");
+	assert_int_equal(port, 2183);
+	assert_false(zklock_split_host_port("127.0.0.1", host, sizeof(host), &port));
+	assert_false(zklock_split_host_port("127.0.0.1:", host, sizeof(host), &port));
+	assert_false(zklock_split_host_port(":2181", host, sizeof(host), &port));
+	assert_false(zklock_split_host_port("h:21x", host, sizeof(host), &port));
+	assert_false(zklock_split_host_port("averyveryverylonghostname:1", host, 8, &port));
+}
+
+static void
+test_hosts_all_observers(void **state)
+{
+	int			len = (int) strlen(obs_config);
+
+	(void) state;
+	assert_true(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2184"));
+	assert_true(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2184/chroot/x"));
+	/* an unknown server may be an observer too */
+	assert_true(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2184, 127.0.0.1:2999"));
+	assert_false(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2184,127.0.0.1:2181"));
+	assert_false(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2181,127.0.0.1:2184"));
+	/* an entry that cannot be read may be a participant */
+	assert_false(zklock_hosts_all_observers(obs_config, len, "127.0.0.1:2184,zk"));
+	assert_false(zklock_hosts_all_observers(obs_config, len, ""));
+	assert_false(zklock_hosts_all_observers(obs_config, len, "/chroot"));
+	assert_false(zklock_hosts_all_observers(obs_config, len, NULL));
+	/* no observer in the configuration */
+	assert_false(zklock_hosts_all_observers("", 0, "127.0.0.1:2184"));
+}
+
 static void
 test_lease_length_and_margin(void **state)
 {
@@ -158,6 +290,11 @@ main(void)
 		cmocka_unit_test(test_links_closer_than_g_prove_nothing),
 		cmocka_unit_test(test_slow_answers_push_the_proof_back),
 		cmocka_unit_test(test_server_mode_from_config),
+		cmocka_unit_test(test_observer_by_client_address),
+		cmocka_unit_test(test_observer_same_port_everywhere),
+		cmocka_unit_test(test_observer_without_client_addresses),
+		cmocka_unit_test(test_split_host_port),
+		cmocka_unit_test(test_hosts_all_observers),
 		cmocka_unit_test(test_lease_length_and_margin),
 		cmocka_unit_test(test_heartbeat_interval),
 		cmocka_unit_test(test_min_session_timeout),
