@@ -24,10 +24,22 @@
  * EXCEPTION WHEN SQLSTATE 'ZK001' (WHEN OTHERS does too; a plain cancel is
  * never caught by WHEN OTHERS).
  *
- * One cancel per loss: once asked, the timer keeps quiet until the set of
- * locks the backend holds changes (the lost lock is released or forgotten,
- * or another is taken).  An idle session is not cancelled: its COMMIT
- * fails instead.
+ * The first cancel of a loss goes to whatever statement runs at the first
+ * tick that sees it.  PostgreSQL may drop that cancel: a statement that does
+ * no CHECK_FOR_INTERRUPTS after it was asked (a SET, the tail of a short
+ * query) ends with it pending, and it is thrown away when the next command
+ * is read.  And a PL/pgSQL handler may catch ZK001 and go on.  So the timer
+ * does not stop at one: it keeps quiet only while the statements that were
+ * running when it asked run (quiet_depth: a cancel is asked only while more
+ * statements are running than then), and a statement that starts later is
+ * cancelled too once it has run through a whole tick (two ticks in a row
+ * see it): each long statement under a lost lock stops, within two ticks
+ * of its start, and a short one (the handler's INSERT, zk_release_all) is
+ * not hit by a stray second cancel.  A change of the set of locks the
+ * backend holds starts over.  An idle session is never cancelled (no
+ * statement runs): its COMMIT fails instead.  A cancel of ours that
+ * PostgreSQL dropped is forgotten when the next statement starts, so a
+ * user's own cancel later stays 57014.
  *
  *-------------------------------------------------------------------------
  */
@@ -61,8 +73,13 @@ typedef struct LossWatch
 static LossWatch watch[LOSS_WATCH_MAX];
 static volatile sig_atomic_t watch_n = 0;	/* entries of watch[] in use */
 static volatile sig_atomic_t statements_running = 0;
+static volatile sig_atomic_t statements_started = 0;	/* wraps; compared only */
 static volatile sig_atomic_t cancel_asked = false;	/* our cancel is pending */
 static volatile sig_atomic_t cancel_done = false;	/* asked for this set */
+static volatile sig_atomic_t quiet_depth = 0;	/* statements running when
+												 * last asked, or fewer */
+static volatile sig_atomic_t tick_started = 0;	/* statements_started at the
+												 * previous tick */
 
 static bool timer_created = false;
 static bool timer_armed = false;
@@ -112,21 +129,30 @@ watched_lock_lost(void)
 /*
  * The repeating timer, in signal context: ask for a cancel of the running
  * statement when a watched lock is lost, as StatementCancelHandler does.
+ * Not while a cancel of ours is pending, nor while only the statements
+ * running at the last one asked still run; after the first of this set of
+ * locks, only when no statement started since the previous tick (the
+ * innermost running one has run through a whole tick).
  */
 static void
 loss_timer_handler(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
+	int			started = statements_started;
+	int			running = statements_running;
 
-	if (zklock_cancel_on_loss && !cancel_done && statements_running > 0 &&
+	if (zklock_cancel_on_loss && !cancel_asked && running > quiet_depth &&
+		(!cancel_done || started == tick_started) &&
 		!proc_exit_inprogress && watched_lock_lost())
 	{
 		cancel_done = true;
+		quiet_depth = running;
 		cancel_asked = true;
 		InterruptPending = true;
 		QueryCancelPending = true;
 		SetLatch(MyLatch);
 	}
+	tick_started = started;
 	errno = save_errno;
 }
 
@@ -201,6 +227,7 @@ zklock_loss_watch_update(void)
 		}
 	}
 	cancel_done = false;
+	quiet_depth = 0;
 	watch_n = n;
 	if (n == 0 && timer_armed)
 	{
@@ -258,7 +285,8 @@ loss_error_callback(void *arg)
 
 /*
  * A statement starts: push our error context callback (cb lives in the
- * caller's frame) and count it as running.
+ * caller's frame) and count it as running.  It may be cancelled whatever
+ * was cancelled before it.
  */
 static void
 enter_statement(ErrorContextCallback *cb)
@@ -267,9 +295,17 @@ enter_statement(ErrorContextCallback *cb)
 	cb->arg = NULL;
 	cb->previous = error_context_stack;
 	error_context_stack = cb;
-	/* a cancel of ours that an idle session swallowed is not pending */
-	if (statements_running == 0 && !QueryCancelPending)
+
+	/*
+	 * A cancel of ours that is no longer pending and was not raised through
+	 * our callback was dropped by PostgreSQL (read between commands) or spent
+	 * on another error: forget it, so that a user's cancel stays 57014.
+	 */
+	if (cancel_asked && !QueryCancelPending)
 		cancel_asked = false;
+	statements_started++;
+	if (quiet_depth > statements_running)
+		quiet_depth = statements_running;
 	statements_running++;
 	loss_arm_timer();
 }

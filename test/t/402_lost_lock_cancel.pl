@@ -357,10 +357,90 @@ subtest 'zklock.cancel_on_loss: a PL/pgSQL handler for SQLSTATE ZK001 gets contr
 	is($node->safe_psql('postgres', 'SELECT state, message FROM caught'), qq{ZK001|zookeeper lock "$p" was lost},
 		'and recorded the error: its row is committed');
 	ok(wait_new_session($old), 'the worker is connected in a new session');
+
+	# issue 29 (5): the lock is still held, lost; a cancel was asked once
+	# already, and later long statements stop too
+	ok(wait_until(sub { lock_state($node, $c->pid, $p) eq 'lost' }, 15, 'lost'), "zk_locks: cp's lock on $p is lost");
+	$c->start('CALL sleep_guarded()');
+	$r = finish_statement($node, $c, 10);
+	ok(!$r->{hung}, 'a second CALL under the same lost lock ends early too');
+	like($r->{err}, qr/NOTICE:.*handler ran: ZK001 zookeeper lock "\Q$p\E" was lost/, '... its handler ran again')
+	  or diag("err=[$r->{err}]");
+	$c->start('SELECT pg_sleep(20)');
+	$r = finish_statement($node, $c, 10);
+	is($r->{sqlstate}, 'ZK001', 'and a SELECT pg_sleep(20) after it is cancelled with ZK001') or diag("err=[$r->{err}]");
 	$c->query('SELECT zk_release_all()');
 	ok(wait_no_zklock_rows($node, $p), 'zk_locks has no row left');
 	ok(wait_children_count($peer, "$NS$p", 0), 'no node left');
 	$c->quit;
+};
+
+############################################################################
+# Issue 29 (5).  The timer asks for one cancel when it sees the loss while
+# a statement runs.  A statement that does no CHECK_FOR_INTERRUPTS after
+# the cancel is asked (a utility statement such as SHOW or SET has none at
+# all) ends with the cancel still pending, and PostgreSQL drops it when it
+# reads the next command.  Before the fix the timer then kept quiet for
+# good (once per loss): a long statement later under the same lost lock
+# ran to its end.  The holder runs a tight client loop of SHOW ALL (most
+# of its time is spent inside the statement, so nearly every timer tick
+# that sees the loss lands in one) across the moment the lease runs out
+# (the worker stopped) and for 4 s (40 ticks) after, then pg_sleep(20).
+subtest 'zklock.cancel_on_loss: a cancel dropped as a short statement ends does not spare the next long one' => sub {
+	my $p = '/t059/cl';
+	my $h = ZklockTest::Session->new($node, 'cl');
+	my $r = $h->query('SET zklock.cancel_on_loss = on');
+	is($r->{sqlstate}, undef, 'SET zklock.cancel_on_loss = on') or diag($r->{err});
+	$h->value('BEGIN');
+	is($h->value(qq{SELECT zk_mutex_acquire_xact('$p', '10s')}), 't', "cl holds $p for its transaction");
+	$h->value(q{INSERT INTO work_done VALUES ('cancel-loop')});
+	$peer->acquire('ccl', "$NS$p", -1);
+	ok(wait_children_count($peer, "$NS$p", 2), 'a Curator client waits behind cl');
+
+	# psql runs each row as a statement of its own (\gexec); their output
+	# is thrown away
+	my $loop = sub {
+		my ($n) = @_;
+		return "\\o /dev/null\nSELECT 'SHOW ALL' FROM generate_series(1, $n) \\gexec\n\\o";
+	};
+	my $t0 = time;
+	$r = $h->query($loop->(2000), 120);
+	my $rate = 2000 / (time - $t0);
+	is($r->{sqlstate}, undef, sprintf('a loop of 2000 SHOW ALL (%.0f a second) while the lock is held', $rate))
+	  or diag($r->{err});
+
+	my $old = status_row($node)->{session_id};
+	my $wpid = worker_pid($node);
+	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP)");
+	my $left = lease_left($node);
+	my $n = int($rate * ($left + 4));
+	my $t_start = time;
+	$h->start($loop->($n) . "\nSELECT extract(epoch FROM clock_timestamp())\n;\nSELECT pg_sleep(20)");
+	note(sprintf('lease left %.3f s; %d SHOW ALL, then SELECT pg_sleep(20)', $left, $n));
+	my $t_done;
+	wait_until(sub { return 0 unless $h->done; $t_done = time; 1 }, $left + 120, 'the loop and the pg_sleep to end');
+	$r = finish_statement($node, $h, 30);
+	$t_done //= time;
+	my ($t_sleep) = $r->{out} =~ /^(\d+\.\d+)$/m;
+	ok(defined $t_sleep, sprintf('the loop ran %.1f s (the lease ran out %.1f s into it), then pg_sleep(20) started',
+			($t_sleep // $t_done) - $t_start, $left)) or diag("out=[$r->{out}]");
+	is($r->{sqlstate}, 'ZK001', 'the pg_sleep is cancelled with SQLSTATE ZK001')
+	  or diag("err=[$r->{err}]");
+	like($r->{err}, qr/zookeeper lock "\Q$p\E" was lost/, 'naming the path');
+	is(scalar(() = $r->{err} =~ /\bERROR:/g), 1, '... the only error: no statement of the loop failed')
+	  or diag("err=[$r->{err}]");
+	cmp_ok($t_done - ($t_sleep // $t_start), '<', 5,
+		sprintf('... %.2f s after the pg_sleep started (the loss was seen before it)', $t_done - ($t_sleep // $t_start)));
+	$h->query('ROLLBACK');
+	is(committed($node, 'cancel-loop'), '0', 'the row of the cancelled transaction is not committed');
+
+	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
+	is($peer->acquire_result('ccl', $timeout_s + 20), 'acquired', 'the Curator client gets the lock');
+	ok(wait_new_session($old), 'the worker is connected in a new session');
+	is($peer->release('ccl'), 'released', 'Curator releases');
+	ok(wait_no_zklock_rows($node, $p), 'zk_locks has no row left');
+	ok(wait_children_count($peer, "$NS$p", 0), 'no node left');
+	$h->quit;
 };
 
 ############################################################################
