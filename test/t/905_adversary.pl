@@ -92,6 +92,8 @@ my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', 
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
 my $SEM_MAX = 3;
+my $N_CNT = 12;              # add counters /adv/cnt/0.. (an overrun is seen per counter)
+my @CNT = map { "/adv/cnt/$_" } 0 .. $N_CNT - 1;
 my %DOCUMENTED = map { $_ => 1 } qw(08006 40000 55P03 57014 57P01 57P02 57P03 55000 55006 ZK001);
 
 alarm($SECONDS + 240) if !defined $ENV{ZKLOCK_TEST_ALARM} && $SECONDS + 240 > 300;
@@ -141,7 +143,7 @@ for my $c (@CLUSTERS)
 	my $to = rpick($sched, '10s', '60s');
 	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0 };
 	$node{$c} = new_zklock_node("adv$c", $proxies{$c}[0]->connect, qq{zklock.session_timeout = '$to'
-zklock.connect_timeout = '10s'
+zklock.connect_timeout = '15s'
 zklock.check_session_locks_at_commit = on
 max_connections = 40
 restart_after_crash = on
@@ -304,9 +306,10 @@ END $$;
 $node{$_}->safe_psql('postgres', $setup) for @CLUSTERS;
 
 # counters start at known values
-$node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cnt', 0), zk_atomic_long_set('/adv/cas', 0),
+$node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cnt/' || k, 0) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
+$node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cas', 0),
 	zk_shared_count_set('/adv/ts', 0), zk_atomic_long_set('/adv/set', 0)});
-my $cnt0 = $node{B}->safe_psql('postgres', q{SELECT zk_atomic_long_get('/adv/cnt')});
+my $cnt0 = $node{B}->safe_psql('postgres', q{SELECT sum(zk_atomic_long_get('/adv/cnt/' || k)) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
 is($cnt0, '0', 'the counters start at 0 (seen from cluster B)');
 
 my $peer = new_peer($zk, 'curator');
@@ -331,9 +334,9 @@ sub rel { my ($t) = @_; return defined $t ? sprintf('%.3f', $t - $t0) : '?'; }
 my @KINDS = (
 	[ mutex_xact => 10 ], [ mutex => 4 ], [ mutex_try => 3 ], [ mutex_reentrant => 2 ], [ mutex_revocable => 2 ],
 	[ revoke => 1 ], [ semmutex_xact => 3 ], [ semmutex => 1 ], [ multi => 3 ], [ read_xact => 5 ],
-	[ write_xact => 5 ], [ downgrade => 9 ], [ upgrade => 3 ], [ semaphore => 4 ], [ barrier_set => 1 ],
+	[ write_xact => 5 ], [ downgrade => 14 ], [ upgrade => 3 ], [ semaphore => 4 ], [ barrier_set => 1 ],
 	[ barrier_remove => 1 ], [ barrier_wait => 2 ], [ dbarrier => 2 ], [ leader => 4 ], [ leader_leave => 1 ],
-	[ add => 10 ], [ cas => 4 ], [ tryset => 4 ], [ set => 2 ]);
+	[ add => 10 ], [ cas => 6 ], [ tryset => 6 ], [ set => 2 ]);
 my %COUNTER_KIND = map { $_ => 1 } qw(add cas tryset set);
 
 my @cl;
@@ -395,7 +398,8 @@ sub new_sql_op
 	  : $k =~ /^barrier/ ? $PATH{b}
 	  : $k eq 'dbarrier' ? $PATH{db}
 	  : $k =~ /^leader/ ? $PATH{lead}
-	  : $PATH{ { add => 'cnt', cas => 'cas', tryset => 'ts', set => 'set' }->{$k} };
+	  : $k eq 'add' ? rpick($g, @CNT)
+	  : $PATH{ { cas => 'cas', tryset => 'ts', set => 'set' }->{$k} };
 	$op->{newv} = 1000 + $op->{id} if $COUNTER_KIND{$k};
 	$op->{leave} = r01($g) < 0.6 if $k eq 'leader';
 	# a downgrade is granted at once: users ask it without a timeout
@@ -597,9 +601,9 @@ sub pump_peer
 			my $op = $cadd{op};
 			$op->{end} = time;
 			$op->{out} = $l;
-			if ($verb eq 'longadd' && $l =~ / true /) { $curator_add->{ok}++; }
+			if ($verb eq 'longadd' && $l =~ / true /) { $curator_add->{ok}++; $op->{cur_ok} = 1; }
 			elsif ($verb eq 'longadd') { $curator_add->{fail}++; }
-			else { $curator_add->{doubt}++; }
+			else { $curator_add->{doubt}++; $op->{cur_doubt} = 1; }
 			$cadd{state} = 'idle';
 			$cadd{next_at} = time + runi($crng, 0.1, 1.5);
 		}
@@ -631,9 +635,9 @@ sub pump_peer
 	}
 	if (!$stopping && time >= $cadd{next_at} && $cadd{state} eq 'idle')
 	{
-		$cadd{op} = { id => ++$op_seq, who => 'cur', client => 'cadd', kind => 'curator add', path => $PATH{cnt}, start => time };
+		$cadd{op} = { id => ++$op_seq, who => 'cur', client => 'cadd', kind => 'curator add', path => rpick($crng, @CNT), start => time };
 		push @ops, $cadd{op};
-		$peer->{in} .= "long_add $PATH{cnt} 1\n";
+		$peer->{in} .= "long_add $cadd{op}{path} 1\n";
 		$cadd{state} = 'asked';
 	}
 	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
@@ -1020,10 +1024,11 @@ subtest 'never more than 3 semaphore leases at once' => sub {
 # the final values of the counters
 my %final;
 {
-	my $v = $node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_get('/adv/cnt') || ' ' || zk_atomic_long_get('/adv/cas') || ' '
+	for my $p (@CNT) { $final{$p} = $node{A}->safe_psql('postgres', "SELECT zk_atomic_long_get('$p')"); }
+	my $v = $node{A}->safe_psql('postgres', q{SELECT 0 || ' ' || zk_atomic_long_get('/adv/cas') || ' '
 		|| (SELECT value || ' ' || version FROM zk_shared_count_get_versioned('/adv/ts')) || ' ' || zk_atomic_long_get('/adv/set')});
 	@final{qw(cnt cas ts ts_version set)} = split / /, $v;
-	note("final counters: add $final{cnt}, cas $final{cas}, try-set $final{ts} (version $final{ts_version}), set $final{set}");
+	note('final counters: adds ' . join(' ', map { $final{$_} } @CNT) . ", cas $final{cas}, try-set $final{ts} (version $final{ts_version}), set $final{set}");
 }
 
 # in doubt: an error that may come after the write left (08006, a dead or
@@ -1031,14 +1036,17 @@ my %final;
 sub in_doubt { my ($o) = @_; return $o->{dead} || (defined $o->{sqlstate} && $o->{sqlstate} ne '40000' && $o->{sqlstate} !~ /^22/); }
 
 subtest 'counters: every add counted once, compare-and-set and try-set answers agree with the history, set wrote the final value' => sub {
-	my @add = grep { $_->{kind} eq 'add' && defined $_->{end} } @ops;
-	my $ok = grep { !defined $_->{sqlstate} && !$_->{dead} && $_->{out} =~ /^\d+$/ } @add;
-	my $doubt = grep { in_doubt($_) } @add;
-	$ok += $curator_add->{ok};
-	$doubt += $curator_add->{doubt};
-	my $grew = $final{cnt} - 0;
+	for my $path (@CNT)
+	{
+	my @add = grep { $_->{kind} eq 'add' && $_->{path} eq $path } @ops;
+	my @cur = grep { $_->{kind} eq 'curator add' && $_->{path} eq $path } @ops;
+	my $ok = grep { !defined $_->{sqlstate} && !$_->{dead} && ($_->{out} // '') =~ /^\d+$/ } @add;
+	my $doubt = grep { in_doubt($_) || !defined $_->{end} } @add;
+	$ok += grep { $_->{cur_ok} } @cur;
+	$doubt += grep { $_->{cur_doubt} || !defined $_->{end} } @cur;
+	my $grew = $final{$path} - 0;
 	ok($grew >= $ok && $grew <= $ok + $doubt,
-		"add: the counter grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ", Curator $curator_add->{ok})")
+		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur) . ')')
 	  or do {
 		# the shortest history that shows it: the adds a fault hit (in
 		# flight when a fault of their cluster began), and those faults
@@ -1050,7 +1058,7 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			push @hit, [ $f, grep { $_->{who} eq $c && $_->{start} <= $at && ($_->{end} // 1e12) >= $at } @add ];
 		}
 		@hit = grep { @$_ > 1 } @hit;
-		my @h = ("VIOLATION: counter /adv/cnt grew by $grew for $ok successful adds and $doubt in doubt",
+		my @h = ("VIOLATION: counter $path grew by $grew for $ok successful adds and $doubt in doubt",
 			"seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began",
 			'the adds in flight when a fault of their cluster began:');
 		for my $x (@hit)
@@ -1058,9 +1066,11 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			my ($f, @a) = @$x;
 			push @h, sprintf('  fault %8.3f %s%s', $f->[1], $f->[0], defined $f->[2] ? " ($f->[2])" : ''), map { show_op($_) } @a;
 		}
+		push @h, 'the adds in doubt on the counter:', map { show_op($_) } sort { $a->{start} <=> $b->{start} } grep { in_doubt($_) || $_->{cur_doubt} } @add, @cur;
 		$violations++;
 		diag(join("\n", @h));
 	  };
+	}
 
 	# the chains of unique values: from the final one back to 0
 	for my $ch ([ 'cas', $final{cas} ], [ 'tryset', $final{ts} ])
@@ -1155,7 +1165,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 # Nothing left behind
 ############################################################################
 $peer->quit;
-my %dir = map { $_ => 1 } ('/adv', values %PATH, map { ("$_/locks", "$_/leases") } values %PATH);
+my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, map { ("$_/locks", "$_/leases") } values %PATH);
 subtest 'once everything is released, no lock, lease, member or latch node is left' => sub {
 	my $left;
 	# a session a lease ran out on is expired by the server one session
