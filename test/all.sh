@@ -2,10 +2,12 @@
 # all.sh — set everything up and run every test of zklock.
 #
 #   bash test/all.sh [regress] [tap] [bench]    (default: regress tap)
-#   bash test/all.sh adversary [--minutes N] [--seed S]
+#   bash test/all.sh adversary [--minutes N] [--seed S] [--mode M]
 #                     build, then only the randomized adversary
 #                     (test/t/905_adversary.pl) for N minutes of load, from
-#                     seed S to repeat a run (the seed is printed)
+#                     seed S to repeat a run (the seed is printed), against
+#                     a standalone ZooKeeper or an ensemble (M: standalone
+#                     or ensemble; by default the seed draws it)
 #
 # Run as root on Debian 12 (PostgreSQL 15) or Debian 13 (PostgreSQL 17):
 # installs the Debian packages it needs, builds the extension with warnings

@@ -35,7 +35,8 @@
 #   exists only if COMMIT accepted the lock as held throughout.
 #
 # The faults and operator actions, drawn from the seed (a schedule fixed
-# before the run: the seed repeats it), every 1.5-6 s, several at once:
+# before the run: the seed repeats it), every 1.5-6 s, several at once
+# (the ensemble's below):
 #   black hole of a cluster's connections or only their replies lost
 #   (1-25 s), reset connections,
 #   worker SIGSTOP (1-20 s) then SIGCONT, worker SIGTERM, worker SIGKILL,
@@ -66,12 +67,34 @@
 # around the violating pair: the operations on its path and the faults from
 # 30 s before the first section to the end of the second, with times.
 #
-# ZKLOCK_ADVERSARY_SEED repeats a run (the fault schedule and each client's
-# draws; the interleaving depends on timing), ZKLOCK_ADVERSARY_SECONDS sets
-# the length of the load (default 150; CI runs the default).
-# `bash test/all.sh adversary --minutes N` runs only this test for N minutes.
+# Two modes: standalone (one ZooKeeper server) and ensemble (3 servers, each
+# in a network namespace of its own, test/perl/ZklockNet.pm, as in 502 and
+# 900), where the faults also include a follower cut off from the other
+# servers while its clients keep their link, the leader killed and the
+# leader cut off in a minority.  (A clock step of PostgreSQL's processes is
+# not drawn: the sections are timed with PostgreSQL's wall clock.)
+#
+# ZKLOCK_ADVERSARY_SEED repeats a run (the mode, the fault schedule and each
+# client's draws; the interleaving depends on timing), ZKLOCK_ADVERSARY_MODE
+# (standalone or ensemble) overrides the mode the seed draws (odd seeds:
+# ensemble), ZKLOCK_ADVERSARY_SECONDS sets the length of the load (default
+# 150; CI runs the default, so each CI run draws a seed and a mode).
+# `bash test/all.sh adversary --minutes N [--seed S] [--mode M]` runs only
+# this test for N minutes.
 use strict;
 use warnings;
+my ($SEED, $ENSEMBLE);
+BEGIN
+{
+	# the seed also draws the mode (odd: ensemble), unless it is set; both
+	# are kept in the environment for the re-execution in the namespaces
+	require Time::HiRes;
+	$SEED = $ENV{ZKLOCK_ADVERSARY_SEED} //= int(Time::HiRes::time() * 1000) % 1000000;
+	$ENV{ZKLOCK_ADVERSARY_MODE} //= $SEED % 2 ? 'ensemble' : 'standalone';
+	die "ZKLOCK_ADVERSARY_MODE must be standalone or ensemble\n" unless $ENV{ZKLOCK_ADVERSARY_MODE} =~ /^(standalone|ensemble)$/;
+	$ENSEMBLE = $ENV{ZKLOCK_ADVERSARY_MODE} eq 'ensemble';
+	if ($ENSEMBLE) { require ZklockNet; ZklockNet::enter_private_network(); }
+}
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -81,9 +104,9 @@ use ZklockTest;
 use ZklockFault;
 use ZklockProxy;
 use ZklockLoad;
+use ZklockNet;
 
 my $SECONDS = $ENV{ZKLOCK_ADVERSARY_SECONDS} // 150;
-my $SEED = $ENV{ZKLOCK_ADVERSARY_SEED} // (int(time() * 1000) % 1000000);
 my $SESSIONS = 8;            # per cluster
 my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this (> the longest session timeout)
 my $CALM_SECS = 10;
@@ -97,8 +120,9 @@ my @CNT = map { "/adv/cnt/$_" } 0 .. $N_CNT - 1;
 my %DOCUMENTED = map { $_ => 1 } qw(08006 40000 55P03 57014 57P01 57P02 57P03 55000 55006 ZK001);
 
 alarm($SECONDS + 240) if !defined $ENV{ZKLOCK_TEST_ALARM} && $SECONDS + 240 > 300;
-note("905_adversary: seed $SEED, load for ${SECONDS}s (ZKLOCK_ADVERSARY_SEED=$SEED repeats it)");
-diag("905_adversary: seed $SEED, ${SECONDS}s");
+my $MODE = $ENSEMBLE ? 'ensemble' : 'standalone';
+note("905_adversary: seed $SEED, $MODE, load for ${SECONDS}s (ZKLOCK_ADVERSARY_SEED=$SEED repeats it)");
+diag("905_adversary: seed $SEED, $MODE, ${SECONDS}s");
 my $t_begin = time;
 
 ############################################################################
@@ -132,17 +156,25 @@ sub rhold
 ############################################################################
 # ZooKeeper, proxies, clusters, Curator
 ############################################################################
-my $zk = start_zk();
+# standalone: one server; ensemble: 3 servers, each in a network namespace
+# of its own (test/perl/ZklockNet.pm), so that one can be cut off from the
+# others while its clients keep their link.  Each cluster reaches the
+# servers through two sets of proxies (one per server): zklock.hosts names
+# one set, a reload may switch to the other (the same servers).
+my $zk = $ENSEMBLE ? start_netns_ensemble(tick => 500, sync_limit => 20) : start_zk();
+my @members = $ENSEMBLE ? netns_members() : ();
+my @upstreams = $ENSEMBLE ? map { $_->{connect} } @members : ($zk);
 my (%node, %proxies, %hosts_ix);
+sub hosts_of { my ($c, $i) = @_; return join(',', map { $_->connect } @{ $proxies{$c}[$i] }); }
 my $sched = stream(0);
 my %conf_now;    # cluster => { session_timeout, lease_margin, server_tick_time, hosts }
 for my $c (@CLUSTERS)
 {
-	$proxies{$c} = [ map { ZklockProxy->start($zk) } 0 .. 1 ];
+	$proxies{$c} = [ map { [ map { ZklockProxy->start($_) } @upstreams ] } 0 .. 1 ];
 	$hosts_ix{$c} = 0;
 	my $to = rpick($sched, '10s', '60s');
 	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0 };
-	$node{$c} = new_zklock_node("adv$c", $proxies{$c}[0]->connect, qq{zklock.session_timeout = '$to'
+	$node{$c} = new_zklock_node("adv$c", hosts_of($c, 0), qq{zklock.session_timeout = '$to'
 zklock.connect_timeout = '15s'
 zklock.check_session_locks_at_commit = on
 max_connections = 40
@@ -151,7 +183,7 @@ log_min_messages = warning
 log_statement = none
 log_line_prefix = '%m [%p] %e %q%a '
 });
-	note("cluster $c: session_timeout $to, hosts " . $proxies{$c}[0]->connect . ' (or ' . $proxies{$c}[1]->connect . ')');
+	note("cluster $c: session_timeout $to, hosts " . hosts_of($c, 0) . ' (or ' . hosts_of($c, 1) . ')');
 }
 
 my $setup = q{
@@ -312,7 +344,7 @@ $node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cas', 0),
 my $cnt0 = $node{B}->safe_psql('postgres', q{SELECT sum(zk_atomic_long_get('/adv/cnt/' || k)) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
 is($cnt0, '0', 'the counters start at 0 (seen from cluster B)');
 
-my $peer = new_peer($zk, 'curator');
+my $peer = new_peer($zk, 'curator');    # straight to the server(s), never faulted
 
 ############################################################################
 # The history
@@ -649,14 +681,18 @@ sub pump_peer
 ############################################################################
 my @FAULTS = (
 	[ reload => 24 ], [ blackhole => 14 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 11 ], [ expire => 8 ],
-	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ]);
+	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ],
+	# the ensemble's own: a follower cut off from the others (its clients
+	# keep their link), the leader killed, the leader in a minority
+	$ENSEMBLE ? ([ follower_cut => 8 ], [ leader_kill => 5 ], [ minority => 5 ]) : ());
 my @schedule;    # [ at (s), fault, cluster, params ]
 {
 	my $t = 4;
 	while ($t < $SECONDS - 8)
 	{
 		my $f = rweighted($sched, \@FAULTS);
-		my %p = (dur => $f eq 'blackhole' ? runi($sched, 1, 25) : $f eq 'stall' ? runi($sched, 1, 20) : runi($sched, 0.3, 2));
+		my %p = (dur => $f eq 'blackhole' ? runi($sched, 1, 25) : $f eq 'stall' ? runi($sched, 1, 20)
+			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
 		$p{mode} = r01($sched) < 0.65 ? 'blackhole' : 'drop_replies' if $f eq 'blackhole';
 		if ($f eq 'reload')
 		{
@@ -682,7 +718,7 @@ sub wpid
 	return $out =~ /^(\d+)$/ ? $1 : undef;
 }
 
-sub set_proxies { my ($c, $mode) = @_; $_->set_mode($mode) for @{ $proxies{$c} }; return; }
+sub set_proxies { my ($c, $mode) = @_; $_->set_mode($mode) for map { @$_ } @{ $proxies{$c} }; return; }
 
 sub victim
 {
@@ -752,6 +788,18 @@ sub do_fault
 		push @zktool_jobs, { h => $h, out => \$out };
 		return fault_note("$c: ZooKeeper expires zklock's session", "0x$id");
 	}
+	if ($f =~ /^(follower_cut|minority|leader_kill)$/)
+	{
+		return fault_note("ZooKeeper: $f skipped (a server fault is in place)") if $active{'Z server'};
+		my $e = $f eq 'follower_cut' ? rpick($sched, netns_followers()) : netns_leader();
+		return fault_note("ZooKeeper: $f skipped (no " . ($f eq 'follower_cut' ? 'follower' : 'leader') . ')') unless $e;
+		if ($f eq 'leader_kill') { kill_netns_member($e, 'KILL'); }
+		else { isolate_member($e); }
+		$active{'Z server'} = { until => time + $p->{dur}, member => $e, how => $f };
+		return fault_note('ZooKeeper: ' . ($f eq 'leader_kill' ? "leader (server $e->{id}) killed"
+				: $f eq 'minority' ? "leader (server $e->{id}) cut off from the others (minority)"
+				: "follower (server $e->{id}) cut off from the others"), sprintf('%.1f s', $p->{dur}));
+	}
 	if ($f eq 'reload')
 	{
 		my @set;
@@ -763,7 +811,7 @@ sub do_fault
 		if ($p->{hosts})
 		{
 			$hosts_ix{$c} = 1 - $hosts_ix{$c};
-			push @set, "zklock.hosts = '" . $proxies{$c}[ $hosts_ix{$c} ]->connect . "'";
+			push @set, "zklock.hosts = '" . hosts_of($c, $hosts_ix{$c}) . "'";
 		}
 		return fault_note("$c: reload with nothing to change") unless @set;
 		my $sql = join(";\n", map { "ALTER SYSTEM SET $_" } @set) . ";\nSELECT pg_reload_conf();";
@@ -788,6 +836,11 @@ sub heal_due
 		delete $active{$k};
 		if ($f eq 'blackhole' || $f eq 'reset') { set_proxies($c, 'pass'); fault_note("$c: $f healed"); }
 		elsif ($f eq 'stall') { kill 'CONT', $a->{pid}; fault_note("$c: worker SIGCONT", "pid $a->{pid}"); }
+		elsif ($f eq 'server')
+		{
+			if ($a->{how} eq 'leader_kill') { restart_netns_member($a->{member}, 0); fault_note("ZooKeeper: server $a->{member}{id} started again"); }
+			else { heal_member($a->{member}); fault_note("ZooKeeper: server $a->{member}{id} reaches the others again"); }
+		}
 	}
 	for my $j (@zktool_jobs)
 	{
@@ -816,6 +869,11 @@ load_driver(pump => \&pump_all, us => 4_000, every => 0.5);
 
 sub connected_all
 {
+	if ($ENSEMBLE)
+	{
+		my $m = netns_modes();
+		return 0 unless (grep { defined $m->{ $_->{id} } } @members) == @members;
+	}
 	for my $c (@CLUSTERS)
 	{
 		my $s = try_status($node{$c});
@@ -932,7 +990,7 @@ sub history
 {
 	my ($what, $from, $to, $path_re) = @_;
 	$violations++;
-	my @h = ("VIOLATION: $what", "seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began");
+	my @h = ("VIOLATION: $what", "seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_MODE=$MODE ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began");
 	push @h, 'faults from ' . rel($from - 30) . ' s to ' . rel($to) . ' s:';
 	push @h, map { sprintf('  %8.3f %s%s', $_->[1], $_->[0], defined $_->[2] ? " ($_->[2])" : '') }
 	  grep { $_->[1] >= $from - 30 - $t0 && $_->[1] <= $to - $t0 + 1 } faults();
@@ -1059,7 +1117,7 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 		}
 		@hit = grep { @$_ > 1 } @hit;
 		my @h = ("VIOLATION: counter $path grew by $grew for $ok successful adds and $doubt in doubt",
-			"seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began",
+			"seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_MODE=$MODE ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began",
 			'the adds in flight when a fault of their cluster began:');
 		for my $x (@hit)
 		{
@@ -1209,6 +1267,6 @@ subtest 'once everything is released, no lock, lease, member or latch node is le
 }
 
 $node{$_}->stop for @CLUSTERS;
-$_->stop for map { @$_ } values %proxies;
-stop_zk($zk);
+$_->stop for map { @$_ } map { @$_ } values %proxies;
+if ($ENSEMBLE) { stop_netns_ensemble(); } else { stop_zk($zk); }
 done_testing();
