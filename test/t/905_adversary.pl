@@ -213,10 +213,11 @@ BEGIN
   ELSIF kind = 'mutex_try' THEN ok := zk_mutex_try_acquire(p);
   ELSIF kind = 'mutex_reentrant' THEN
     ok := zk_mutex_acquire(p, wait);
+    -- a reentrant acquire waits only while the lease is not valid: with
+    -- the lease valid at the call it says true at once
+    x := (SELECT (lease_remaining IS NOT NULL AND lease_remaining > interval '1s')::text FROM zk_status());
     IF ok AND NOT zk_mutex_acquire(p, wait) THEN
-      -- a reentrant acquire waits only while the lease is not proven
-      IF (SELECT lease_remaining IS NOT NULL AND lease_remaining > interval '3s' FROM zk_status())
-         AND EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND state = 'held') THEN
+      IF x = 'true' AND EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND state = 'held') THEN
         RETURN 'wrong: reentrant acquire refused with the lease valid';
       END IF;
     END IF;
@@ -438,6 +439,9 @@ sub new_sql_op
 	$op->{dg_nowait} = r01($g) < 0.5 if $k eq 'downgrade';
 	# the waits and holds it asks for: what a statement may take, plus slack
 	$op->{bound} = $op->{wait} * 2 + $op->{hold} + ($k eq 'downgrade' ? $op->{hold2} : 0) + $HANG_SLACK;
+	# a wait without a timeout ends at the latest zklock.connect_timeout
+	# after the lease (up to a session timeout) ran out
+	$op->{bound} += 75 if $op->{dg_nowait};
 	return $op;
 }
 
@@ -901,7 +905,7 @@ note(sprintf('load: %.0f s; faults: %d', $t_load_end - $t0, scalar(faults())));
 
 # every running statement ends
 quietly(sub {
-	ok(drive_until(sub { !grep { $_->{busy} } @cl }, 120, 'the SQL sessions to finish'), 'every SQL statement ended');
+	ok(drive_until(sub { !grep { $_->{busy} } @cl }, 240, 'the SQL sessions to finish'), 'every SQL statement ended');
 	ok(drive_until(sub { !grep { $_->{state} ne 'idle' } @actors }, 60, "Curator's actors to finish")
 		  && drive_until(sub { $cadd{state} eq 'idle' && $latch{state} =~ /^(idle|member)$/ }, 60, 'Curator add and latch'),
 		"Curator's actors finished and released");
