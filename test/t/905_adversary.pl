@@ -269,18 +269,21 @@ BEGIN
   RETURN 'ok';
 END $$;
 
--- The downgrade: in a transaction of its own, while this session holds the
--- write lock (a session lock taken before), the read lock on the same path,
--- then the write released, then the read section.
+-- The downgrade: in a transaction of its own, after this session took the
+-- write lock (a session lock, in the transaction before), the read lock on
+-- the same path, then the write released, then the read section.
 CREATE FUNCTION adv_downgrade(op bigint, client text, p text, hold float8, wait interval)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   t1 bigint;
   st text;
 BEGIN
+  -- as a user would: right after the write acquire said true, whatever
+  -- happened to the lock since (zk_locks is only looked at to know
+  -- whether the write acquire of this operation succeeded)
   SELECT string_agg(state, ',') INTO st FROM zk_locks
     WHERE pid = pg_backend_pid() AND path = p AND recipe = 'write';
-  IF st IS DISTINCT FROM 'held' THEN RETURN 'no-write'; END IF;
+  IF st IS NULL THEN RETURN 'no-write'; END IF;
   IF NOT zk_read_lock_acquire(p, wait) THEN RETURN 'downgrade-false'; END IF;
   t1 := adv_us();
   PERFORM zk_write_lock_release(p);
