@@ -188,7 +188,7 @@ log_line_prefix = '%m [%p] %e %q%a '
 
 my $setup = q{
 CREATE TABLE adv_sections(client text, op bigint, recipe text, path text, mode text, token bigint, qty int,
-  enter_us bigint, exit_us bigint);
+  enter_us bigint, exit_us bigint, confirm text DEFAULT current_setting('zklock.commit_confirm', true));
 CREATE FUNCTION adv_us() RETURNS bigint LANGUAGE sql VOLATILE
   AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
 
@@ -394,12 +394,14 @@ sub op_sql
 	my $k = $op->{kind};
 	my ($id, $n, $h, $w, $p) = ($op->{id}, $c->{name}, $op->{hold}, $op->{wait}, $op->{path});
 	my $lock = sub { my ($kind, $q) = @_; sprintf("SELECT adv_lock(%d, '%s', '%s', '%s', %.3f, %s, %d)", $id, $n, $kind, $p, $h, ival($w), $q // 1) };
-	return "BEGIN;\n" . $lock->($k) . ";\nCOMMIT;" if $k =~ /^(mutex_xact|semmutex_xact|read_xact|write_xact|upgrade)$/;
-	return "BEGIN;\n" . $lock->($k, $op->{qty}) . ";\nCOMMIT;" if $k eq 'semaphore';
-	return "BEGIN;\n" . $lock->($k) . ";\nCOMMIT;\nSELECT zk_release_all();" if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi)$/;
+	# some transactions have COMMIT confirm their locks with ZooKeeper
+	my $confirm = $op->{confirm} ? "\nSET LOCAL zklock.commit_confirm = on;" : '';
+	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;" if $k =~ /^(mutex_xact|semmutex_xact|read_xact|write_xact|upgrade)$/;
+	return "BEGIN;$confirm\n" . $lock->($k, $op->{qty}) . ";\nCOMMIT;" if $k eq 'semaphore';
+	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;\nSELECT zk_release_all();" if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi)$/;
 	if ($k eq 'downgrade')
 	{
-		return "BEGIN;\n" . $lock->('write') . ";\nCOMMIT;\nBEGIN;\n"
+		return "BEGIN;$confirm\n" . $lock->('write') . ";\nCOMMIT;\nBEGIN;$confirm\n"
 		  . sprintf("SELECT adv_downgrade(%d, '%s', '%s', %.3f, %s)", $id, $n, $p, $op->{hold2}, $op->{dg_nowait} ? 'NULL' : ival($w))
 		  . ";\nCOMMIT;\nSELECT zk_release_all();";
 	}
@@ -408,7 +410,7 @@ sub op_sql
 	return "SELECT zk_barrier_remove('$p');" if $k eq 'barrier_remove';
 	return 'SELECT adv_barrier_wait(' . ival($w) . ');' if $k eq 'barrier_wait';
 	return sprintf('SELECT adv_dbarrier(%.3f, %s);', $h, ival($w)) if $k eq 'dbarrier';
-	return sprintf("BEGIN;\nSELECT adv_leader(%d, '%s', %.3f, %s);\nCOMMIT;%s", $id, $n, $h, ival($w),
+	return sprintf("BEGIN;$confirm\nSELECT adv_leader(%d, '%s', %.3f, %s);\nCOMMIT;%s", $id, $n, $h, ival($w),
 		$op->{leave} ? "\nSELECT zk_leader_leave('$p');" : '') if $k eq 'leader';
 	return "SELECT zk_leader_leave('$p');" if $k eq 'leader_leave';
 	return "SELECT zk_atomic_long_add('$p', 1);" if $k eq 'add';
@@ -438,6 +440,7 @@ sub new_sql_op
 	  : $PATH{ { cas => 'cas', tryset => 'ts', set => 'set' }->{$k} };
 	$op->{newv} = 1000 + $op->{id} if $COUNTER_KIND{$k};
 	$op->{leave} = r01($g) < 0.6 if $k eq 'leader';
+	$op->{confirm} = r01($g) < 0.3;
 	# a downgrade is granted at once: users ask it without a timeout
 	$op->{dg_nowait} = r01($g) < 0.5 if $k eq 'downgrade';
 	# the waits and holds it asks for: what a statement may take, plus slack
@@ -700,13 +703,13 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 		my $f = rweighted($sched, \@FAULTS);
 		my %p = (dur => $f eq 'blackhole' ? runi($sched, 1, 25) : $f eq 'stall' ? runi($sched, 1, 20)
 			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
-		$p{mode} = r01($sched) < 0.65 ? 'blackhole' : 'drop_replies' if $f eq 'blackhole';
+		$p{mode} = r01($sched) < 0.5 ? 'blackhole' : 'drop_replies' if $f eq 'blackhole';
 		if ($f eq 'reload')
 		{
 			my $x = r01($sched);
 			$p{session_timeout} = $x < 0.45 ? '10s' : $x < 0.85 ? '60s' : '20s' if r01($sched) < 0.85;
 			$p{hosts} = 1 if r01($sched) < 0.5;
-			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms') if r01($sched) < 0.25;
+			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms', '4s') if r01($sched) < 0.3;
 			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
 		}
 		push @schedule, [ $t, $f, rpick($sched, @CLUSTERS), \%p ];
@@ -792,7 +795,7 @@ sub do_fault
 		my $dir = ZklockFault::_compile_zktool();
 		my $h = IPC::Run::start([ 'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR", 'ZkTool', 'expire', $zk, $id, $pw ],
 			'>', \$out, '2>', \$err, IPC::Run::timeout(60));
-		push @zktool_jobs, { h => $h, out => \$out };
+		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time };
 		return fault_note("$c: ZooKeeper expires zklock's session", "0x$id");
 	}
 	if ($f =~ /^(follower_cut|minority|leader_kill)$/)
@@ -853,7 +856,7 @@ sub heal_due
 	{
 		next if $j->{done};
 		eval { $j->{h}->pump_nb if $j->{h}->pumpable; };
-		if (!$j->{h}->pumpable) { eval { $j->{h}->finish; }; $j->{done} = 1; }
+		if (!$j->{h}->pumpable) { eval { $j->{h}->finish; }; $j->{done} = 1; $j->{t_done} = time; }
 	}
 	return;
 }
@@ -953,12 +956,12 @@ my @sections;
 for my $c (@CLUSTERS)
 {
 	my $out = $node{$c}->safe_psql('postgres',
-		q{SELECT client, op, recipe, path, mode, coalesce(token, -1), qty, enter_us, exit_us FROM adv_sections});
+		q{SELECT client, op, recipe, path, mode, coalesce(token, -1), qty, enter_us, exit_us, coalesce(confirm, 'off') FROM adv_sections});
 	for (split /\n/, $out)
 	{
-		my ($client, $op, $recipe, $path, $mode, $tok, $qty, $enter, $exit) = split /\|/;
+		my ($client, $op, $recipe, $path, $mode, $tok, $qty, $enter, $exit, $confirm) = split /\|/;
 		push @sections, { who => $c, client => $client, op => $op, recipe => $recipe, path => $path, mode => $mode,
-			token => $tok, qty => $qty, enter => $enter, exit => $exit };
+			token => $tok, qty => $qty, enter => $enter, exit => $exit, confirm => $confirm };
 	}
 }
 my %op_by_id = map { $_->{id} => $_ } @ops;
@@ -992,6 +995,23 @@ sub show_op
 		$o->{errmsg} ? " [$o->{errmsg}]" : '', $o->{dead} ? ' [backend died]' : '');
 }
 
+# A session closed from outside (ZkTool, with the session's password) is
+# not an expiry the lease can see: only zklock.commit_confirm confirms the
+# nodes at COMMIT (see the failure model).  A SQL section that ran while
+# its cluster's session was being closed that way, in a transaction without
+# commit_confirm, is excused: it is left out of the checks and counted.
+sub excused
+{
+	my ($s) = @_;
+	return 0 if $s->{who} eq 'cur' || ($s->{confirm} // 'off') eq 'on';
+	for my $j (grep { $_->{cluster} eq $s->{who} } @zktool_jobs)
+	{
+		my $done = $j->{t_done} // $j->{t_start} + 60;
+		return 1 if $s->{enter} / 1e6 <= $done && $s->{exit} / 1e6 >= $j->{t_start};
+	}
+	return 0;
+}
+
 my $violations = 0;
 sub history
 {
@@ -1017,6 +1037,7 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 	my %by_path;
 	push @{ $by_path{ $_->{path} } }, $_ for grep { $_->{recipe} =~ /^(mutex|rw|leader)$/ } @sections;
 	my $n_over = 0;
+	my $n_excused = 0;
 	for my $p (sort keys %by_path)
 	{
 		my @s = sort { $a->{enter} <=> $b->{enter} } @{ $by_path{$p} };
@@ -1030,6 +1051,11 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 				# the same client's own sections (a downgrade: the write
 				# section ends before its read section begins)
 				next if $s[$i]{who} eq $s[$j]{who} && $s[$i]{client} eq $s[$j]{client} && $s[$i]{op} eq $s[$j]{op};
+				if (excused($s[$i]) || excused($s[$j]))
+				{
+					$n_excused++;
+					next;
+				}
 				push @bad, [ $s[$i], $s[$j] ];
 			}
 		}
@@ -1053,12 +1079,13 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 			}
 		  };
 	}
+	note("overlapping pairs excused (a SQL side whose session was closed from outside meanwhile, without commit_confirm): $n_excused");
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
 	for my $p ($PATH{m1}, $PATH{m2})
 	{
-		my @s = sort { $a->{enter} <=> $b->{enter} } grep { $_->{path} eq $p && $_->{recipe} eq 'mutex' && $_->{token} >= 0 } @sections;
+		my @s = sort { $a->{enter} <=> $b->{enter} } grep { $_->{path} eq $p && $_->{recipe} eq 'mutex' && $_->{token} >= 0 && !excused($_) } @sections;
 		my @bad;
 		for my $i (1 .. $#s)
 		{
@@ -1071,7 +1098,9 @@ subtest 'fencing tokens strictly increase per mutex path' => sub {
 };
 
 subtest 'never more than 3 semaphore leases at once' => sub {
-	my @s = grep { $_->{recipe} eq 'semaphore' } @sections;
+	my @s = grep { $_->{recipe} eq 'semaphore' && !excused($_) } @sections;
+	note('semaphore sections excused (their session was closed from outside meanwhile): '
+		  . scalar(grep { $_->{recipe} eq 'semaphore' && excused($_) } @sections));
 	my @pts = sort { $a->[0] <=> $b->[0] || $b->[1] <=> $a->[1] } map { ([ $_->{enter}, $_->{qty}, $_ ], [ $_->{exit}, -$_->{qty}, $_ ]) } @s;
 	my ($open, $most, $at) = (0, 0, undef);
 	my %open;
