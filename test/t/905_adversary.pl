@@ -26,8 +26,8 @@
 #     fencing tokens, a revocable mutex, two read/write lock actors (writes and
 #     reads, some held for seconds), a semaphore mutex, a semaphore lease, a
 #     barrier waiter, a LeaderLatch that joins and closes, atomic adds.
-#   Sections are held mostly briefly, sometimes for seconds, sometimes for up
-#   to 30 s (long enough for a session to expire under them).  A SQL section
+#   Sections are held mostly briefly, sometimes for seconds, sometimes for
+#   8-30 s (long enough for a session to expire under them).  A SQL section
 #   is one transaction that holds the lock and inserts a row (enter and exit
 #   from clock_timestamp(), the machine's CLOCK_REALTIME, as Curator's
 #   sections, timed here from when its acquire was answered to when its
@@ -39,7 +39,7 @@
 # before the run: the seed repeats it), every 1.5-6 s, several at once
 # (the ensemble's below):
 #   black hole of a cluster's connections or only their replies lost
-#   (1-25 s), reset connections,
+#   (3-25 s), reset connections,
 #   worker SIGSTOP (1-20 s) then SIGCONT, worker SIGTERM, worker SIGKILL,
 #   pg_terminate_backend and SIGKILL of a backend that holds or waits,
 #   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
@@ -156,7 +156,7 @@ sub rhold
 	my $x = r01($st);
 	return runi($st, 0.005, 0.08) if $x < 0.72;
 	return runi($st, 0.2, 3) if $x < 0.90;
-	return runi($st, 5, 30);
+	return runi($st, 8, 30);
 }
 
 ############################################################################
@@ -696,7 +696,7 @@ sub pump_peer
 # The faults and operator actions
 ############################################################################
 my @FAULTS = (
-	[ reload => 24 ], [ blackhole => 14 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 11 ], [ expire => 8 ],
+	[ reload => 24 ], [ blackhole => 16 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 13 ], [ expire => 6 ],
 	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ],
 	# the ensemble's own: a follower cut off from the others (its clients
 	# keep their link), the leader killed, the leader in a minority
@@ -707,13 +707,13 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 	while ($t < $SECONDS - 8)
 	{
 		my $f = rweighted($sched, \@FAULTS);
-		my %p = (dur => $f eq 'blackhole' ? runi($sched, 1, 25) : $f eq 'stall' ? runi($sched, 1, 20)
+		my %p = (dur => $f eq 'blackhole' ? runi($sched, 3, 25) : $f eq 'stall' ? runi($sched, 1, 20)
 			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
 		$p{mode} = r01($sched) < 0.5 ? 'blackhole' : 'drop_replies' if $f eq 'blackhole';
 		if ($f eq 'reload')
 		{
 			my $x = r01($sched);
-			$p{session_timeout} = $x < 0.45 ? '10s' : $x < 0.85 ? '60s' : '20s' if r01($sched) < 0.85;
+			$p{session_timeout} = $x < 0.5 ? '10s' : $x < 0.93 ? '60s' : '20s' if r01($sched) < 0.85;
 			$p{hosts} = 1 if r01($sched) < 0.5;
 			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms', '4s') if r01($sched) < 0.3;
 			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
