@@ -39,7 +39,7 @@
 # before the run: the seed repeats it), every 1.5-6 s, several at once
 # (the ensemble's below):
 #   black hole of a cluster's connections or only their replies lost
-#   (3-25 s), reset connections,
+#   (at once, or from the next write on: its reply is the first lost; 3-25 s), reset connections,
 #   worker SIGSTOP (1-20 s) then SIGCONT, worker SIGTERM, worker SIGKILL,
 #   pg_terminate_backend and SIGKILL of a backend that holds or waits,
 #   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
@@ -709,7 +709,9 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 		my $f = rweighted($sched, \@FAULTS);
 		my %p = (dur => $f eq 'blackhole' ? runi($sched, 3, 25) : $f eq 'stall' ? runi($sched, 1, 20)
 			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
-		$p{mode} = r01($sched) < 0.5 ? 'blackhole' : 'drop_replies' if $f eq 'blackhole';
+		# nothing gets through, or the replies are lost (from now on, or
+		# from the next write on: its reply is the first one lost)
+		$p{mode} = rpick($sched, 'blackhole', 'blackhole', 'drop_replies', 'drop_set_replies') if $f eq 'blackhole';
 		if ($f eq 'reload')
 		{
 			my $x = r01($sched);
@@ -753,7 +755,8 @@ sub do_fault
 		return fault_note("$c: already black-holed") if $active{"$c blackhole"};
 		set_proxies($c, $p->{mode});
 		$active{"$c blackhole"} = { until => time + $p->{dur} };
-		return fault_note("$c: " . ($p->{mode} eq 'blackhole' ? 'black hole' : 'replies lost (drop_replies)'), sprintf('%.1f s', $p->{dur}));
+		return fault_note("$c: " . ($p->{mode} eq 'blackhole' ? 'black hole' : $p->{mode} eq 'drop_replies' ? 'replies lost (drop_replies)'
+				: 'replies lost from the next write on (drop_set_replies)'), sprintf('%.1f s', $p->{dur}));
 	}
 	if ($f eq 'reset')
 	{
