@@ -329,10 +329,13 @@ BEGIN
   RETURN CASE WHEN zk_barrier_wait('/adv/b', wait) THEN 'true ' || adv_us() ELSE 'false' END;
 END $$;
 
+-- the value read is also said in a NOTICE: when the write then fails, it
+-- is still known (the chain of values goes through writes in doubt)
 CREATE FUNCTION adv_cas(newv bigint) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   v bigint := zk_atomic_long_get('/adv/cas');
 BEGIN
+  RAISE NOTICE 'adv_read %', v;
   RETURN v || ' ' || zk_atomic_long_compare_and_set('/adv/cas', v, newv);
 END $$;
 
@@ -342,6 +345,7 @@ DECLARE
   ver int;
 BEGIN
   SELECT value, version INTO v, ver FROM zk_shared_count_get_versioned('/adv/ts');
+  RAISE NOTICE 'adv_read %', v;
   RETURN v || ' ' || ver || ' ' || zk_shared_count_try_set('/adv/ts', newv, ver);
 END $$;
 };
@@ -473,6 +477,7 @@ sub finish_sql_op
 	$op->{states} = \@states;
 	($op->{errmsg}) = ($r->{err} // '') =~ /((?:ERROR|FATAL):\s+[0-9A-Z]{5}:[^\n]*)/;
 	$op->{err} = substr($r->{err} // '', 0, 300);
+	($op->{read}) = ($r->{err} // '') =~ /NOTICE:\s+(?:00000:\s+)?adv_read (-?\d+)/;
 	for my $s (@states)
 	{
 		$err_count{$s}++;
@@ -1181,6 +1186,13 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 	$ok += grep { $_->{cur_ok} } @cur;
 	$doubt += grep { $_->{cur_doubt} || !defined $_->{end} } @cur;
 	my $grew = $final{$path} - 0;
+	# every applied add made one value, 1 .. final; a value no add answered
+	# and no add in doubt can explain is an add applied without its caller
+	# knowing: the adds around it are the shortest history
+	my %answered;
+	for my $o (@add) { $answered{ $o->{out} } = $o if !defined $o->{sqlstate} && !$o->{dead} && ($o->{out} // '') =~ /^\d+$/; }
+	for my $o (@cur) { $answered{$1} = $o if $o->{cur_ok} && ($o->{out} // '') =~ / true (\d+)$/; }
+	my @gaps = grep { !$answered{$_} } 1 .. $grew;
 	ok($grew >= $ok && $grew <= $ok + $doubt,
 		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur) . ')')
 	  or do {
@@ -1203,6 +1215,11 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			push @h, sprintf('  fault %8.3f %s%s', $f->[1], $f->[0], defined $f->[2] ? " ($f->[2])" : ''), map { show_op($_) } @a;
 		}
 		push @h, 'the adds in doubt on the counter:', map { show_op($_) } sort { $a->{start} <=> $b->{start} } grep { in_doubt($_) || $_->{cur_doubt} } @add, @cur;
+		push @h, 'values of the counter no add answered (' . scalar(@gaps) . '), with the adds that answered the values around each:';
+		for my $g (@gaps[ 0 .. ($#gaps > 5 ? 5 : $#gaps) ])
+		{
+			push @h, "  value $g:", map { show_op($answered{$_}) } grep { $answered{$_} } ($g - 2 .. $g + 2);
+		}
 		$violations++;
 		diag(join("\n", @h));
 	  };
@@ -1221,6 +1238,7 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			$on{$v} = 1;
 			$steps++;
 			my ($expected) = ($x->{out} // '') =~ /^(-?\d+)/;
+			$expected //= $x->{read};
 			last unless defined $expected;
 			$v = $expected;
 		}
