@@ -2,6 +2,12 @@
 # all.sh — set everything up and run every test of zklock.
 #
 #   bash test/all.sh [regress] [tap] [bench]    (default: regress tap)
+#   bash test/all.sh adversary [--minutes N] [--seed S] [--mode M]
+#                     build, then only the randomized adversary
+#                     (test/t/905_adversary.pl) for N minutes of load, from
+#                     seed S to repeat a run (the seed is printed), against
+#                     a standalone ZooKeeper or an ensemble (M: standalone
+#                     or ensemble; by default the seed draws it)
 #
 # Run as root on Debian 12 (PostgreSQL 15) or Debian 13 (PostgreSQL 17):
 # installs the Debian packages it needs, builds the extension with warnings
@@ -48,6 +54,14 @@ chown -R "$TEST_USER" "$COPY"
 chmod 755 "$COPY"
 
 status=0
-su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' bash test/run-user-tests.sh ${*:-regress tap}" || status=$?
+[ $# -gt 0 ] || set -- regress tap
+args=""
+for a in "$@"; do
+	case "$a" in
+	*[!A-Za-z0-9_.-]*) echo "all.sh: bad argument '$a'" >&2; exit 2 ;;
+	esac
+	args="$args $a"
+done
+su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' bash test/run-user-tests.sh $args" || status=$?
 echo "all.sh: Debian ${ZKLOCK_DEBIAN:-?} / PostgreSQL $PG_MAJOR: $([ $status -eq 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
 exit $status

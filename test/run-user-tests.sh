@@ -3,6 +3,12 @@
 # unprivileged user from a tree that user owns (initdb refuses root).
 # Expects zklock to be built and installed (make install) already.
 #   run-user-tests.sh [regress] [tap] [bench]   (default: regress tap)
+#   run-user-tests.sh adversary [--minutes N] [--seed S] [--mode M]
+#                     only the randomized adversary (test/t/905_adversary.pl),
+#                     its load running N minutes (default: its own, 150 s),
+#                     from seed S (default: drawn, and printed), against a
+#                     standalone ZooKeeper or an ensemble (M; default: the
+#                     seed draws it)
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -13,7 +19,19 @@ PGXS=$("$PG_CONFIG" --pgxs)
 PG_REGRESS=$(dirname "$(dirname "$PGXS")")/test/regress/pg_regress
 export PG_REGRESS
 
-what="${*:-regress tap}"
+what=""
+adv_minutes=""
+adv_seed=""
+adv_mode=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--minutes) adv_minutes=${2:?--minutes needs a number}; shift 2 ;;
+	--seed) adv_seed=${2:?--seed needs a number}; shift 2 ;;
+	--mode) adv_mode=${2:?--mode needs standalone or ensemble}; shift 2 ;;
+	*) what="$what $1"; shift ;;
+	esac
+done
+what="${what:-regress tap}"
 status=0
 WORK=$(mktemp -d /tmp/zklock-test.XXXXXX)
 ZKDIR="$WORK/zk"
@@ -57,6 +75,24 @@ if [[ " $what " == *" tap "* ]]; then
 	mkdir -p "$TESTDIR"
 	if ! timeout 2400 prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
 			${TAP_TESTS:-test/t/*.pl}; then
+		status=1
+		for f in "$TESTDIR"/tmp_check/log/*; do
+			[ -f "$f" ] || continue
+			echo "--- tail of $f"
+			tail -n 40 "$f"
+		done
+	fi
+fi
+
+if [[ " $what " == *" adversary "* ]]; then
+	echo "=== the adversary (test/t/905_adversary.pl)${adv_minutes:+ for $adv_minutes minutes}${adv_seed:+, seed $adv_seed}${adv_mode:+, $adv_mode} ==="
+	export TESTDIR="$WORK/tap"
+	mkdir -p "$TESTDIR"
+	[ -n "$adv_minutes" ] && export ZKLOCK_ADVERSARY_SECONDS=$(( adv_minutes * 60 ))
+	[ -n "$adv_seed" ] && export ZKLOCK_ADVERSARY_SEED=$adv_seed
+	[ -n "$adv_mode" ] && export ZKLOCK_ADVERSARY_MODE=$adv_mode
+	if ! timeout $(( ${ZKLOCK_ADVERSARY_SECONDS:-150} + 900 )) prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
+			test/t/905_adversary.pl; then
 		status=1
 		for f in "$TESTDIR"/tmp_check/log/*; do
 			[ -f "$f" ] || continue

@@ -1,0 +1,1369 @@
+
+# 905_adversary: one seeded, randomized adversary for the whole product.
+#
+# What users rely on: whatever SQL sessions of two PostgreSQL clusters and a
+# Java service (Apache Curator) do on shared paths with every recipe, and
+# whatever fails or is changed meanwhile, zklock never grants what another
+# client holds, never answers a counter write wrongly, never hangs and fails
+# only with documented SQLSTATEs.  Nothing here is written for one bug: the
+# operations, the faults and the operator actions are drawn at random from a
+# seed, and the checks look only at what the clients saw and committed.
+#
+# The operations (8 SQL sessions per cluster, each drawing one at a time; a
+# Curator peer with one thread per actor on the same paths):
+#   mutex: _xact, session, try, reentrant (acquired twice), revocable (and
+#     zk_revoke of the held path, which must ask exactly one holder), a bare
+#     zk_revoke; semaphore mutex (_xact and session); multi-lock over the two
+#     mutex paths (either order); read/write lock: read _xact, write _xact, a
+#     write held then downgraded (zk_read_lock_acquire on the same path while
+#     the write lock is held, then the write released, the read section in a
+#     transaction of its own), a failed upgrade (a reader's write acquire with
+#     a timeout must say false); semaphore of 3 (1 or 2 leases, _xact);
+#     barrier set / remove / wait; double barrier of 2 (enter, hold, leave);
+#     leader latch (join, await, zk_leader_xact section, sometimes leave);
+#     counters: zk_atomic_long_add (+1), compare-and-set and try-set to values
+#     unique to the operation, set.  Curator: an InterProcessMutex loop with
+#     fencing tokens, a revocable mutex, two read/write lock actors (writes and
+#     reads, some held for seconds), a semaphore mutex, a semaphore lease, a
+#     barrier waiter, a LeaderLatch that joins and closes, atomic adds.
+#   Sections are held mostly briefly, sometimes for seconds, sometimes for
+#   8-30 s (long enough for a session to expire under them).  A SQL section
+#   is one transaction that holds the lock and inserts a row (enter and exit
+#   from clock_timestamp(), the machine's CLOCK_REALTIME, as Curator's
+#   sections, timed here from when its acquire was answered to when its
+#   release was asked); zklock.check_session_locks_at_commit is on, so a row
+#   exists only if COMMIT accepted the lock as held throughout.  30% of the
+#   transactions set zklock.commit_confirm.
+#
+# The faults and operator actions, drawn from the seed (a schedule fixed
+# before the run: the seed repeats it), every 1.5-6 s, several at once
+# (the ensemble's below):
+#   black hole of a cluster's connections or only their replies lost
+#   (at once, or from the next write on: its reply is the first lost; 3-25 s), reset connections,
+#   worker SIGSTOP (1-20 s) then SIGCONT, worker SIGTERM, worker SIGKILL,
+#   pg_terminate_backend and SIGKILL of a backend that holds or waits,
+#   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
+#   session (ZkTool), and reloads that change zklock.session_timeout (10 s,
+#   20 s, 60 s), zklock.hosts (the same server through another proxy),
+#   zklock.lease_margin and zklock.server_tick_time.
+#
+# The checks, from outside, per recipe:
+#   - no two committed sections of a mutex, semaphore mutex, write lock or
+#     leader overlap, Curator's included, and no reader beside a writer;
+#   - fencing tokens strictly increase per mutex path in order of entering;
+#   - never more than 3 semaphore leases held at once;
+#   - counters: successes <= final - initial <= successes + in-doubt failures
+#     (08006, a dead backend); compare-and-set and try-set: following the
+#     chain of unique values back from the final one, every write on it was
+#     applied, so none of them may have answered false, and every true
+#     answer must be on it;  set: the final value is one a set wrote;
+#   - a barrier wait never passes while the barrier was certainly set, a
+#     double barrier enter never passes alone;
+#   - zk_revoke never asks more than one holder of a mutex; a reentrant
+#     acquire and a downgrade are granted; an upgrade is never granted;
+#   - no statement runs past its timeouts plus the holds it asked for, every
+#     error carries a documented SQLSTATE, and once everything is released
+#     no lock, lease, member or latch node is left in ZooKeeper.
+# A session closed from outside by ZkTool (with its password) is not an
+# expiry the lease can see (the failure model: only commit_confirm catches
+# nodes gone from outside), so a SQL section that ran while its cluster's
+# session was being closed that way, without commit_confirm, is excused
+# from the checks (and counted).
+# On a violation it prints the seed, the schedule of faults, and the history
+# around the violating pair: the operations on its path and the faults from
+# 30 s before the first section to the end of the second, with times.
+#
+# Two modes: standalone (one ZooKeeper server) and ensemble (3 servers, each
+# in a network namespace of its own, test/perl/ZklockNet.pm, as in 502 and
+# 900), where the faults also include a follower cut off from the other
+# servers while its clients keep their link, the leader killed and the
+# leader cut off in a minority.  (A clock step of PostgreSQL's processes is
+# not drawn: the sections are timed with PostgreSQL's wall clock.)
+#
+# ZKLOCK_ADVERSARY_SEED repeats a run (the mode, the fault schedule and each
+# client's draws; the interleaving depends on timing), ZKLOCK_ADVERSARY_MODE
+# (standalone or ensemble) overrides the mode the seed draws (odd seeds:
+# ensemble), ZKLOCK_ADVERSARY_SECONDS sets the length of the load (default
+# 150; CI runs the default, so each CI run draws a seed and a mode).
+# `bash test/all.sh adversary --minutes N [--seed S] [--mode M]` runs only
+# this test for N minutes.
+use strict;
+use warnings;
+my ($SEED, $ENSEMBLE);
+BEGIN
+{
+	# the seed also draws the mode (odd: ensemble), unless it is set; both
+	# are kept in the environment for the re-execution in the namespaces
+	require Time::HiRes;
+	$SEED = $ENV{ZKLOCK_ADVERSARY_SEED} //= int(Time::HiRes::time() * 1000) % 1000000;
+	$ENV{ZKLOCK_ADVERSARY_MODE} //= $SEED % 2 ? 'ensemble' : 'standalone';
+	die "ZKLOCK_ADVERSARY_MODE must be standalone or ensemble\n" unless $ENV{ZKLOCK_ADVERSARY_MODE} =~ /^(standalone|ensemble)$/;
+	$ENSEMBLE = $ENV{ZKLOCK_ADVERSARY_MODE} eq 'ensemble';
+	if ($ENSEMBLE) { require ZklockNet; ZklockNet::enter_private_network(); }
+}
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use IPC::Run;
+use ZklockTest;
+use ZklockFault;
+use ZklockProxy;
+use ZklockLoad;
+use ZklockNet;
+
+my $SECONDS = $ENV{ZKLOCK_ADVERSARY_SECONDS} // 150;
+my $SESSIONS = 8;            # per cluster
+my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this (> the longest session timeout)
+my $CALM_SECS = 10;
+my @CLUSTERS = ('A', 'B');
+my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', sem => '/adv/sem',
+	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
+	ts => '/adv/ts', set => '/adv/set');
+my $SEM_MAX = 3;
+my $N_CNT = 12;              # add counters /adv/cnt/0.. (an overrun is seen per counter)
+my @CNT = map { "/adv/cnt/$_" } 0 .. $N_CNT - 1;
+my %DOCUMENTED = map { $_ => 1 } qw(08006 40000 55P03 57014 57P01 57P02 57P03 55000 55006 ZK001);
+
+alarm($SECONDS + 240) if !defined $ENV{ZKLOCK_TEST_ALARM} && $SECONDS + 240 > 300;
+my $MODE = $ENSEMBLE ? 'ensemble' : 'standalone';
+note("905_adversary: seed $SEED, $MODE, load for ${SECONDS}s (ZKLOCK_ADVERSARY_SEED=$SEED repeats it)");
+diag("905_adversary: seed $SEED, $MODE, ${SECONDS}s");
+my $t_begin = time;
+
+############################################################################
+# Random streams: one for the schedule, one per client, all from the seed
+# (a 31-bit LCG each, so one stream's draws do not depend on the others').
+############################################################################
+sub stream { my ($k) = @_; return { s => (($SEED * 7919 + $k * 104729 + 12345) % 2147483647) || 1 }; }
+sub r01 { my ($st) = @_; $st->{s} = ($st->{s} * 1103515245 + 12345) % 2147483648; return $st->{s} / 2147483648; }
+sub runi { my ($st, $lo, $hi) = @_; return $lo + ($hi - $lo) * r01($st); }
+sub rpick { my ($st, @a) = @_; return $a[ int(r01($st) * @a) ]; }
+sub rweighted
+{
+	my ($st, $w) = @_;    # [ [ item, weight ], ... ]
+	my $sum = 0;
+	$sum += $_->[1] for @$w;
+	my $x = r01($st) * $sum;
+	for (@$w) { return $_->[0] if ($x -= $_->[1]) < 0; }
+	return $w->[-1][0];
+}
+# hold times: mostly short, sometimes seconds, sometimes long enough for a
+# session to expire under the section
+sub rhold
+{
+	my ($st) = @_;
+	my $x = r01($st);
+	return runi($st, 0.005, 0.08) if $x < 0.72;
+	return runi($st, 0.2, 3) if $x < 0.90;
+	return runi($st, 8, 30);
+}
+
+############################################################################
+# ZooKeeper, proxies, clusters, Curator
+############################################################################
+# standalone: one server; ensemble: 3 servers, each in a network namespace
+# of its own (test/perl/ZklockNet.pm), so that one can be cut off from the
+# others while its clients keep their link.  Each cluster reaches the
+# servers through two sets of proxies (one per server): zklock.hosts names
+# one set, a reload may switch to the other (the same servers).
+my $zk = $ENSEMBLE ? start_netns_ensemble(tick => 500, sync_limit => 20) : start_zk();
+my @members = $ENSEMBLE ? netns_members() : ();
+my @upstreams = $ENSEMBLE ? map { $_->{connect} } @members : ($zk);
+my (%node, %proxies, %hosts_ix);
+sub hosts_of { my ($c, $i) = @_; return join(',', map { $_->connect } @{ $proxies{$c}[$i] }); }
+my $sched = stream(0);
+my %conf_now;    # cluster => { session_timeout, lease_margin, server_tick_time, hosts }
+for my $c (@CLUSTERS)
+{
+	$proxies{$c} = [ map { [ map { ZklockProxy->start($_) } @upstreams ] } 0 .. 1 ];
+	$hosts_ix{$c} = 0;
+	my $to = rpick($sched, '10s', '60s');
+	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0 };
+	$node{$c} = new_zklock_node("adv$c", hosts_of($c, 0), qq{zklock.session_timeout = '$to'
+zklock.connect_timeout = '15s'
+zklock.check_session_locks_at_commit = on
+max_connections = 40
+restart_after_crash = on
+log_min_messages = warning
+log_statement = none
+log_line_prefix = '%m [%p] %e %q%a '
+});
+	note("cluster $c: session_timeout $to, hosts " . hosts_of($c, 0) . ' (or ' . hosts_of($c, 1) . ')');
+}
+
+my $setup = q{
+CREATE TABLE adv_sections(client text, op bigint, recipe text, path text, mode text, token bigint, qty int,
+  enter_us bigint, exit_us bigint, confirm text DEFAULT current_setting('zklock.commit_confirm', true));
+CREATE FUNCTION adv_us() RETURNS bigint LANGUAGE sql VOLATILE
+  AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
+
+-- One lock section in the caller's transaction: acquire, hold, row.
+-- 'ok', 'timeout' or 'wrong: ...'.  Session locks stay held: the caller
+-- releases them after COMMIT.
+CREATE FUNCTION adv_lock(op bigint, client text, kind text, p text, hold float8, wait interval, q int DEFAULT 1)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  ok boolean;
+  t0 bigint;
+  tok bigint;
+  ls text[];
+  n int;
+  ps text[];
+  x text;
+  mode text := 'x';
+  recipe text := 'mutex';
+BEGIN
+  IF kind = 'mutex_xact' THEN ok := zk_mutex_acquire_xact(p, wait);
+  ELSIF kind = 'mutex' THEN ok := zk_mutex_acquire(p, wait);
+  ELSIF kind = 'mutex_try' THEN ok := zk_mutex_try_acquire(p);
+  ELSIF kind = 'mutex_reentrant' THEN
+    ok := zk_mutex_acquire(p, wait);
+    -- a reentrant acquire waits only while the lease is not valid: with
+    -- the lease valid at the call it says true at once
+    x := (SELECT (lease_remaining IS NOT NULL AND lease_remaining > interval '1s')::text FROM zk_status());
+    IF ok AND NOT zk_mutex_acquire(p, wait) THEN
+      IF x = 'true' AND EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND state = 'held') THEN
+        RETURN 'wrong: reentrant acquire refused with the lease valid';
+      END IF;
+    END IF;
+  ELSIF kind = 'mutex_revocable' THEN ok := zk_mutex_acquire(p, wait, true);
+  ELSIF kind = 'semmutex_xact' THEN ok := zk_semaphore_mutex_acquire_xact(p, wait);
+  ELSIF kind = 'semmutex' THEN ok := zk_semaphore_mutex_acquire(p, wait);
+  ELSIF kind = 'read_xact' OR kind = 'upgrade' THEN ok := zk_read_lock_acquire_xact(p, wait); mode := 'r'; recipe := 'rw';
+  ELSIF kind = 'write_xact' THEN ok := zk_write_lock_acquire_xact(p, wait); mode := 'w'; recipe := 'rw';
+  ELSIF kind = 'write' THEN ok := zk_write_lock_acquire(p, wait); mode := 'w'; recipe := 'rw';
+  ELSIF kind = 'multi' THEN
+    ps := CASE WHEN hashtext(client || op) % 2 = 0 THEN ARRAY['/adv/m1', '/adv/m2'] ELSE ARRAY['/adv/m2', '/adv/m1'] END;
+    ok := zk_multi_lock_acquire(ps, wait);
+  ELSIF kind = 'semaphore' THEN
+    ls := zk_semaphore_acquire_xact(p, 3, q, wait);
+    ok := ls IS NOT NULL;
+    IF ok AND coalesce(array_length(ls, 1), 0) <> q THEN
+      RETURN format('wrong: %s leases granted for %s', coalesce(array_length(ls, 1), 0), q);
+    END IF;
+    mode := 's'; recipe := 'semaphore';
+  ELSE
+    RAISE EXCEPTION 'unknown kind %', kind;
+  END IF;
+  IF NOT ok THEN RETURN 'timeout'; END IF;
+  t0 := adv_us();
+  IF kind LIKE 'mutex%' THEN
+    tok := zk_lock_token(p);
+  END IF;
+  IF kind = 'mutex_revocable' THEN
+    n := zk_revoke(p);
+    IF n > 1 THEN RETURN format('wrong: zk_revoke asked %s holders of a mutex', n); END IF;
+  END IF;
+  PERFORM pg_sleep(hold);
+  IF kind = 'upgrade' THEN
+    IF zk_write_lock_acquire(p, '200ms') THEN
+      x := (SELECT string_agg(state, ',') FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND recipe = 'read');
+      PERFORM zk_write_lock_release(p);
+      IF x = 'held' THEN
+        RETURN 'wrong: a reader''s write acquire (upgrade) was granted';
+      END IF;
+      RETURN 'upgrade-after-loss';
+    END IF;
+  END IF;
+  IF kind = 'multi' THEN
+    INSERT INTO adv_sections VALUES (client, op, 'mutex', '/adv/m1', 'x', NULL, 1, t0, adv_us()),
+                                    (client, op, 'mutex', '/adv/m2', 'x', NULL, 1, t0, adv_us());
+  ELSE
+    INSERT INTO adv_sections VALUES (client, op, recipe, p, mode, tok, q, t0, adv_us());
+  END IF;
+  RETURN 'ok';
+END $$;
+
+-- The downgrade: in a transaction of its own, after this session took the
+-- write lock (a session lock, in the transaction before), the read lock on
+-- the same path, then the write released, then the read section.
+CREATE FUNCTION adv_downgrade(op bigint, client text, p text, hold float8, wait interval)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t1 bigint;
+  st text;
+BEGIN
+  -- as a user would: right after the write acquire said true, whatever
+  -- happened to the lock since (zk_locks is only looked at to know
+  -- whether the write acquire of this operation succeeded)
+  SELECT string_agg(state, ',') INTO st FROM zk_locks
+    WHERE pid = pg_backend_pid() AND path = p AND recipe = 'write';
+  IF st IS NULL THEN RETURN 'no-write'; END IF;
+  IF NOT zk_read_lock_acquire(p, wait) THEN RETURN 'downgrade-false'; END IF;
+  t1 := adv_us();
+  PERFORM zk_write_lock_release(p);
+  PERFORM pg_sleep(hold);
+  INSERT INTO adv_sections VALUES (client, op, 'rw', p, 'r', NULL, 1, t1, adv_us());
+  RETURN 'ok';
+END $$;
+
+CREATE FUNCTION adv_leader(op bigint, client text, hold float8, wait interval)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t0 bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND recipe = 'leader_latch') THEN
+    PERFORM zk_leader_join('/adv/lead', client);
+  END IF;
+  IF NOT zk_leader_await('/adv/lead', wait) THEN RETURN 'notleader'; END IF;
+  IF NOT zk_leader_xact('/adv/lead') THEN RETURN 'notleader'; END IF;
+  t0 := adv_us();
+  PERFORM pg_sleep(hold);
+  INSERT INTO adv_sections VALUES (client, op, 'leader', '/adv/lead', 'x', NULL, 1, t0, adv_us());
+  RETURN 'ok';
+END $$;
+
+CREATE FUNCTION adv_dbarrier(hold float8, wait interval) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  t bigint;
+BEGIN
+  IF NOT zk_double_barrier_enter('/adv/db', 2, wait) THEN RETURN 'timeout'; END IF;
+  t := adv_us();
+  PERFORM pg_sleep(hold);
+  RETURN CASE WHEN zk_double_barrier_leave('/adv/db', wait) THEN 'ok ' ELSE 'leave-timeout ' END || t;
+END $$;
+
+CREATE FUNCTION adv_barrier_wait(wait interval) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN CASE WHEN zk_barrier_wait('/adv/b', wait) THEN 'true ' || adv_us() ELSE 'false' END;
+END $$;
+
+-- the value read is also said in a NOTICE: when the write then fails, it
+-- is still known (the chain of values goes through writes in doubt)
+CREATE FUNCTION adv_cas(newv bigint) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  v bigint := zk_atomic_long_get('/adv/cas');
+BEGIN
+  RAISE NOTICE 'adv_read %', v;
+  RETURN v || ' ' || zk_atomic_long_compare_and_set('/adv/cas', v, newv);
+END $$;
+
+CREATE FUNCTION adv_tryset(newv int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  v int;
+  ver int;
+BEGIN
+  SELECT value, version INTO v, ver FROM zk_shared_count_get_versioned('/adv/ts');
+  RAISE NOTICE 'adv_read %', v;
+  RETURN v || ' ' || ver || ' ' || zk_shared_count_try_set('/adv/ts', newv, ver);
+END $$;
+};
+$node{$_}->safe_psql('postgres', $setup) for @CLUSTERS;
+
+# counters start at known values
+$node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cnt/' || k, 0) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
+$node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cas', 0),
+	zk_shared_count_set('/adv/ts', 0), zk_atomic_long_set('/adv/set', 0)});
+my $cnt0 = $node{B}->safe_psql('postgres', q{SELECT sum(zk_atomic_long_get('/adv/cnt/' || k)) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
+is($cnt0, '0', 'the counters start at 0 (seen from cluster B)');
+
+my $peer = new_peer($zk, 'curator');    # straight to the server(s), never faulted
+
+############################################################################
+# The history
+############################################################################
+my $t0;              # start of the load
+my @ops;             # every SQL and Curator operation: { id, who, client, kind, path, start, end, out, sqlstate, ... }
+my $op_seq = 0;
+my @wrong;           # wrong answers seen by the clients, as [ text, op ]
+my @hangs;
+my %err_count;       # sqlstate => n
+my %err_example;
+my $stopping = 0;
+
+sub rel { my ($t) = @_; return defined $t ? sprintf('%.3f', $t - $t0) : '?'; }
+
+############################################################################
+# The SQL sessions
+############################################################################
+my @KINDS = (
+	[ mutex_xact => 10 ], [ mutex => 4 ], [ mutex_try => 3 ], [ mutex_reentrant => 2 ], [ mutex_revocable => 2 ],
+	[ revoke => 1 ], [ semmutex_xact => 3 ], [ semmutex => 1 ], [ multi => 3 ], [ read_xact => 5 ],
+	[ write_xact => 5 ], [ downgrade => 14 ], [ upgrade => 3 ], [ semaphore => 4 ], [ barrier_set => 1 ],
+	[ barrier_remove => 1 ], [ barrier_wait => 2 ], [ dbarrier => 2 ], [ leader => 4 ], [ leader_leave => 1 ],
+	[ add => 10 ], [ cas => 6 ], [ tryset => 6 ], [ set => 2 ]);
+my %COUNTER_KIND = map { $_ => 1 } qw(add cas tryset set);
+
+my @cl;
+for my $c (@CLUSTERS)
+{
+	for my $i (1 .. $SESSIONS)
+	{
+		push @cl, { name => "$c$i", cluster => $c, rng => stream(100 * ($c eq 'A' ? 1 : 2) + $i),
+			sess => undef, retry_at => 0, next_at => 0 };
+	}
+}
+
+sub ival { my ($s) = @_; return sprintf("'%.3fs'", $s); }
+
+# op_sql($c, $op): the statements of one operation.
+sub op_sql
+{
+	my ($c, $op) = @_;
+	my $k = $op->{kind};
+	my ($id, $n, $h, $w, $p) = ($op->{id}, $c->{name}, $op->{hold}, $op->{wait}, $op->{path});
+	my $lock = sub { my ($kind, $q) = @_; sprintf("SELECT adv_lock(%d, '%s', '%s', '%s', %.3f, %s, %d)", $id, $n, $kind, $p, $h, ival($w), $q // 1) };
+	# some transactions have COMMIT confirm their locks with ZooKeeper
+	my $confirm = $op->{confirm} ? "\nSET LOCAL zklock.commit_confirm = on;" : '';
+	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;" if $k =~ /^(mutex_xact|semmutex_xact|read_xact|write_xact|upgrade)$/;
+	return "BEGIN;$confirm\n" . $lock->($k, $op->{qty}) . ";\nCOMMIT;" if $k eq 'semaphore';
+	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;\nSELECT zk_release_all();" if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi)$/;
+	if ($k eq 'downgrade')
+	{
+		return "BEGIN;$confirm\n" . $lock->('write') . ";\nCOMMIT;\nBEGIN;$confirm\n"
+		  . sprintf("SELECT adv_downgrade(%d, '%s', '%s', %.3f, %s)", $id, $n, $p, $op->{hold2}, $op->{dg_nowait} ? 'NULL' : ival($w))
+		  . ";\nCOMMIT;\nSELECT zk_release_all();";
+	}
+	return "SELECT zk_revoke('$p');" if $k eq 'revoke';
+	return "SELECT zk_barrier_set('$p');" if $k eq 'barrier_set';
+	return "SELECT zk_barrier_remove('$p');" if $k eq 'barrier_remove';
+	return 'SELECT adv_barrier_wait(' . ival($w) . ');' if $k eq 'barrier_wait';
+	return sprintf('SELECT adv_dbarrier(%.3f, %s);', $h, ival($w)) if $k eq 'dbarrier';
+	return sprintf("BEGIN;$confirm\nSELECT adv_leader(%d, '%s', %.3f, %s);\nCOMMIT;%s", $id, $n, $h, ival($w),
+		$op->{leave} ? "\nSELECT zk_leader_leave('$p');" : '') if $k eq 'leader';
+	return "SELECT zk_leader_leave('$p');" if $k eq 'leader_leave';
+	return "SELECT zk_atomic_long_add('$p', 1);" if $k eq 'add';
+	return "SELECT adv_cas($op->{newv});" if $k eq 'cas';
+	return "SELECT adv_tryset($op->{newv});" if $k eq 'tryset';
+	return "SELECT zk_atomic_long_set('$p', $op->{newv});" if $k eq 'set';
+	die "unknown kind $k";
+}
+
+sub new_sql_op
+{
+	my ($c) = @_;
+	my $g = $c->{rng};
+	my $k = rweighted($g, \@KINDS);
+	my $op = { id => ++$op_seq, who => $c->{cluster}, client => $c->{name}, kind => $k,
+		hold => rhold($g), hold2 => rhold($g), wait => runi($g, 0.3, 5), qty => 1 + int(r01($g) * 2) };
+	$op->{path} =
+	    $k =~ /^(mutex|revoke)/ ? rpick($g, $PATH{m1}, $PATH{m2})
+	  : $k =~ /^semmutex/ ? $PATH{sm}
+	  : $k =~ /^(read_xact|write_xact|downgrade|upgrade)$/ ? $PATH{rw}
+	  : $k eq 'multi' ? '/adv/m1+m2'
+	  : $k eq 'semaphore' ? $PATH{sem}
+	  : $k =~ /^barrier/ ? $PATH{b}
+	  : $k eq 'dbarrier' ? $PATH{db}
+	  : $k =~ /^leader/ ? $PATH{lead}
+	  : $k eq 'add' ? rpick($g, @CNT)
+	  : $PATH{ { cas => 'cas', tryset => 'ts', set => 'set' }->{$k} };
+	$op->{newv} = 1000 + $op->{id} if $COUNTER_KIND{$k};
+	$op->{leave} = r01($g) < 0.6 if $k eq 'leader';
+	$op->{confirm} = r01($g) < 0.3;
+	# a downgrade is granted at once: users ask it without a timeout
+	$op->{dg_nowait} = r01($g) < 0.5 if $k eq 'downgrade';
+	# the waits and holds it asks for: what a statement may take, plus slack
+	$op->{bound} = $op->{wait} * 2 + $op->{hold} + ($k eq 'downgrade' ? $op->{hold2} : 0) + $HANG_SLACK;
+	# a wait without a timeout ends at the latest zklock.connect_timeout
+	# after the lease (up to a session timeout) ran out
+	$op->{bound} += 75 if $op->{dg_nowait};
+	return $op;
+}
+
+my $CLEANUP_SQL = 'SELECT zk_release_all();';
+
+sub finish_sql_op
+{
+	my ($c, $r) = @_;
+	my $op = $c->{op};
+	$op->{end} = time;
+	$op->{dead} = $r->{dead} ? 1 : 0;
+	my @lines = grep { $_ ne '' } split /\n/, $r->{out} // '';
+	$op->{lines} = \@lines;
+	$op->{out} = $lines[0] // '';
+	my @states = ($r->{err} // '') =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/g;
+	$op->{sqlstate} = $states[0];
+	$op->{states} = \@states;
+	($op->{errmsg}) = ($r->{err} // '') =~ /((?:ERROR|FATAL):\s+[0-9A-Z]{5}:[^\n]*)/;
+	$op->{err} = substr($r->{err} // '', 0, 300);
+	($op->{read}) = ($r->{err} // '') =~ /NOTICE:\s+(?:00000:\s+)?adv_read (-?\d+)/;
+	for my $s (@states)
+	{
+		$err_count{$s}++;
+		$err_example{$s} //= "$op->{kind}: " . ($op->{errmsg} // '');
+	}
+	if ($op->{out} =~ /^wrong/ || grep { /^wrong/ } @lines)
+	{
+		push @wrong, [ "$op->{client} $op->{kind} $op->{path}: " . join(' | ', @lines), $op ];
+	}
+	$op->{wrong_warn} = 1 if ($r->{err} // '') =~ /is not held by this session/ && !@states;
+	$c->{need_cleanup} = 1 if @states || $op->{dead} || $op->{kind} eq 'leader_leave';
+	return;
+}
+
+sub pump_sessions
+{
+	for my $c (@cl)
+	{
+		if (!$c->{sess})
+		{
+			next if $stopping || time < $c->{retry_at};
+			my $s = eval { ZklockTest::Session->new($node{ $c->{cluster} }, $c->{name}) };
+			if (!$s) { $c->{retry_at} = time + 0.5; next; }
+			$c->{sess} = $s;
+			$c->{need_cleanup} = 0;
+		}
+		if ($c->{busy})
+		{
+			if (!$c->{sess}->done)
+			{
+				if (!$c->{hung} && $c->{op} && time - $c->{op}{start} > $c->{op}{bound})
+				{
+					$c->{hung} = 1;
+					push @hangs, sprintf('%s (pid %d) op %d %s on %s: still running after %.0f s (bound %.0f s)',
+						$c->{name}, $c->{sess}->pid, $c->{op}{id}, $c->{op}{kind}, $c->{op}{path},
+						time - $c->{op}{start}, $c->{op}{bound});
+					diag($hangs[-1]);
+				}
+				next;
+			}
+			my $r = $c->{sess}->result(5);
+			next unless $r->{done} || $r->{dead};
+			$c->{busy} = 0;
+			if (!$r->{dead} && ($r->{err} // '') =~ /server closed the connection unexpectedly|connection to server was lost|57P02:|57P01:.*terminating connection/)
+			{
+				$r->{dead} = 1;
+			}
+			if ($c->{op}) { finish_sql_op($c, $r); }
+			elsif (($r->{err} // '') !~ /ERROR|FATAL/ && !$r->{dead}) { $c->{need_cleanup} = 0; }
+			$c->{op} = undef;
+			if ($r->{dead})
+			{
+				$c->{sess}->quit;
+				$c->{sess} = undef;
+				$c->{retry_at} = time + 0.3;
+				next;
+			}
+			$c->{next_at} = time + runi($c->{rng}, 0, 0.05);
+		}
+		next if $stopping || time < $c->{next_at};
+		if ($c->{need_cleanup})
+		{
+			$c->{op} = undef;
+			$c->{sess}->start($CLEANUP_SQL);
+		}
+		else
+		{
+			my $op = new_sql_op($c);
+			$op->{pid} = $c->{sess}->pid;
+			$op->{start} = time;
+			push @ops, $op;
+			$c->{op} = $op;
+			$c->{sess}->start(op_sql($c, $op));
+		}
+		$c->{busy} = 1;
+		$c->{hung} = 0;
+	}
+	return;
+}
+
+############################################################################
+# Curator: one thread per actor in the peer; replies read without blocking
+############################################################################
+my $crng = stream(7);
+my @actors = (
+	{ id => 'cm2', kind => 'lock', path => $PATH{m2}, cmd => sub { "mutex cm2 $PATH{m2} 3000 revocable-notify" } },
+	{ id => 'crw1', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw1 $PATH{rw} 5000" } },
+	{ id => 'crw2', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw2 $PATH{rw} 5000" } },
+	{ id => 'csm', kind => 'lock', path => $PATH{sm}, cmd => sub { "semmutex csm $PATH{sm} 3000" } },
+	{ id => 'cls', kind => 'lease', path => $PATH{sem}, cmd => sub { "lease cls $PATH{sem} 3 1 3000" } },
+	{ id => 'cbw', kind => 'barrier', path => $PATH{b}, cmd => sub { "barrier_wait cbw $PATH{b} 1000" } },
+);
+my %actor = map { $_->{id} => $_ } @actors;
+$_->{state} = 'idle', $_->{next_at} = 0 for @actors;
+my %latch = (state => 'idle', next_at => 0);       # Curator's LeaderLatch: joins and closes
+my %cadd = (state => 'idle', next_at => 0);        # Curator's atomic adds
+my @peer_other;
+
+sub curator_op
+{
+	my ($a) = @_;
+	my $op = { id => ++$op_seq, who => 'cur', client => $a->{id}, kind => 'curator ' . ($a->{mode} // $a->{kind}),
+		path => $a->{path}, start => time };
+	push @ops, $op;
+	return $op;
+}
+
+sub actor_reply
+{
+	my ($a, $verb, $rest) = @_;
+	my $op = $a->{op};
+	if ($a->{state} eq 'acq')
+	{
+		$op->{end} = time;
+		my $got = $verb eq 'acquired' || $verb eq 'leased' || ($verb eq 'barrier' && ($rest // '') eq 'true');
+		$op->{out} = $verb . (defined $rest ? " $rest" : '');
+		if ($got && $a->{kind} ne 'barrier')
+		{
+			$op->{enter} = time;    # after the acquire returned
+			$a->{state} = 'held';
+			# Curator's read/write holders hold longer: a writer waiting behind
+			# a SQL holder keeps the lock for a while once it gets it
+			$a->{until} = time + ($a->{path} eq $PATH{rw} ? rpick($crng, 0.02, 0.05, runi($crng, 0.5, 4), runi($crng, 3, 15)) : rhold($crng));
+		}
+		else
+		{
+			$op->{pass_us} = int(time * 1e6) if $got;    # a barrier passed
+			$a->{state} = 'idle';
+			$a->{next_at} = time + runi($crng, 0, 0.1);
+		}
+	}
+	elsif ($a->{state} eq 'rel')
+	{
+		$op->{rel_out} = $verb . (defined $rest ? " $rest" : '');
+		$a->{state} = 'idle';
+		$a->{next_at} = time + runi($crng, 0, 0.1);
+	}
+	else
+	{
+		push @peer_other, "$verb $a->{id} " . ($rest // '') . " (in state $a->{state})";
+	}
+	return;
+}
+
+my $curator_add = { ok => 0, doubt => 0, fail => 0 };
+
+sub pump_peer
+{
+	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
+	$peer->_split;
+	my @lines = @{ $peer->{lines} };
+	$peer->{lines} = [];
+	for my $l (@lines)
+	{
+		my ($verb, $id, $rest) = $l =~ /^(\S+) (\S+)(?: (.*))?$/;
+		$verb //= $l;
+		if (defined $id && $actor{$id} && $verb ne 'stopping')
+		{
+			next if $verb eq 'revoked';
+			actor_reply($actor{$id}, $verb, $rest);
+		}
+		elsif ($verb eq 'latch' && defined $id && $id eq 'clatch')
+		{
+			$latch{state} = ($rest // '') eq 'started' ? 'member' : 'idle';
+			$latch{next_at} = time + runi($crng, 1, 10);
+		}
+		elsif ($verb =~ /^(isleader|notleader)$/ && ($id // '') eq 'clatch')
+		{
+			push @ops, { id => ++$op_seq, who => 'cur', client => 'clatch', kind => "curator $verb", path => $PATH{lead},
+				start => time, end => time, out => $verb };
+		}
+		elsif ($verb eq 'longadd' || ($verb eq 'error' && ($id // '') eq 'long_add'))
+		{
+			my $op = $cadd{op};
+			$op->{end} = time;
+			$op->{out} = $l;
+			if ($verb eq 'longadd' && $l =~ / true /) { $curator_add->{ok}++; $op->{cur_ok} = 1; }
+			elsif ($verb eq 'longadd') { $curator_add->{fail}++; }
+			else { $curator_add->{doubt}++; $op->{cur_doubt} = 1; }
+			$cadd{state} = 'idle';
+			$cadd{next_at} = time + runi($crng, 0.1, 1.5);
+		}
+		else
+		{
+			push @peer_other, $l;
+		}
+	}
+	for my $a (@actors)
+	{
+		if ($a->{state} eq 'held' && time >= $a->{until})
+		{
+			$a->{op}{exit} = time;    # before the release is asked
+			$peer->{in} .= ($a->{kind} eq 'lease' ? "release $a->{id} lease" : "release $a->{id}") . "\n";
+			$a->{state} = 'rel';
+		}
+		elsif ($a->{state} eq 'idle' && !$stopping && time >= $a->{next_at})
+		{
+			my $cmd = $a->{cmd}->($a);
+			$a->{op} = curator_op($a);
+			$peer->{in} .= "$cmd\n";
+			$a->{state} = 'acq';
+		}
+	}
+	if (!$stopping && time >= $latch{next_at} && $latch{state} =~ /^(idle|member)$/)
+	{
+		$peer->{in} .= $latch{state} eq 'idle' ? "latch_start clatch $PATH{lead} curator-latch\n" : "latch_close clatch\n";
+		$latch{state} = 'asked';
+	}
+	if (!$stopping && time >= $cadd{next_at} && $cadd{state} eq 'idle')
+	{
+		$cadd{op} = { id => ++$op_seq, who => 'cur', client => 'cadd', kind => 'curator add', path => rpick($crng, @CNT), start => time };
+		push @ops, $cadd{op};
+		$peer->{in} .= "long_add $cadd{op}{path} 1\n";
+		$cadd{state} = 'asked';
+	}
+	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
+	return;
+}
+
+############################################################################
+# The faults and operator actions
+############################################################################
+my @FAULTS = (
+	[ reload => 24 ], [ blackhole => 16 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 13 ], [ expire => 6 ],
+	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ],
+	# the ensemble's own: a follower cut off from the others (its clients
+	# keep their link), the leader killed, the leader in a minority
+	$ENSEMBLE ? ([ follower_cut => 8 ], [ leader_kill => 5 ], [ minority => 5 ]) : ());
+my @schedule;    # [ at (s), fault, cluster, params ]
+{
+	my $t = 4;
+	while ($t < $SECONDS - 8)
+	{
+		my $f = rweighted($sched, \@FAULTS);
+		my %p = (dur => $f eq 'blackhole' ? runi($sched, 3, 25) : $f eq 'stall' ? runi($sched, 1, 20)
+			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
+		# nothing gets through, or the replies are lost (from now on, or
+		# from the next write on: its reply is the first one lost)
+		$p{mode} = rpick($sched, 'blackhole', 'blackhole', 'drop_replies', 'drop_set_replies') if $f eq 'blackhole';
+		if ($f eq 'reload')
+		{
+			my $x = r01($sched);
+			$p{session_timeout} = $x < 0.5 ? '10s' : $x < 0.93 ? '60s' : '20s' if r01($sched) < 0.85;
+			$p{hosts} = 1 if r01($sched) < 0.5;
+			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms', '4s') if r01($sched) < 0.3;
+			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
+		}
+		push @schedule, [ $t, $f, rpick($sched, @CLUSTERS), \%p ];
+		$t += runi($sched, 1.5, 6);
+	}
+}
+note('schedule of faults: ' . join('; ', map { sprintf('%.1f %s %s', $_->[0], $_->[1], $_->[2]) } @schedule));
+
+my %active;      # "cluster fault" => { until, ... } (black holes, stalls, resets)
+my @zktool_jobs; # asynchronous ZkTool expiries
+
+sub wpid
+{
+	my ($c) = @_;
+	my $out = try_sql($node{$c}, q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'zklock worker'}) // '';
+	return $out =~ /^(\d+)$/ ? $1 : undef;
+}
+
+sub set_proxies { my ($c, $mode) = @_; $_->set_mode($mode) for map { @$_ } @{ $proxies{$c} }; return; }
+
+sub victim
+{
+	my ($c) = @_;
+	my $out = try_sql($node{$c}, q{SELECT l.pid FROM zk_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name ~ '^[AB][0-9]+$' AND l.state IN ('held', 'waiting') ORDER BY random() LIMIT 1}) // '';
+	return $out =~ /^(\d+)$/ ? $1 : undef;
+}
+
+sub do_fault
+{
+	my ($f, $c, $p) = @_;
+	my $n = $node{$c};
+	if ($f eq 'blackhole')
+	{
+		return fault_note("$c: already black-holed") if $active{"$c blackhole"};
+		set_proxies($c, $p->{mode});
+		$active{"$c blackhole"} = { until => time + $p->{dur} };
+		return fault_note("$c: " . ($p->{mode} eq 'blackhole' ? 'black hole' : $p->{mode} eq 'drop_replies' ? 'replies lost (drop_replies)'
+				: 'replies lost from the next write on (drop_set_replies)'), sprintf('%.1f s', $p->{dur}));
+	}
+	if ($f eq 'reset')
+	{
+		return fault_note("$c: reset skipped (black hole)") if $active{"$c blackhole"} || $active{"$c reset"};
+		set_proxies($c, 'cut');
+		$active{"$c reset"} = { until => time + $p->{dur} };
+		return fault_note("$c: connections reset", sprintf('refused for %.1f s', $p->{dur}));
+	}
+	if ($f eq 'stall')
+	{
+		return fault_note("$c: already stalled") if $active{"$c stall"};
+		my $w = wpid($c) or return fault_note("$c: stall skipped (no worker)");
+		kill 'STOP', $w;
+		$active{"$c stall"} = { until => time + $p->{dur}, pid => $w };
+		return fault_note("$c: worker SIGSTOP", sprintf('pid %d for %.1f s', $w, $p->{dur}));
+	}
+	if ($f eq 'sigterm' || $f eq 'worker_kill')
+	{
+		return fault_note("$c: $f skipped (worker stalled)") if $f eq 'worker_kill' && $active{"$c stall"};
+		my $w = wpid($c) or return fault_note("$c: $f skipped (no worker)");
+		kill($f eq 'sigterm' ? 'TERM' : 'KILL', $w);
+		return fault_note("$c: worker " . ($f eq 'sigterm' ? 'SIGTERM' : 'SIGKILL'), "pid $w");
+	}
+	if ($f eq 'terminate' || $f eq 'backend_kill')
+	{
+		return fault_note("$c: $f skipped (worker stalled)") if $f eq 'backend_kill' && $active{"$c stall"};
+		my $v = victim($c) or return fault_note("$c: $f skipped (nobody holds or waits)");
+		if ($f eq 'terminate') { try_sql($n, "SELECT pg_terminate_backend($v)"); }
+		else { kill 'KILL', $v; }
+		return fault_note("$c: backend " . ($f eq 'terminate' ? 'pg_terminate_backend' : 'SIGKILL'), "pid $v");
+	}
+	if ($f eq 'restart')
+	{
+		return fault_note("$c: restart skipped (worker stalled)") if $active{"$c stall"};
+		fault_note("$c: PostgreSQL stop -m immediate, start");
+		eval { $n->stop('immediate'); 1 } or diag("stop: $@");
+		eval { $n->start; 1 } or diag("start: $@");
+		return;
+	}
+	if ($f eq 'expire')
+	{
+		my ($id, $pw) = session_file($n);
+		return fault_note("$c: expire skipped (no session file)") unless $id;
+		my ($out, $err) = ('', '');
+		my $dir = ZklockFault::_compile_zktool();
+		my $h = IPC::Run::start([ 'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR", 'ZkTool', 'expire', $zk, $id, $pw ],
+			'>', \$out, '2>', \$err, IPC::Run::timeout(60));
+		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time };
+		return fault_note("$c: ZooKeeper expires zklock's session", "0x$id");
+	}
+	if ($f =~ /^(follower_cut|minority|leader_kill)$/)
+	{
+		return fault_note("ZooKeeper: $f skipped (a server fault is in place)") if $active{'Z server'};
+		my $e = $f eq 'follower_cut' ? rpick($sched, netns_followers()) : netns_leader();
+		return fault_note("ZooKeeper: $f skipped (no " . ($f eq 'follower_cut' ? 'follower' : 'leader') . ')') unless $e;
+		if ($f eq 'leader_kill') { kill_netns_member($e, 'KILL'); }
+		else { isolate_member($e); }
+		$active{'Z server'} = { until => time + $p->{dur}, member => $e, how => $f };
+		return fault_note('ZooKeeper: ' . ($f eq 'leader_kill' ? "leader (server $e->{id}) killed"
+				: $f eq 'minority' ? "leader (server $e->{id}) cut off from the others (minority)"
+				: "follower (server $e->{id}) cut off from the others"), sprintf('%.1f s', $p->{dur}));
+	}
+	if ($f eq 'reload')
+	{
+		my @set;
+		my $cn = $conf_now{$c};
+		for my $k (qw(session_timeout lease_margin server_tick_time))
+		{
+			push @set, "zklock.$k = '$p->{$k}'" if defined $p->{$k} && $p->{$k} ne $cn->{$k};
+		}
+		if ($p->{hosts})
+		{
+			$hosts_ix{$c} = 1 - $hosts_ix{$c};
+			push @set, "zklock.hosts = '" . hosts_of($c, $hosts_ix{$c}) . "'";
+		}
+		return fault_note("$c: reload with nothing to change") unless @set;
+		my $sql = join(";\n", map { "ALTER SYSTEM SET $_" } @set) . ";\nSELECT pg_reload_conf();";
+		my $r = try_sql($n, $sql);
+		if (defined $r)
+		{
+			for my $k (qw(session_timeout lease_margin server_tick_time)) { $cn->{$k} = $p->{$k} if defined $p->{$k}; }
+		}
+		return fault_note("$c: reload", join(', ', @set) . (defined $r ? '' : ' (failed: cluster not answering)'));
+	}
+	die "unknown fault $f";
+}
+
+sub heal_due
+{
+	my ($all) = @_;
+	for my $k (sort keys %active)
+	{
+		my $a = $active{$k};
+		next unless $all || time >= $a->{until};
+		my ($c, $f) = split / /, $k;
+		delete $active{$k};
+		if ($f eq 'blackhole' || $f eq 'reset') { set_proxies($c, 'pass'); fault_note("$c: $f healed"); }
+		elsif ($f eq 'stall') { kill 'CONT', $a->{pid}; fault_note("$c: worker SIGCONT", "pid $a->{pid}"); }
+		elsif ($f eq 'server')
+		{
+			if ($a->{how} eq 'leader_kill') { restart_netns_member($a->{member}, 0); fault_note("ZooKeeper: server $a->{member}{id} started again"); }
+			else { heal_member($a->{member}); fault_note("ZooKeeper: server $a->{member}{id} reaches the others again"); }
+		}
+	}
+	for my $j (@zktool_jobs)
+	{
+		next if $j->{done};
+		eval { $j->{h}->pump_nb if $j->{h}->pumpable; };
+		if (!$j->{h}->pumpable) { eval { $j->{h}->finish; }; $j->{done} = 1; $j->{t_done} = time; }
+	}
+	return;
+}
+
+my $next_fault = 0;
+sub pump_faults
+{
+	heal_due(0);
+	return if $stopping;
+	while ($next_fault < @schedule && time - $t0 >= $schedule[$next_fault][0])
+	{
+		my ($at, $f, $c, $p) = @{ $schedule[ $next_fault++ ] };
+		do_fault($f, $c, $p);
+	}
+	return;
+}
+
+sub pump_all { pump_sessions(); pump_peer(); pump_faults(); return; }
+load_driver(pump => \&pump_all, us => 4_000, every => 0.5);
+
+sub connected_all
+{
+	if ($ENSEMBLE)
+	{
+		my $m = netns_modes();
+		return 0 unless (grep { defined $m->{ $_->{id} } } @members) == @members;
+	}
+	for my $c (@CLUSTERS)
+	{
+		my $s = try_status($node{$c});
+		return 0 unless $s && $s->{state} eq 'connected';
+	}
+	return 1;
+}
+
+############################################################################
+# Run
+############################################################################
+my $cap = int(($SECONDS + 200) * 1000);
+quietly(sub {
+	$t0 = time;
+	fault_clock($t0);
+	$peer->send("mxloop cmx1 $PATH{m1} $cap 50 300");
+	drive_for($SECONDS);
+	$stopping = 1;
+	heal_due(1);
+	# what the faults left (a stalled worker's SIGTERM) settles
+	ok(drive_until(\&connected_all, 120, 'both clusters connected'), 'after the faults both clusters are connected again');
+});
+my $t_load_end = time;
+note(sprintf('load: %.0f s; faults: %d', $t_load_end - $t0, scalar(faults())));
+
+# every running statement ends
+quietly(sub {
+	ok(drive_until(sub { !grep { $_->{busy} } @cl }, 240, 'the SQL sessions to finish'), 'every SQL statement ended');
+	ok(drive_until(sub { !grep { $_->{state} ne 'idle' } @actors }, 60, "Curator's actors to finish")
+		  && drive_until(sub { $cadd{state} eq 'idle' && $latch{state} =~ /^(idle|member)$/ }, 60, 'Curator add and latch'),
+		"Curator's actors finished and released");
+});
+
+# Curator's mutex loop and its sections
+my @cur_mx;
+{
+	$peer->send('stoploop cmx1');
+	my $line = quietly(sub { $peer->wait_reply(qr/^(mxloop|error) cmx1(\s|$)/, 60) });
+	note('Curator mxloop: ' . ($line // 'no reply'));
+	my @rest;
+	for my $e (@{ $peer->{lines} }, @peer_other)
+	{
+		if ($e =~ /^mxev cmx1 (-?\d+) (\d+) (\d+) (\d+)$/)
+		{
+			push @cur_mx, { who => 'cur', client => 'cmx1', recipe => 'mutex', path => $PATH{m1}, mode => 'x',
+				token => $1, enter => $2, exit => $3, qty => 1 };
+		}
+		else { push @rest, $e; }
+	}
+	$peer->{lines} = [];
+	@peer_other = @rest;
+	quietly(sub { $peer->send('latch_close clatch') if $latch{state} eq 'member'; });
+}
+
+# the SQL sessions release what they hold, and quit
+quietly(sub {
+	for my $c (@cl)
+	{
+		next unless $c->{sess};
+		eval { $c->{sess}->query('SELECT zk_release_all(); SELECT zk_leader_leave(\'/adv/lead\') FROM zk_locks WHERE pid = pg_backend_pid() AND recipe = \'leader_latch\'', 60) };
+		$c->{sess}->quit;
+		$c->{sess} = undef;
+	}
+});
+
+############################################################################
+# The sections
+############################################################################
+my @sections;
+for my $c (@CLUSTERS)
+{
+	my $out = $node{$c}->safe_psql('postgres',
+		q{SELECT client, op, recipe, path, mode, coalesce(token, -1), qty, enter_us, exit_us, coalesce(confirm, 'off') FROM adv_sections});
+	for (split /\n/, $out)
+	{
+		my ($client, $op, $recipe, $path, $mode, $tok, $qty, $enter, $exit, $confirm) = split /\|/;
+		push @sections, { who => $c, client => $client, op => $op, recipe => $recipe, path => $path, mode => $mode,
+			token => $tok, qty => $qty, enter => $enter, exit => $exit, confirm => $confirm };
+	}
+}
+my %op_by_id = map { $_->{id} => $_ } @ops;
+for my $op (grep { $_->{who} eq 'cur' && defined $_->{enter} } @ops)
+{
+	my $k = $op->{kind};
+	my ($recipe, $mode) = $k =~ /write/ ? ('rw', 'w') : $k =~ /read/ ? ('rw', 'r') : $k =~ /lease/ ? ('semaphore', 's') : ('mutex', 'x');
+	push @sections, { who => 'cur', client => $op->{client}, op => $op->{id}, recipe => $recipe, path => $op->{path},
+		mode => $mode, token => -1, qty => 1, enter => int($op->{enter} * 1e6), exit => int(($op->{exit} // $op->{enter}) * 1e6) };
+}
+push @sections, @cur_mx;
+note(sprintf('sections: %d committed SQL, %d Curator', scalar(grep { $_->{who} ne 'cur' } @sections), scalar(grep { $_->{who} eq 'cur' } @sections)));
+
+############################################################################
+# Reporting a violation: the seed, the schedule, the history around it
+############################################################################
+sub show_section
+{
+	my ($s) = @_;
+	my $o = defined $s->{op} ? $op_by_id{ $s->{op} } : undef;
+	return sprintf('%s %s op %s (%s) %s %s%s%s [%s, %s]', $s->{who}, $s->{client}, $s->{op} // '-', $o ? $o->{kind} : 'loop',
+		$s->{path}, $s->{mode}, $s->{mode} eq 's' ? " x$s->{qty}" : '',
+		($s->{token} // -1) >= 0 ? " token $s->{token}" : '', rel($s->{enter} / 1e6), rel($s->{exit} / 1e6));
+}
+
+sub show_op
+{
+	my ($o) = @_;
+	return sprintf('  %8s..%-8s %-3s %-6s op %-6d %-18s %-12s -> %s%s%s', rel($o->{start}), rel($o->{end}), $o->{who}, $o->{client},
+		$o->{id}, $o->{kind}, $o->{path} // '', join(' | ', @{ $o->{lines} // [ $o->{out} // '(running)' ] }),
+		$o->{errmsg} ? " [$o->{errmsg}]" : '', $o->{dead} ? ' [backend died]' : '');
+}
+
+# A session closed from outside (ZkTool, with the session's password) is
+# not an expiry the lease can see: only zklock.commit_confirm confirms the
+# nodes at COMMIT (see the failure model).  A SQL section that ran while
+# its cluster's session was being closed that way, in a transaction without
+# commit_confirm, is excused: it is left out of the checks and counted.
+# closed_at($s): when the close of the session $s's lock was in began (the
+# earliest such close), undef when none ran during $s or $s set
+# commit_confirm.  Another holder that entered after that instant may owe
+# its lock to the close; one that entered before may not.
+sub closed_at
+{
+	my ($s) = @_;
+	return undef if $s->{who} eq 'cur' || ($s->{confirm} // 'off') eq 'on';
+	my $at;
+	for my $j (grep { $_->{cluster} eq $s->{who} } @zktool_jobs)
+	{
+		my $done = $j->{t_done} // $j->{t_start} + 60;
+		$at = $j->{t_start} if $s->{enter} / 1e6 <= $done && $s->{exit} / 1e6 >= $j->{t_start} && (!defined $at || $j->{t_start} < $at);
+	}
+	return $at;
+}
+
+# excused_pair($x, $y): the overlap of $x and $y is explained by a close
+# from outside: one of them ran in a session being closed, and the other
+# entered after the close began.
+sub excused_pair
+{
+	my ($x, $y) = @_;
+	for ([ $x, $y ], [ $y, $x ])
+	{
+		my ($a, $b) = @$_;
+		my $at = closed_at($a);
+		return 1 if defined $at && $b->{enter} / 1e6 >= $at - 0.5;
+	}
+	return 0;
+}
+
+my $violations = 0;
+sub history
+{
+	my ($what, $from, $to, $path_re) = @_;
+	$violations++;
+	my @h = ("VIOLATION: $what", "seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_MODE=$MODE ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began");
+	push @h, 'faults from ' . rel($from - 30) . ' s to ' . rel($to) . ' s:';
+	push @h, map { sprintf('  %8.3f %s%s', $_->[1], $_->[0], defined $_->[2] ? " ($_->[2])" : '') }
+	  grep { $_->[1] >= $from - 30 - $t0 && $_->[1] <= $to - $t0 + 1 } faults();
+	push @h, 'operations on the path in that window:';
+	my @o = grep { ($_->{path} // '') =~ $path_re && ($_->{end} // $to) >= $from - 5 && ($_->{start} // 0) <= $to + 1 } @ops;
+	@o = @o[ -60 .. -1 ] if @o > 60;
+	push @h, map { show_op($_) } sort { $a->{start} <=> $b->{start} } @o;
+	diag(join("\n", @h));
+	return;
+}
+
+############################################################################
+# Checks
+############################################################################
+# Exclusive sections: mutex paths, semaphore mutex, write lock vs any, leader.
+subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership overlap; no reader beside a writer' => sub {
+	my %by_path;
+	push @{ $by_path{ $_->{path} } }, $_ for grep { $_->{recipe} =~ /^(mutex|rw|leader)$/ } @sections;
+	my $n_over = 0;
+	my $n_excused = 0;
+	for my $p (sort keys %by_path)
+	{
+		my @s = sort { $a->{enter} <=> $b->{enter} } @{ $by_path{$p} };
+		my @bad;
+		for my $i (0 .. $#s)
+		{
+			for my $j ($i + 1 .. $#s)
+			{
+				last if $s[$j]{enter} > $s[$i]{exit};
+				next if $s[$i]{mode} eq 'r' && $s[$j]{mode} eq 'r';
+				# the same client's own sections (a downgrade: the write
+				# section ends before its read section begins)
+				next if $s[$i]{who} eq $s[$j]{who} && $s[$i]{client} eq $s[$j]{client} && $s[$i]{op} eq $s[$j]{op};
+				if (excused_pair($s[$i], $s[$j]))
+				{
+					$n_excused++;
+					next;
+				}
+				push @bad, [ $s[$i], $s[$j] ];
+			}
+		}
+		$n_over += @bad;
+		ok(!@bad, "$p: no two committed sections overlap where one excludes the other (" . scalar(@s) . ' sections)')
+		  or do {
+			diag(scalar(@bad) . " overlapping pairs on $p:");
+			diag('  ' . show_section($_->[0]) . "\n    and " . show_section($_->[1])) for @bad[ 0 .. ($#bad > 19 ? 19 : $#bad) ];
+			# the history of the first pair, and of the next ones that
+			# begin well after it (another occurrence)
+			my $last = -1e18;
+			my $shown = 0;
+			for my $pair (@bad)
+			{
+				my ($x, $y) = @$pair;
+				next if $x->{enter} < $last + 60e6;
+				$last = $x->{enter};
+				history("overlap on $p: " . show_section($x) . ' and ' . show_section($y),
+					$x->{enter} / 1e6, ($x->{exit} > $y->{exit} ? $x->{exit} : $y->{exit}) / 1e6, qr/^\Q$p\E$|^\/adv\/m1\+m2$/);
+				last if ++$shown >= 4;
+			}
+		  };
+	}
+	note("overlapping pairs excused (a SQL side whose session was closed from outside meanwhile, without commit_confirm): $n_excused");
+};
+
+subtest 'fencing tokens strictly increase per mutex path' => sub {
+	for my $p ($PATH{m1}, $PATH{m2})
+	{
+		my @s = sort { $a->{enter} <=> $b->{enter} } grep { $_->{path} eq $p && $_->{recipe} eq 'mutex' && $_->{token} >= 0 && !defined closed_at($_) } @sections;
+		my @bad;
+		for my $i (1 .. $#s)
+		{
+			push @bad, [ $s[ $i - 1 ], $s[$i] ] if $s[$i]{token} <= $s[ $i - 1 ]{token};
+		}
+		ok(!@bad, "$p: " . scalar(@s) . ' tokens strictly increase in order of entering')
+		  or history("token order on $p: " . show_section($bad[0][0]) . ' then ' . show_section($bad[0][1]),
+			$bad[0][0]{enter} / 1e6, $bad[0][1]{exit} / 1e6, qr/^\Q$p\E$/);
+	}
+};
+
+subtest 'never more than 3 semaphore leases at once' => sub {
+	my @s = grep { $_->{recipe} eq 'semaphore' } @sections;
+	my $n_excused = 0;
+	my @pts = sort { $a->[0] <=> $b->[0] || $b->[1] <=> $a->[1] } map { ([ $_->{enter}, $_->{qty}, $_ ], [ $_->{exit}, -$_->{qty}, $_ ]) } @s;
+	my ($open, $most, $at) = (0, 0, undef);
+	my %open;
+	for my $pt (@pts)
+	{
+		$open += $pt->[1];
+		if ($pt->[1] > 0) { $open{ $pt->[2] } = $pt->[2]; } else { delete $open{ $pt->[2] }; }
+		my $now = $open;
+		if ($open > $SEM_MAX)
+		{
+			# leases of a session being closed from outside since before
+			# this instant do not count
+			$now = 0;
+			for my $x (values %open)
+			{
+				my $c = closed_at($x);
+				$now += $x->{qty} unless defined $c && $pt->[0] / 1e6 >= $c - 0.5;
+			}
+			$n_excused++ if $now <= $SEM_MAX;
+		}
+		if ($now > $most) { $most = $now; $at = [ values %open ] if $now > $SEM_MAX; }
+	}
+	note("instants over $SEM_MAX excused (leases of a session being closed from outside): $n_excused");
+	cmp_ok($most, '<=', $SEM_MAX, "at most $SEM_MAX leases held at once (most: $most, " . scalar(@s) . ' sections)')
+	  or history("more than $SEM_MAX leases: " . join('; ', map { show_section($_) } @$at),
+		(sort { $a <=> $b } map { $_->{enter} } @$at)[-1] / 1e6 - 5, (sort { $a <=> $b } map { $_->{exit} } @$at)[0] / 1e6, qr/^\/adv\/sem$/);
+};
+
+# the final values of the counters
+my %final;
+{
+	for my $p (@CNT) { $final{$p} = $node{A}->safe_psql('postgres', "SELECT zk_atomic_long_get('$p')"); }
+	my $v = $node{A}->safe_psql('postgres', q{SELECT 0 || ' ' || zk_atomic_long_get('/adv/cas') || ' '
+		|| (SELECT value || ' ' || version FROM zk_shared_count_get_versioned('/adv/ts')) || ' ' || zk_atomic_long_get('/adv/set')});
+	@final{qw(cnt cas ts ts_version set)} = split / /, $v;
+	note('final counters: adds ' . join(' ', map { $final{$_} } @CNT) . ", cas $final{cas}, try-set $final{ts} (version $final{ts_version}), set $final{set}");
+}
+
+# in doubt: an error that may come after the write left (08006, a dead or
+# terminated backend, a cancel), not 40000 (refused before sending)
+sub in_doubt { my ($o) = @_; return $o->{dead} || (defined $o->{sqlstate} && $o->{sqlstate} ne '40000' && $o->{sqlstate} !~ /^22/); }
+
+subtest 'counters: every add counted once, compare-and-set and try-set answers agree with the history, set wrote the final value' => sub {
+	for my $path (@CNT)
+	{
+	my @add = grep { $_->{kind} eq 'add' && $_->{path} eq $path } @ops;
+	my @cur = grep { $_->{kind} eq 'curator add' && $_->{path} eq $path } @ops;
+	my $ok = grep { !defined $_->{sqlstate} && !$_->{dead} && ($_->{out} // '') =~ /^\d+$/ } @add;
+	my $doubt = grep { in_doubt($_) || !defined $_->{end} } @add;
+	$ok += grep { $_->{cur_ok} } @cur;
+	$doubt += grep { $_->{cur_doubt} || !defined $_->{end} } @cur;
+	my $grew = $final{$path} - 0;
+	# every applied add made one value, 1 .. final; a value no add answered
+	# and no add in doubt can explain is an add applied without its caller
+	# knowing: the adds around it are the shortest history
+	my %answered;
+	for my $o (@add) { $answered{ $o->{out} } = $o if !defined $o->{sqlstate} && !$o->{dead} && ($o->{out} // '') =~ /^\d+$/; }
+	for my $o (@cur) { $answered{$1} = $o if $o->{cur_ok} && ($o->{out} // '') =~ / true (\d+)$/; }
+	my @gaps = grep { !$answered{$_} } 1 .. $grew;
+	ok($grew >= $ok && $grew <= $ok + $doubt,
+		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur) . ')')
+	  or do {
+		# the shortest history that shows it: the adds a fault hit (in
+		# flight when a fault of their cluster began), and those faults
+		my @hit;
+		for my $f (faults())
+		{
+			my ($c) = $f->[0] =~ /^([AB]):/ or next;
+			my $at = $t0 + $f->[1];
+			push @hit, [ $f, grep { $_->{who} eq $c && $_->{start} <= $at && ($_->{end} // 1e12) >= $at } @add ];
+		}
+		@hit = grep { @$_ > 1 } @hit;
+		my @h = ("VIOLATION: counter $path grew by $grew for $ok successful adds and $doubt in doubt",
+			"seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_MODE=$MODE ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began",
+			'the adds in flight when a fault of their cluster began:');
+		for my $x (@hit)
+		{
+			my ($f, @a) = @$x;
+			push @h, sprintf('  fault %8.3f %s%s', $f->[1], $f->[0], defined $f->[2] ? " ($f->[2])" : ''), map { show_op($_) } @a;
+		}
+		push @h, 'the adds in doubt on the counter:', map { show_op($_) } sort { $a->{start} <=> $b->{start} } grep { in_doubt($_) || $_->{cur_doubt} } @add, @cur;
+		push @h, 'values of the counter no add answered (' . scalar(@gaps) . '), with the adds that answered the values around each:';
+		for my $g (@gaps[ 0 .. ($#gaps > 5 ? 5 : $#gaps) ])
+		{
+			push @h, "  value $g:", map { show_op($answered{$_}) } grep { $answered{$_} } ($g - 2 .. $g + 2);
+		}
+		$violations++;
+		diag(join("\n", @h));
+	  };
+	}
+
+	# the chains of unique values: from the final one back to 0
+	for my $ch ([ 'cas', $final{cas} ], [ 'tryset', $final{ts} ])
+	{
+		my ($kind, $v) = @$ch;
+		my @o = grep { $_->{kind} eq $kind && defined $_->{end} } @ops;
+		my %by_new = map { $_->{newv} => $_ } @o;
+		my (%on, $steps);
+		while ($v != 0 && $by_new{$v} && !$on{$v})
+		{
+			my $x = $by_new{$v};
+			$on{$v} = 1;
+			$steps++;
+			my ($expected) = ($x->{out} // '') =~ /^(-?\d+)/;
+			$expected //= $x->{read};
+			last unless defined $expected;
+			$v = $expected;
+		}
+		my (@false_on, @true_off);
+		for my $x (@o)
+		{
+			next if defined $x->{sqlstate} || $x->{dead};
+			my ($answer) = ($x->{out} // '') =~ /(true|false)$/ or next;
+			push @false_on, $x if $answer eq 'false' && $on{ $x->{newv} };
+			push @true_off, $x if $answer eq 'true' && !$on{ $x->{newv} };
+		}
+		my $chain_ok = $v == 0;
+		ok($chain_ok, "$kind: the chain of values leads back to the initial 0 ($steps writes)")
+		  or diag("$kind: the chain stops at $v");
+		ok(!@false_on, "$kind: no write on the chain answered false (" . scalar(@o) . ' operations)')
+		  or history("$kind op $false_on[0]{id} answered false but its value $false_on[0]{newv} was applied",
+			$false_on[0]{start} - 5, $false_on[0]{end} + 5, qr/^\Q$PATH{ $kind eq 'cas' ? 'cas' : 'ts' }\E$/);
+		ok(!@true_off, "$kind: every true answer is on the chain")
+		  or history("$kind op $true_off[0]{id} answered true but its value $true_off[0]{newv} was never applied",
+			$true_off[0]{start} - 5, $true_off[0]{end} + 5, qr/^\Q$PATH{ $kind eq 'cas' ? 'cas' : 'ts' }\E$/);
+	}
+	my %wrote = map { $_->{newv} => 1 } grep { $_->{kind} eq 'set' && (!defined $_->{sqlstate} || in_doubt($_)) } @ops;
+	ok($final{set} == 0 || $wrote{ $final{set} }, "set: the final value $final{set} was written by a set that did not fail before sending");
+};
+
+subtest 'barriers: no wait passes while the barrier was certainly set; no double barrier enter passes alone' => sub {
+	my @set = grep { $_->{kind} eq 'barrier_set' && ($_->{out} // '') eq 't' && defined $_->{end} } @ops;
+	my @rm = grep { $_->{kind} eq 'barrier_remove' } @ops;
+	my @early;
+	for my $w (grep { ($_->{kind} eq 'barrier_wait' && ($_->{out} // '') =~ /^true/) || ($_->{kind} eq 'curator barrier' && $_->{pass_us}) } @ops)
+	{
+		# the latest set that created the barrier before the wait began
+		my ($s) = sort { $b->{end} <=> $a->{end} } grep { $_->{end} < $w->{start} } @set;
+		next unless $s;
+		# any remove that may have run since (whatever it answered) explains a pass
+		next if grep { ($_->{end} // 1e12) > $s->{start} && $_->{start} < $w->{end} } @rm;
+		push @early, $w;
+	}
+	ok(!@early, 'no barrier wait passed while the barrier was set and nobody removed it ('
+		  . scalar(grep { $_->{kind} =~ /barrier_wait|curator barrier/ } @ops) . ' waits)')
+	  or history("barrier wait op $early[0]{id} passed early", $early[0]{start} - 10, $early[0]{end}, qr/^\/adv\/b$/);
+	my @db = grep { $_->{kind} eq 'dbarrier' && defined $_->{end} } @ops;
+	my @alone;
+	for my $d (grep { ($_->{out} // '') =~ /^(ok|leave-timeout) (\d+)/ } @db)
+	{
+		# a round a member left uncleanly may leave P/ready behind (as in
+		# Curator's protocol, only the last member to leave deletes it): an
+		# enter after such a round passes at once
+		# (until a round ends cleanly after it)
+		my ($last_unclean) = sort { $b <=> $a } map { $_->{end} }
+		  grep { $_->{end} < $d->{start} && ($_->{dead} || defined $_->{sqlstate} || ($_->{out} // '') !~ /^ok /) } @db;
+		next if defined $last_unclean
+		  && !grep { $_->{end} > $last_unclean && $_->{end} < $d->{start} && ($_->{out} // '') =~ /^ok / && !defined $_->{sqlstate} } @db;
+		my ($t_in) = $d->{out} =~ / (\d+)$/;
+		# a member node may stay after its call returned, until its
+		# cluster's worker can delete it or its session ends (a black
+		# hole, a stall): up to a session timeout
+		push @alone, $d unless grep {
+			$_ != $d && $_->{start} <= $t_in / 1e6 && ($_->{end} // 1e12) >= $d->{start} - 70
+		} @db;
+	}
+	ok(!@alone, 'no double barrier enter of 2 passed without another member (' . scalar(@db) . ' rounds)')
+	  or history("double barrier op $alone[0]{id} entered alone", $alone[0]{start} - 10, $alone[0]{end}, qr/^\/adv\/db$/);
+};
+
+subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
+	is(scalar @wrong, 0, 'no wrong answer (reentrant, downgrade, upgrade, revoke, leases)')
+	  or do { history("wrong answer: $wrong[0][0]", $wrong[0][1]{start} - 20, $wrong[0][1]{end}, qr/^\Q$wrong[0][1]{path}\E$/); };
+	my @not_granted = grep { $_->{kind} eq 'downgrade' && ($_->{lines}[1] // '') eq 'downgrade-false' && !defined $_->{sqlstate} } @ops;
+	note('downgrades that said false (the write lock lost meanwhile): ' . scalar(@not_granted));
+	is(scalar @hangs, 0, 'no statement ran past its timeouts and holds plus ' . $HANG_SLACK . ' s') or diag(join("\n", @hangs));
+	my @bad = grep { !$DOCUMENTED{$_} } sort keys %err_count;
+	is(scalar @bad, 0, 'every error carries a documented SQLSTATE (' . join(', ', map { "$_ x$err_count{$_}" } sort keys %err_count) . ')')
+	  or diag(join("\n", map { "$_: $err_example{$_}" } @bad));
+	note("example of $_: $err_example{$_}") for sort keys %err_example;
+};
+
+############################################################################
+# Nothing left behind
+############################################################################
+$peer->quit;
+my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, map { ("$_/locks", "$_/leases") } values %PATH);
+subtest 'once everything is released, no lock, lease, member or latch node is left' => sub {
+	my $left;
+	# a session a lease ran out on is expired by the server one session
+	# timeout (up to 60 s here) after its last answer
+	my $ok = wait_until(sub {
+			my $tree = zk_tree($zk, '/adv') or return 0;
+			$left = [ grep { $_ ne '' && !$dir{$_} && $_ ne '/adv/db/ready' } @$tree ];
+			return !@$left;
+		}, 90, 'no node left under /adv');
+	ok($ok, 'no node is left under /adv but the recipes\' directories, the counters and the barrier')
+	  or diag('left: ' . join(' ', @{ $left // [] }));
+	for my $c (@CLUSTERS)
+	{
+		my $st = status_row($node{$c});
+		is("$st->{locks_held} $st->{slots_used}", '0 0', "cluster $c: zk_status says no lock held, no slot in use");
+	}
+};
+
+############################################################################
+# Summary
+############################################################################
+{
+	my %k;
+	for my $o (@ops)
+	{
+		my $what = (split ' ', ($o->{out} // '?'))[0] // 'void';
+		$what = 'value' if $what =~ /^-?\d+$/;
+		$what = $o->{dead} ? 'died' : defined $o->{sqlstate} ? $o->{sqlstate} : $what;
+		$k{ $o->{kind} }{$what}++;
+		note("example: op $o->{id} $o->{kind} -> " . join(' | ', @{ $o->{lines} // [] }) . " err=[" . ($o->{err} // '') . ']')
+		  if $what eq 'value' && $o->{kind} !~ /^(add|cas|tryset|revoke)$/ && $k{ $o->{kind} }{$what} == 1;
+	}
+	note('operations (outcomes): ' . join('; ', map { my $x = $_; "$x " . join(' ', map { "$_=$k{$x}{$_}" } sort keys %{ $k{$x} }) } sort keys %k));
+	my %f;
+	$f{ $_->[0] =~ s/^[AB]: //r }++ for faults();
+	note('faults and actions: ' . join(', ', map { "$_ x$f{$_}" } sort keys %f));
+	note('schedule: ' . join('; ', map { sprintf('%.1f %s%s', $_->[1], $_->[0], defined $_->[2] ? " ($_->[2])" : '') } faults()));
+	note("other Curator replies: @peer_other[0 .. ($#peer_other > 20 ? 20 : $#peer_other)]") if @peer_other;
+	diag(sprintf('905_adversary: seed %d, %.0f s of load, %d operations, %d faults, %d violations; took %.0f s',
+			$SEED, $t_load_end - $t0, scalar(@ops), scalar(faults()), $violations, time - $t_begin));
+}
+
+$node{$_}->stop for @CLUSTERS;
+$_->stop for map { @$_ } map { @$_ } values %proxies;
+if ($ENSEMBLE) { stop_netns_ensemble(); } else { stop_zk($zk); }
+done_testing();
