@@ -1185,6 +1185,12 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 	my $doubt = grep { in_doubt($_) || !defined $_->{end} } @add;
 	$ok += grep { $_->{cur_ok} } @cur;
 	$doubt += grep { $_->{cur_doubt} || !defined $_->{end} } @cur;
+	# Curator's DistributedAtomicLong is not exactly-once: a setData whose
+	# reply a connection loss took is tried again by its retry loop, fails
+	# on the version it already moved, and the add is made again on the
+	# new value.  An add of Curator's that took a retry (over a second)
+	# may so have been applied more than once: it bounds nothing above.
+	my $cur_retried = grep { defined $_->{end} && $_->{end} - $_->{start} > 1 } @cur;
 	my $grew = $final{$path} - 0;
 	# every applied add made one value, 1 .. final; a value no add answered
 	# and no add in doubt can explain is an add applied without its caller
@@ -1193,8 +1199,9 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 	for my $o (@add) { $answered{ $o->{out} } = $o if !defined $o->{sqlstate} && !$o->{dead} && ($o->{out} // '') =~ /^\d+$/; }
 	for my $o (@cur) { $answered{$1} = $o if $o->{cur_ok} && ($o->{out} // '') =~ / true (\d+)$/; }
 	my @gaps = grep { !$answered{$_} } 1 .. $grew;
-	ok($grew >= $ok && $grew <= $ok + $doubt,
-		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur) . ')')
+	ok($grew >= $ok && ($grew <= $ok + $doubt || $cur_retried),
+		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur)
+		  . ($cur_retried ? ", $cur_retried of Curator's retried: no upper bound" : '') . ')')
 	  or do {
 		# the shortest history that shows it: the adds a fault hit (in
 		# flight when a fault of their cluster began), and those faults
