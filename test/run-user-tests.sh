@@ -42,6 +42,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# run_prove SECONDS FILES...: the TAP files, bounded in time; on a failure
+# the status is 1 and the tail of every server log is shown
+run_prove() {
+	local limit=$1 f
+	shift
+	export TESTDIR="$WORK/tap"
+	mkdir -p "$TESTDIR"
+	if ! timeout "$limit" prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl "$@"; then
+		status=1
+		for f in "$TESTDIR"/tmp_check/log/*; do
+			[ -f "$f" ] || continue
+			echo "--- tail of $f"
+			tail -n 40 "$f"
+		done
+	fi
+}
+
 if [[ " $what " == *" regress "* ]]; then
 	echo "=== pg_regress (private ZooKeeper and PostgreSQL) ==="
 	# the list is the Makefile's REGRESS, written once
@@ -71,35 +88,15 @@ fi
 
 if [[ " $what " == *" tap "* ]]; then
 	echo "=== TAP tests (PostgreSQL::Test::Cluster, ZooKeeper, Curator) ==="
-	export TESTDIR="$WORK/tap"
-	mkdir -p "$TESTDIR"
-	if ! timeout 2400 prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
-			${TAP_TESTS:-test/t/*.pl}; then
-		status=1
-		for f in "$TESTDIR"/tmp_check/log/*; do
-			[ -f "$f" ] || continue
-			echo "--- tail of $f"
-			tail -n 40 "$f"
-		done
-	fi
+	run_prove 2400 ${TAP_TESTS:-test/t/*.pl}
 fi
 
 if [[ " $what " == *" adversary "* ]]; then
 	echo "=== the adversary (test/t/905_adversary.pl)${adv_minutes:+ for $adv_minutes minutes}${adv_seed:+, seed $adv_seed}${adv_mode:+, $adv_mode} ==="
-	export TESTDIR="$WORK/tap"
-	mkdir -p "$TESTDIR"
 	[ -n "$adv_minutes" ] && export ZKLOCK_ADVERSARY_SECONDS=$(( adv_minutes * 60 ))
 	[ -n "$adv_seed" ] && export ZKLOCK_ADVERSARY_SEED=$adv_seed
 	[ -n "$adv_mode" ] && export ZKLOCK_ADVERSARY_MODE=$adv_mode
-	if ! timeout $(( ${ZKLOCK_ADVERSARY_SECONDS:-150} + 900 )) prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl \
-			test/t/905_adversary.pl; then
-		status=1
-		for f in "$TESTDIR"/tmp_check/log/*; do
-			[ -f "$f" ] || continue
-			echo "--- tail of $f"
-			tail -n 40 "$f"
-		done
-	fi
+	run_prove $(( ${ZKLOCK_ADVERSARY_SECONDS:-150} + 900 )) test/t/905_adversary.pl
 fi
 
 if [[ " $what " == *" bench "* ]]; then
