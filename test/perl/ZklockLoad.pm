@@ -1,6 +1,7 @@
 
 # ZklockLoad — the load harness of zklock's long TAP tests: the checker
-# (test/t/900_checker_jepsen.pl) and the soak test (test/t/901_soak.pl).
+# (test/t/900_checker_jepsen.pl), the soak test (test/t/901_soak.pl) and
+# the adversary (test/t/905_adversary.pl).
 #
 # Such a test keeps many clients (SQL sessions, Curator threads) busy from
 # one loop, without blocking: its "pump" collects what finished and starts
@@ -33,6 +34,10 @@
 #   fault_note($what, $detail)    note a fault ($detail optional) and keep it
 #   faults()                      the faults noted: [ what, seconds, detail ]
 #   log_since($node, $offset)     the server log from byte $offset on
+#   peer_read($peer)              the lines a Curator peer (new_peer) wrote
+#                                 since the last call, read without blocking
+#   peer_flush($peer)             send what the test queued in $peer->{in},
+#                                 without blocking
 package ZklockLoad;
 
 use strict;
@@ -49,6 +54,7 @@ our @EXPORT = qw(
   load_driver drive_for drive_until pump_for wait_pumping healthy
   try_sql try_status connected_in_new_session
   fault_clock fault_note faults log_since
+  peer_read peer_flush
 );
 
 ############################################################################
@@ -207,6 +213,31 @@ sub fault_note
 sub faults
 {
 	return @faults;
+}
+
+############################################################################
+# A Curator peer driven from the pump
+############################################################################
+
+# peer_flush($peer): move what the test queued in $peer->{in} to the peer
+# and what it wrote to its buffer, without blocking.
+sub peer_flush
+{
+	my ($peer) = @_;
+	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
+	return;
+}
+
+# peer_read($peer): the complete lines the peer wrote since the last call
+# (taken out of $peer->{lines}).
+sub peer_read
+{
+	my ($peer) = @_;
+	peer_flush($peer);
+	$peer->_split;
+	my @lines = @{ $peer->{lines} };
+	$peer->{lines} = [];
+	return @lines;
 }
 
 1;

@@ -565,11 +565,7 @@ sub actor_reply
 
 sub pump_peer
 {
-	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
-	$peer->_split;
-	my @lines = @{ $peer->{lines} };
-	$peer->{lines} = [];
-	for my $l (@lines)
+	for my $l (peer_read($peer))
 	{
 		my ($verb, $id, $rest) = $l =~ /^(\S+) (\S+)(?: (.*))?$/;
 		if (defined $id && $actor{$id} && $verb ne 'stopping')
@@ -604,7 +600,7 @@ sub pump_peer
 			$a->{since} = time;
 		}
 	}
-	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
+	peer_flush($peer);
 	return;
 }
 

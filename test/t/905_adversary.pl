@@ -23,11 +23,13 @@
 #     leader latch (join, await, zk_leader_xact section, sometimes leave);
 #     counters: zk_atomic_long_add (+1), compare-and-set and try-set to values
 #     unique to the operation, set.  Curator: an InterProcessMutex loop with
-#     fencing tokens, a revocable mutex, two read/write lock actors (writes and
-#     reads, some held for seconds), a semaphore mutex, a semaphore lease, a
+#     fencing tokens, a revocable mutex, two read/write lock actors on each of
+#     the two read/write lock paths (writes and reads, some held for seconds), a semaphore mutex, a semaphore lease, a
 #     barrier waiter, a LeaderLatch that joins and closes, atomic adds.
 #   Sections are held mostly briefly, sometimes for seconds, sometimes for
-#   8-30 s (long enough for a session to expire under them).  A SQL section
+#   8-30 s (long enough for a session to expire under them); between the
+#   transactions of an operation (a session lock's section and its release,
+#   a write section and its downgrade) the session may idle as long.  A SQL section
 #   is one transaction that holds the lock and inserts a row (enter and exit
 #   from clock_timestamp(), the machine's CLOCK_REALTIME, as Curator's
 #   sections, timed here from when its acquire was answered to when its
@@ -36,11 +38,16 @@
 #   transactions set zklock.commit_confirm.
 #
 # The faults and operator actions, drawn from the seed (a schedule fixed
-# before the run: the seed repeats it), every 1.5-6 s, several at once
-# (the ensemble's below):
+# before the run: the seed repeats it), every 1.5-6 s or, in a storm, 0.2-1.5 s
+# after the last one, several at once, most on the cluster the last one
+# struck (the ensemble's below):
 #   black hole of a cluster's connections or only their replies lost
-#   (at once, or from the next write on: its reply is the first lost; 3-25 s), reset connections,
-#   worker SIGSTOP (1-20 s) then SIGCONT, worker SIGTERM, worker SIGKILL,
+#   (at once, or from the next write on: its reply is the first lost),
+#   reset connections, worker SIGSTOP then SIGCONT (a black hole or a stall
+#   lasts 0.3-2 times the session timeout its cluster is set to when it
+#   strikes, 1-30 s), worker SIGTERM, worker SIGKILL (half of the faults
+#   that cut a cluster off or stop its worker wait up to 5 s for a moment
+#   when a SQL session of the cluster holds a lock another client waits for),
 #   pg_terminate_backend and SIGKILL of a backend that holds or waits,
 #   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
 #   session (ZkTool), and reloads that change zklock.session_timeout (10 s,
@@ -117,7 +124,7 @@ my $SESSIONS = 8;            # per cluster
 my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this (> the longest session timeout)
 my $CALM_SECS = 10;
 my @CLUSTERS = ('A', 'B');
-my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', sem => '/adv/sem',
+my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
 my $SEM_MAX = 3;
@@ -408,10 +415,13 @@ sub op_sql
 	my $confirm = $op->{confirm} ? "\nSET LOCAL zklock.commit_confirm = on;" : '';
 	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;" if $k =~ /^(mutex_xact|semmutex_xact|read_xact|write_xact|upgrade)$/;
 	return "BEGIN;$confirm\n" . $lock->($k, $op->{qty}) . ";\nCOMMIT;" if $k eq 'semaphore';
-	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;\nSELECT zk_release_all();" if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi)$/;
+	# between the transactions of an operation the session may do other
+	# work for a while, its session locks still held
+	my $think = $op->{think} ? sprintf("\nSELECT pg_sleep(%.3f);", $op->{think}) : '';
+	return "BEGIN;$confirm\n" . $lock->($k) . ";\nCOMMIT;$think\nSELECT zk_release_all();" if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi)$/;
 	if ($k eq 'downgrade')
 	{
-		return "BEGIN;$confirm\n" . $lock->('write') . ";\nCOMMIT;\nBEGIN;$confirm\n"
+		return "BEGIN;$confirm\n" . $lock->('write') . ";\nCOMMIT;$think\nBEGIN;$confirm\n"
 		  . sprintf("SELECT adv_downgrade(%d, '%s', '%s', %.3f, %s)", $id, $n, $p, $op->{hold2}, $op->{dg_nowait} ? 'NULL' : ival($w))
 		  . ";\nCOMMIT;\nSELECT zk_release_all();";
 	}
@@ -436,11 +446,12 @@ sub new_sql_op
 	my $g = $c->{rng};
 	my $k = rweighted($g, \@KINDS);
 	my $op = { id => ++$op_seq, who => $c->{cluster}, client => $c->{name}, kind => $k,
-		hold => rhold($g), hold2 => rhold($g), wait => runi($g, 0.3, 5), qty => 1 + int(r01($g) * 2) };
+		hold => rhold($g), hold2 => rhold($g), wait => r01($g) < 0.7 ? runi($g, 0.3, 5) : runi($g, 5, 15),
+		qty => 1 + int(r01($g) * 2) };
 	$op->{path} =
 	    $k =~ /^(mutex|revoke)/ ? rpick($g, $PATH{m1}, $PATH{m2})
 	  : $k =~ /^semmutex/ ? $PATH{sm}
-	  : $k =~ /^(read_xact|write_xact|downgrade|upgrade)$/ ? $PATH{rw}
+	  : $k =~ /^(read_xact|write_xact|downgrade|upgrade)$/ ? rpick($g, $PATH{rw}, $PATH{rw2})
 	  : $k eq 'multi' ? '/adv/m1+m2'
 	  : $k eq 'semaphore' ? $PATH{sem}
 	  : $k =~ /^barrier/ ? $PATH{b}
@@ -453,8 +464,9 @@ sub new_sql_op
 	$op->{confirm} = r01($g) < 0.3;
 	# a downgrade is granted at once: users ask it without a timeout
 	$op->{dg_nowait} = r01($g) < 0.5 if $k eq 'downgrade';
+	$op->{think} = r01($g) < 0.5 ? 0 : rhold($g) if $k =~ /^(mutex|mutex_try|mutex_reentrant|mutex_revocable|semmutex|multi|downgrade)$/;
 	# the waits and holds it asks for: what a statement may take, plus slack
-	$op->{bound} = $op->{wait} * 2 + $op->{hold} + ($k eq 'downgrade' ? $op->{hold2} : 0) + $HANG_SLACK;
+	$op->{bound} = $op->{wait} * 2 + $op->{hold} + ($op->{think} // 0) + ($k eq 'downgrade' ? $op->{hold2} : 0) + $HANG_SLACK;
 	# a wait without a timeout ends at the latest zklock.connect_timeout
 	# after the lease (up to a session timeout) ran out
 	$op->{bound} += 75 if $op->{dg_nowait};
@@ -566,6 +578,8 @@ my @actors = (
 	{ id => 'cm2', kind => 'lock', path => $PATH{m2}, cmd => sub { "mutex cm2 $PATH{m2} 3000 revocable-notify" } },
 	{ id => 'crw1', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw1 $PATH{rw} 5000" } },
 	{ id => 'crw2', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw2 $PATH{rw} 5000" } },
+	{ id => 'crw3', kind => 'lock', path => $PATH{rw2}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw3 $PATH{rw2} 5000" } },
+	{ id => 'crw4', kind => 'lock', path => $PATH{rw2}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw4 $PATH{rw2} 5000" } },
 	{ id => 'csm', kind => 'lock', path => $PATH{sm}, cmd => sub { "semmutex csm $PATH{sm} 3000" } },
 	{ id => 'cls', kind => 'lease', path => $PATH{sem}, cmd => sub { "lease cls $PATH{sem} 3 1 3000" } },
 	{ id => 'cbw', kind => 'barrier', path => $PATH{b}, cmd => sub { "barrier_wait cbw $PATH{b} 1000" } },
@@ -600,7 +614,7 @@ sub actor_reply
 			$a->{state} = 'held';
 			# Curator's read/write holders hold longer: a writer waiting behind
 			# a SQL holder keeps the lock for a while once it gets it
-			$a->{until} = time + ($a->{path} eq $PATH{rw} ? rpick($crng, 0.02, 0.05, runi($crng, 0.5, 4), runi($crng, 3, 15)) : rhold($crng));
+			$a->{until} = time + ($a->{path} =~ /^\/adv\/rw/ ? rpick($crng, 0.02, 0.05, runi($crng, 0.5, 4), runi($crng, 3, 15)) : rhold($crng));
 		}
 		else
 		{
@@ -626,11 +640,7 @@ my $curator_add = { ok => 0, doubt => 0, fail => 0 };
 
 sub pump_peer
 {
-	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
-	$peer->_split;
-	my @lines = @{ $peer->{lines} };
-	$peer->{lines} = [];
-	for my $l (@lines)
+	for my $l (peer_read($peer))
 	{
 		my ($verb, $id, $rest) = $l =~ /^(\S+) (\S+)(?: (.*))?$/;
 		$verb //= $l;
@@ -693,7 +703,7 @@ sub pump_peer
 		$peer->{in} .= "long_add $cadd{op}{path} 1\n";
 		$cadd{state} = 'asked';
 	}
-	eval { $peer->{h}->pump_nb if $peer->{h}->pumpable; };
+	peer_flush($peer);
 	return;
 }
 
@@ -709,11 +719,19 @@ my @FAULTS = (
 my @schedule;    # [ at (s), fault, cluster, params ]
 {
 	my $t = 4;
+	my $last_c;
 	while ($t < $SECONDS - 8)
 	{
 		my $f = rweighted($sched, \@FAULTS);
-		my %p = (dur => $f eq 'blackhole' ? runi($sched, 3, 25) : $f eq 'stall' ? runi($sched, 1, 20)
-			  : $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
+		my %p = (dur => $f =~ /^(follower_cut|minority)$/ ? runi($sched, 2, 20) : $f eq 'leader_kill' ? runi($sched, 2, 10) : runi($sched, 0.3, 2));
+		# a black hole or a stall lasts a multiple of the session timeout
+		# its cluster has when it strikes: just short of it and just past it
+		# are the boundaries that matter, whatever the timeout is then
+		$p{rel} = runi($sched, 0.3, 2) if $f =~ /^(blackhole|stall)$/;
+		# half the faults that cut a cluster off or stop its worker wait
+		# (up to 5 s) for a moment that hurts: a SQL session of the cluster
+		# holds a lock that another client waits for
+		$p{aim} = r01($sched) < 0.5 if $f =~ /^(blackhole|stall|reset|sigterm|worker_kill|expire|restart)$/;
 		# nothing gets through, or the replies are lost (from now on, or
 		# from the next write on: its reply is the first one lost)
 		$p{mode} = rpick($sched, 'blackhole', 'blackhole', 'drop_replies', 'drop_set_replies') if $f eq 'blackhole';
@@ -725,8 +743,12 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms', '4s') if r01($sched) < 0.3;
 			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
 		}
-		push @schedule, [ $t, $f, rpick($sched, @CLUSTERS), \%p ];
-		$t += runi($sched, 1.5, 6);
+		# faults come in storms: most strike the cluster the last one struck,
+		# some right after it (an operator action, then a failure on top)
+		my $c = defined $last_c && r01($sched) < 0.6 ? $last_c : rpick($sched, @CLUSTERS);
+		push @schedule, [ $t, $f, $c, \%p ];
+		$last_c = $c;
+		$t += r01($sched) < 0.3 ? runi($sched, 0.2, 1.5) : runi($sched, 1.5, 6);
 	}
 }
 note('schedule of faults: ' . join('; ', map { sprintf('%.1f %s %s', $_->[0], $_->[1], $_->[2]) } @schedule));
@@ -751,10 +773,21 @@ sub victim
 	return $out =~ /^(\d+)$/ ? $1 : undef;
 }
 
+# fault_secs($c, $p): how long a black hole or a stall on cluster $c lasts:
+# its factor of the session timeout $c is set to now (1-30 s)
+sub fault_secs
+{
+	my ($c, $p) = @_;
+	my ($to) = $conf_now{$c}{session_timeout} =~ /^(\d+)s$/ or die "session_timeout $conf_now{$c}{session_timeout}";
+	my $d = $p->{rel} * $to;
+	return $d < 1 ? 1 : $d > 30 ? 30 : $d;
+}
+
 sub do_fault
 {
 	my ($f, $c, $p) = @_;
 	my $n = $node{$c};
+	$p->{dur} = fault_secs($c, $p) if defined $p->{rel};
 	if ($f eq 'blackhole')
 	{
 		return fault_note("$c: already black-holed") if $active{"$c blackhole"};
@@ -875,6 +908,26 @@ sub heal_due
 	return;
 }
 
+# contested($c): a path a SQL session of cluster $c holds a lock on while a
+# Curator client or a session of the other cluster waits there ('' when
+# none); asked at most every 0.25 s
+my %aim;    # the fault that waits for its moment: { until, next_check }
+sub contested
+{
+	my ($c) = @_;
+	return '' if time < ($aim{next_check} // 0);
+	$aim{next_check} = time + 0.25;
+	my $held = try_sql($node{$c}, q{SELECT string_agg(DISTINCT l.path, ' ') FROM zk_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name ~ '^[AB][0-9]+$' AND l.state = 'held'
+		  AND l.recipe IN ('mutex', 'write', 'read', 'semaphore_mutex', 'semaphore')}) // '';
+	my %wanted = ($PATH{m1} => 1);    # Curator's mutex loop always wants it
+	$wanted{ $_->{path} } = 1 for grep { $_->{state} eq 'acq' } @actors;
+	$wanted{ $_->{op}{path} } = 1 for grep { $_->{busy} && $_->{op} && $_->{cluster} ne $c } @cl;
+	$wanted{$_} = 1 for grep { $wanted{'/adv/m1+m2'} } ($PATH{m1}, $PATH{m2});
+	my ($p) = grep { $wanted{$_} } split ' ', $held;
+	return $p // '';
+}
+
 my $next_fault = 0;
 sub pump_faults
 {
@@ -882,7 +935,16 @@ sub pump_faults
 	return if $stopping;
 	while ($next_fault < @schedule && time - $t0 >= $schedule[$next_fault][0])
 	{
-		my ($at, $f, $c, $p) = @{ $schedule[ $next_fault++ ] };
+		my ($at, $f, $c, $p) = @{ $schedule[$next_fault] };
+		if ($p->{aim})
+		{
+			$aim{until} //= time + 5;
+			my $hit = contested($c);
+			return if $hit eq '' && time < $aim{until};
+			fault_note("$c: $f aimed", $hit eq '' ? 'nothing contested within 5 s' : "$hit held and wanted");
+			%aim = ();
+		}
+		$next_fault++;
 		do_fault($f, $c, $p);
 	}
 	return;
