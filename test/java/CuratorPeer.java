@@ -113,6 +113,11 @@
  *   selector_parts ID           -> "selectorparts ID id:leader ..."
  *   selector_close ID           -> "selector ID closed"
  *   ping                        -> "pong"
+ *   states                      from now on print "state NAME US" (epoch
+ *                               microseconds) on every connection state Curator
+ *                               reports (SUSPENDED, RECONNECTED, LOST, ...):
+ *                               a lock Curator holds is uncertain from SUSPENDED
+ *                               and certainly gone at LOST -> "states on"
  *   quit                        close Curator, exit 0
  *
  * Anything that fails outside an ID replies "error <command> <msg>".
@@ -267,6 +272,10 @@ public class CuratorPeer {
         switch (w[0]) {
         case "ping":
             reply("pong");
+            return true;
+        case "states":
+            client.getConnectionStateListenable().addListener((c, st) -> reply("state " + st.name() + " " + nowMicros()));
+            reply("states on");
             return true;
         case "latch_start": {
             need(w, 4, "latch_start ID PATH LID");

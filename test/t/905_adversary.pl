@@ -75,7 +75,10 @@
 # expiry the lease can see (the failure model: only commit_confirm catches
 # nodes gone from outside), so a SQL section that ran while its cluster's
 # session was being closed that way, without commit_confirm, is excused
-# from the checks (and counted).
+# from the checks (and counted).  So is a Curator section in which the
+# Curator client reported LOST (by Curator's own rule it no longer held
+# the lock from the SUSPENDED before it; Curator's recipes do not stop the
+# holder): the ensemble's faults reach its session too.
 # On a violation it prints the seed, the schedule of faults, and the history
 # around the violating pair: the operations on its path and the faults from
 # 30 s before the first section to the end of the second, with times.
@@ -366,6 +369,9 @@ my $cnt0 = $node{B}->safe_psql('postgres', q{SELECT sum(zk_atomic_long_get('/adv
 is($cnt0, '0', 'the counters start at 0 (seen from cluster B)');
 
 my $peer = new_peer($zk, 'curator');    # straight to the server(s), never faulted
+# the ensemble's faults reach Curator too: it reports its connection states
+$peer->send('states');
+like($peer->wait_reply(qr/^states on$/, 30) // '', qr/^states on$/, 'the Curator client reports its connection states');
 
 ############################################################################
 # The history
@@ -637,6 +643,7 @@ sub actor_reply
 }
 
 my $curator_add = { ok => 0, doubt => 0, fail => 0 };
+my @cur_states;    # [ SUSPENDED|RECONNECTED|LOST|..., epoch s ] as the Curator client reported them
 
 sub pump_peer
 {
@@ -648,6 +655,10 @@ sub pump_peer
 		{
 			next if $verb eq 'revoked';
 			actor_reply($actor{$id}, $verb, $rest);
+		}
+		elsif ($verb eq 'state' && defined $id)
+		{
+			push @cur_states, [ $id, ($rest // 0) / 1e6 ];
 		}
 		elsif ($verb eq 'latch' && defined $id && $id eq 'clatch')
 		{
@@ -1093,16 +1104,43 @@ sub closed_at
 	return $at;
 }
 
-# excused_pair($x, $y): the overlap of $x and $y is explained by a close
-# from outside: one of them ran in a session being closed, and the other
-# entered after the close began.
+# Curator's own rule for its locks: from a SUSPENDED connection state on it
+# cannot be certain that it holds a lock, and at LOST it certainly does not
+# (its session is gone, or Curator gave it up after a session timeout of
+# SUSPENDED).  Under the ensemble's faults the Curator client loses its
+# session too; its section then goes on, as Curator's recipes do not stop
+# a holder.  cur_lost_at($s): for a Curator section $s in which a LOST was
+# reported, the start of the SUSPENDED that led to it (its lock was not
+# certain from then); undef otherwise.  A SUSPENDED that ended in
+# RECONNECTED excuses nothing: the session and its nodes lived on.
+sub cur_lost_at
+{
+	my ($s) = @_;
+	return undef unless $s->{who} eq 'cur';
+	my ($from, $to) = ($s->{enter} / 1e6, $s->{exit} / 1e6);
+	my $susp;
+	for my $st (@cur_states)
+	{
+		my ($name, $t) = @$st;
+		last if $t > $to;
+		if ($name eq 'SUSPENDED') { $susp //= $t; }
+		elsif ($name eq 'RECONNECTED' || $name eq 'CONNECTED') { $susp = undef; }
+		elsif ($name eq 'LOST' && $t >= $from) { return $susp // $t; }
+	}
+	return undef;
+}
+
+# excused_pair($x, $y): the overlap of $x and $y is explained by a session
+# lost on the other side: one of them ran in a session being closed from
+# outside (closed_at) or a Curator session that was lost (cur_lost_at), and
+# the other entered after that began.
 sub excused_pair
 {
 	my ($x, $y) = @_;
 	for ([ $x, $y ], [ $y, $x ])
 	{
 		my ($a, $b) = @$_;
-		my $at = closed_at($a);
+		my $at = closed_at($a) // cur_lost_at($a);
 		return 1 if defined $at && $b->{enter} / 1e6 >= $at - 0.5;
 	}
 	return 0;
@@ -1175,7 +1213,8 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 			}
 		  };
 	}
-	note("overlapping pairs excused (a SQL side whose session was closed from outside meanwhile, without commit_confirm): $n_excused");
+	note("overlapping pairs excused (a SQL side whose session was closed from outside meanwhile, without commit_confirm, or a Curator side whose session was lost): $n_excused");
+	note('Curator connection states: ' . join(' ', map { sprintf('%s@%s', $_->[0], rel($_->[1])) } @cur_states));
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
@@ -1206,12 +1245,13 @@ subtest 'never more than 3 semaphore leases at once' => sub {
 		my $now = $open;
 		if ($open > $SEM_MAX)
 		{
-			# leases of a session being closed from outside since before
-			# this instant do not count
+			# leases of a session being closed from outside, or of a
+			# Curator session that was lost, since before this instant do
+			# not count
 			$now = 0;
 			for my $x (values %open)
 			{
-				my $c = closed_at($x);
+				my $c = closed_at($x) // cur_lost_at($x);
 				$now += $x->{qty} unless defined $c && $pt->[0] / 1e6 >= $c - 0.5;
 			}
 			$n_excused++ if $now <= $SEM_MAX;
