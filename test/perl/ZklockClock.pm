@@ -18,6 +18,13 @@
 #                         new_zklock_node under libfaketime (offset 0), then
 #                         the worker restarted once (see below); returns
 #                         the node
+#   faketime_start($node) start a stopped node under libfaketime again (its
+#                         offset file, the offset in force); its first
+#                         worker does not follow the file (the pitfall
+#                         below) until restart_worker
+#   clock_offset_file($node)
+#                         the file that holds the offset (for the server
+#                         itself to read: pg_read_file)
 #   clock_offset($node)   the offset in force now (seconds)
 #   set_clock_offset($node, $secs)
 #                         the faked clock reads real + $secs from now on
@@ -72,7 +79,7 @@ use Test::More;
 
 use Exporter 'import';
 our @EXPORT = qw(
-  new_faketime_node clock_offset set_clock_offset step_clock
+  new_faketime_node faketime_start clock_offset_file clock_offset set_clock_offset step_clock
   backend_clock_offset session_clock_offset worker_clock_offset nothing_within
 );
 
@@ -106,26 +113,52 @@ sub new_faketime_node
 	# directory, and the postmaster runs in its data directory
 	my $file = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('faketime') . '/offset');
 	_write_offset($file, 0);
-	my $node;
-	{
-		# Only the processes started here (initdb, pg_ctl, hence the
-		# postmaster and everything it forks) get the preload; sessions
-		# and peers started later do not.
-		local $ENV{LD_PRELOAD} = join(' ', grep { defined && length } $LIBFAKETIME, $ENV{LD_PRELOAD});
-		local $ENV{FAKETIME_TIMESTAMP_FILE} = $file;
-		local $ENV{FAKETIME_NO_CACHE} = '1';
-		local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-		local $ENV{DONT_FAKE_MONOTONIC} = '1';    # the name before libfaketime 0.9.8
-		$node = new_zklock_node($name, $zk, $extra_conf, %opts);
-	}
+	my $node = _under_faketime($file, sub { new_zklock_node($name, $zk, $extra_conf, %opts) });
 	$offset_file{ $node->name } = $file;
 	$offset{ $node->name } = 0;
-	# see the pitfall above
-	my ($old, $new) = restart_worker($node);
-	die "the zklock worker of $name did not come back after a restart\n" unless $new;
-	wait_connected($node) or die "zklock on $name did not connect again after the worker restart\n";
+	my ($old, $new) = _worker_follows_clock($node);
 	note("node $name runs under libfaketime (offset file $file); worker $old restarted as $new");
 	return $node;
+}
+
+# _under_faketime($file, $start): run $start with the preload in the
+# environment.  Only the processes started there (initdb, pg_ctl, hence
+# the postmaster and everything it forks) get it; sessions and peers
+# started later do not.
+sub _under_faketime
+{
+	my ($file, $start) = @_;
+	local $ENV{LD_PRELOAD} = join(' ', grep { defined && length } $LIBFAKETIME, $ENV{LD_PRELOAD});
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = $file;
+	local $ENV{FAKETIME_NO_CACHE} = '1';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	local $ENV{DONT_FAKE_MONOTONIC} = '1';    # the name before libfaketime 0.9.8
+	return $start->();
+}
+
+# the first worker of a postmaster does not follow the file (the pitfall
+# above): restart it once
+sub _worker_follows_clock
+{
+	my ($node) = @_;
+	my ($old, $new) = restart_worker($node);
+	die 'the zklock worker of ' . $node->name . " did not come back after a restart\n" unless $new;
+	wait_connected($node) or die 'zklock on ' . $node->name . " did not connect again after the worker restart\n";
+	return ($old, $new);
+}
+
+sub faketime_start
+{
+	my ($node) = @_;
+	my $file = clock_offset_file($node);
+	_under_faketime($file, sub { $node->start });
+	return;
+}
+
+sub clock_offset_file
+{
+	my ($node) = @_;
+	return $offset_file{ $node->name } // die 'node ' . $node->name . ' was not started by new_faketime_node';
 }
 
 sub clock_offset

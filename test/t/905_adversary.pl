@@ -52,7 +52,8 @@
 #   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
 #   session (ZkTool), and reloads that change zklock.session_timeout (10 s,
 #   20 s, 60 s), zklock.hosts (the same server through another proxy),
-#   zklock.lease_margin and zklock.server_tick_time.
+#   zklock.lease_margin and zklock.server_tick_time, and steps of the wall
+#   clock (below).
 #
 # The checks, from outside, per recipe:
 #   - no two committed sections of a mutex, semaphore mutex, write lock or
@@ -87,8 +88,14 @@
 # in a network namespace of its own, test/perl/ZklockNet.pm, as in 502 and
 # 900), where the faults also include a follower cut off from the other
 # servers while its clients keep their link, the leader killed and the
-# leader cut off in a minority.  (A clock step of PostgreSQL's processes is
-# not drawn: the sections are timed with PostgreSQL's wall clock.)
+# leader cut off in a minority.
+#
+# Both clusters run under libfaketime (test/perl/ZklockClock.pm, as in 503),
+# and the schedule also steps the wall clock of PostgreSQL's processes,
+# forward or back, by 1-10 s or 30-300 s.  The sections are timed in real
+# time all the same (adv_us() takes the offset in force off the clock).  A
+# wait's timeout follows the wall clock, as lock_timeout does, so the steps
+# back during a statement lengthen what it may take.
 #
 # ZKLOCK_ADVERSARY_SEED repeats a run (the mode, the fault schedule and each
 # client's draws; the interleaving depends on timing), ZKLOCK_ADVERSARY_MODE
@@ -121,6 +128,7 @@ use ZklockFault;
 use ZklockProxy;
 use ZklockLoad;
 use ZklockNet;
+use ZklockClock;
 
 my $SECONDS = $ENV{ZKLOCK_ADVERSARY_SECONDS} // 150;
 my $SESSIONS = 8;            # per cluster
@@ -190,7 +198,8 @@ for my $c (@CLUSTERS)
 	$hosts_ix{$c} = 0;
 	my $to = rpick($sched, '10s', '60s');
 	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0 };
-	$node{$c} = new_zklock_node("adv$c", hosts_of($c, 0), qq{zklock.session_timeout = '$to'
+	# under libfaketime: the schedule steps the wall clock of its processes
+	$node{$c} = new_faketime_node("adv$c", hosts_of($c, 0), qq{zklock.session_timeout = '$to'
 zklock.connect_timeout = '15s'
 zklock.check_session_locks_at_commit = on
 max_connections = 40
@@ -205,8 +214,23 @@ log_line_prefix = '%m [%p] %e %q%a '
 my $setup = q{
 CREATE TABLE adv_sections(client text, op bigint, recipe text, path text, mode text, token bigint, qty int,
   enter_us bigint, exit_us bigint, confirm text DEFAULT current_setting('zklock.commit_confirm', true));
-CREATE FUNCTION adv_us() RETURNS bigint LANGUAGE sql VOLATILE
-  AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
+-- the real time (µs): the cluster's wall clock, which the schedule steps,
+-- less the offset in force (read around the clock, again if a step came
+-- between)
+CREATE FUNCTION adv_us() RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  o1 text;
+  o2 text;
+  t numeric;
+BEGIN
+  LOOP
+    o1 := pg_read_file('OFFSET_FILE');
+    t := extract(epoch FROM clock_timestamp());
+    o2 := pg_read_file('OFFSET_FILE');
+    EXIT WHEN o1 = o2;
+  END LOOP;
+  RETURN ((t - btrim(o1, E' \n')::numeric) * 1000000)::bigint;
+END $$;
 
 -- One lock section in the caller's transaction: acquire, hold, row.
 -- 'ok', 'timeout' or 'wrong: ...'.  Session locks stay held: the caller
@@ -359,7 +383,11 @@ BEGIN
   RETURN v || ' ' || ver || ' ' || zk_shared_count_try_set('/adv/ts', newv, ver);
 END $$;
 };
-$node{$_}->safe_psql('postgres', $setup) for @CLUSTERS;
+for my $c (@CLUSTERS)
+{
+	my $f = clock_offset_file($node{$c});
+	$node{$c}->safe_psql('postgres', $setup =~ s/OFFSET_FILE/$f/gr);
+}
 
 # counters start at known values
 $node{A}->safe_psql('postgres', q{SELECT zk_atomic_long_set('/adv/cnt/' || k, 0) FROM generate_series(0, } . ($N_CNT - 1) . q{) k});
@@ -409,6 +437,19 @@ for my $c (@CLUSTERS)
 }
 
 sub ival { my ($s) = @_; return sprintf("'%.3fs'", $s); }
+
+# A wait's timeout is measured on the wall clock, as PostgreSQL's own
+# lock_timeout and statement_timeout are: a step back lengthens the
+# waits under way by its size.  steps_back($cluster, $since): the seconds
+# the clock of $cluster was stepped back since $since.
+my @clock_steps;    # [ time, cluster, delta ]
+sub steps_back
+{
+	my ($c, $since) = @_;
+	my $back = 0;
+	$back -= $_->[2] for grep { $_->[1] eq $c && $_->[0] >= $since && $_->[2] < 0 } @clock_steps;
+	return $back;
+}
 
 # op_sql($c, $op): the statements of one operation.
 sub op_sql
@@ -526,7 +567,7 @@ sub pump_sessions
 		{
 			if (!$c->{sess}->done)
 			{
-				if (!$c->{hung} && $c->{op} && time - $c->{op}{start} > $c->{op}{bound})
+				if (!$c->{hung} && $c->{op} && time - $c->{op}{start} > $c->{op}{bound} + steps_back($c->{cluster}, $c->{op}{start}))
 				{
 					$c->{hung} = 1;
 					push @hangs, sprintf('%s (pid %d) op %d %s on %s: still running after %.0f s (bound %.0f s)',
@@ -723,7 +764,7 @@ sub pump_peer
 ############################################################################
 my @FAULTS = (
 	[ reload => 24 ], [ blackhole => 16 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 13 ], [ expire => 6 ],
-	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ],
+	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ], [ clock_step => 4 ],
 	# the ensemble's own: a follower cut off from the others (its clients
 	# keep their link), the leader killed, the leader in a minority
 	$ENSEMBLE ? ([ follower_cut => 8 ], [ leader_kill => 5 ], [ minority => 5 ]) : ());
@@ -742,7 +783,10 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 		# half the faults that cut a cluster off or stop its worker wait
 		# (up to 5 s) for a moment that hurts: a SQL session of the cluster
 		# holds a lock that another client waits for
-		$p{aim} = r01($sched) < 0.5 if $f =~ /^(blackhole|stall|reset|sigterm|worker_kill|expire|restart)$/;
+		$p{aim} = r01($sched) < 0.5 if $f =~ /^(blackhole|stall|reset|sigterm|worker_kill|expire|restart|clock_step)$/;
+		# a step of the wall clock, forward or back: a few seconds (NTP) or
+		# minutes (an operator, a VM resumed)
+		$p{delta} = rpick($sched, -1, 1) * (r01($sched) < 0.5 ? runi($sched, 1, 10) : runi($sched, 30, 300)) if $f eq 'clock_step';
 		# nothing gets through, or the replies are lost (from now on, or
 		# from the next write on: its reply is the first one lost)
 		$p{mode} = rpick($sched, 'blackhole', 'blackhole', 'drop_replies', 'drop_set_replies') if $f eq 'blackhole';
@@ -842,8 +886,14 @@ sub do_fault
 		return fault_note("$c: restart skipped (worker stalled)") if $active{"$c stall"};
 		fault_note("$c: PostgreSQL stop -m immediate, start");
 		eval { $n->stop('immediate'); 1 } or diag("stop: $@");
-		eval { $n->start; 1 } or diag("start: $@");
+		eval { faketime_start($n); 1 } or diag("start: $@");
 		return;
+	}
+	if ($f eq 'clock_step')
+	{
+		step_clock($n, int($p->{delta}));
+		push @clock_steps, [ time, $c, int($p->{delta}) ];
+		return fault_note("$c: wall clock of PostgreSQL's processes stepped", sprintf('%+d s, offset now %+d s', int($p->{delta}), clock_offset($n)));
 	}
 	if ($f eq 'expire')
 	{
@@ -1418,7 +1468,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 	  or do { history("wrong answer: $wrong[0][0]", $wrong[0][1]{start} - 20, $wrong[0][1]{end}, qr/^\Q$wrong[0][1]{path}\E$/); };
 	my @not_granted = grep { $_->{kind} eq 'downgrade' && ($_->{lines}[1] // '') eq 'downgrade-false' && !defined $_->{sqlstate} } @ops;
 	note('downgrades that said false (the write lock lost meanwhile): ' . scalar(@not_granted));
-	is(scalar @hangs, 0, 'no statement ran past its timeouts and holds plus ' . $HANG_SLACK . ' s') or diag(join("\n", @hangs));
+	is(scalar @hangs, 0, 'no statement ran past its timeouts and holds plus ' . $HANG_SLACK . ' s (and the steps back of its clock)') or diag(join("\n", @hangs));
 	my @bad = grep { !$DOCUMENTED{$_} } sort keys %err_count;
 	is(scalar @bad, 0, 'every error carries a documented SQLSTATE (' . join(', ', map { "$_ x$err_count{$_}" } sort keys %err_count) . ')')
 	  or diag(join("\n", map { "$_: $err_example{$_}" } @bad));
