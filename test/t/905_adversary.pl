@@ -623,10 +623,10 @@ sub pump_sessions
 my $crng = stream(7);
 my @actors = (
 	{ id => 'cm2', kind => 'lock', path => $PATH{m2}, cmd => sub { "mutex cm2 $PATH{m2} 3000 revocable-notify" } },
-	{ id => 'crw1', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw1 $PATH{rw} 5000" } },
-	{ id => 'crw2', kind => 'lock', path => $PATH{rw}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw2 $PATH{rw} 5000" } },
-	{ id => 'crw3', kind => 'lock', path => $PATH{rw2}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw3 $PATH{rw2} 5000" } },
-	{ id => 'crw4', kind => 'lock', path => $PATH{rw2}, cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} crw4 $PATH{rw2} 5000" } },
+	# read/write lock actors, two on each path: 60% writes
+	(map { my ($id, $p) = @$_; { id => $id, kind => 'lock', path => $p,
+		cmd => sub { $_[0]{mode} = r01($crng) < 0.6 ? 'write' : 'read'; "$_[0]{mode} $id $p 5000" } } }
+	  ([ crw1 => $PATH{rw} ], [ crw2 => $PATH{rw} ], [ crw3 => $PATH{rw2} ], [ crw4 => $PATH{rw2} ])),
 	{ id => 'csm', kind => 'lock', path => $PATH{sm}, cmd => sub { "semmutex csm $PATH{sm} 3000" } },
 	{ id => 'cls', kind => 'lease', path => $PATH{sem}, cmd => sub { "lease cls $PATH{sem} 3 1 3000" } },
 	{ id => 'cbw', kind => 'barrier', path => $PATH{b}, cmd => sub { "barrier_wait cbw $PATH{b} 1000" } },
