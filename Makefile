@@ -1,45 +1,22 @@
 # zklock — ZooKeeper coordination recipes (Apache Curator peer) for PostgreSQL
 
 MODULE_big = zklock
-OBJS = \
-	src/zklock.o \
-	src/zklock_shmem.o \
-	src/zklock_worker.o \
-	src/zklock_worker_log.o \
-	src/zklock_ops.o \
-	src/zklock_conn.o \
-	src/zklock_dispatch.o \
-	src/zklock_request.o \
-	src/zklock_pathidx.o \
-	src/zklock_zkio.o \
-	src/zklock_deletes.o \
-	src/zklock_batch.o \
-	src/zklock_ghosts.o \
-	src/zklock_lockeng.o \
-	src/zklock_revocable.o \
-	src/zklock_local.o \
-	src/zklock_known.o \
-	src/zklock_local_rules.o \
-	src/zklock_confirm.o \
-	src/zklock_rcp_semaphore.o \
-	src/zklock_rcp_barrier.o \
-	src/zklock_rcp_dbarrier.o \
-	src/zklock_rcp_revoke.o \
-	src/zklock_rcp_participants.o \
-	src/zklock_rcp_counter.o \
-	src/zklock_rcp_leader.o \
-	src/zklock_backend.o \
-	src/zklock_wait.o \
-	src/zklock_acquire.o \
-	src/zklock_args.o \
-	src/zklock_views.o \
-	src/zklock_rcp_mutex.o \
-	src/zklock_rcp_rwlock.o \
-	src/zklock_session.o \
-	src/zklock_curator_rules.o \
-	src/zklock_names.o \
-	src/zklock_lease_rules.o \
-	src/zklock_loss.o
+# one folder per layer (src/README, "Layers"); test/callgraph.pl checks
+# which folder may call which
+CORE_OBJS = $(addprefix src/core/, curator_rules.o names.o lease_rules.o \
+	handover_rules.o)
+COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
+BACKEND_OBJS = $(addprefix src/backend/, args.o channel.o cancel_on_loss.o \
+	holds.o acquire.o views.o)
+WORKER_OBJS = $(addprefix src/worker/, zkio.o deletes.o batch.o ghosts.o \
+	path_index.o request.o revocation_watch.o lock_engine.o handover.o \
+	handover_numbering.o commit_confirm.o dispatch.o connection.o \
+	deferred_log.o event_loop.o)
+RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
+	semaphore.o barrier.o double_barrier.o revoke.o participants.o \
+	counter.o leader.o)
+OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
+	$(WORKER_OBJS) $(RECIPE_OBJS)
 
 EXTENSION = zklock
 DATA = zklock--0.1.sql
@@ -47,6 +24,10 @@ PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
+# header dependencies as the compiler saw them (-MMD, read at the end): an
+# object is rebuilt when a header it includes changes, and only then
+PG_CPPFLAGS += -MMD -MP
+EXTRA_CLEAN += $(OBJS:.o=.d) $(OBJS:.o=.bc)
 
 # pg_regress runs against a private cluster started by test/run-user-tests.sh
 REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security zklock_encoding
@@ -61,7 +42,4 @@ include $(PGXS)
 unittest:
 	$(MAKE) -C test/unit check
 
-# every object depends on the shared headers
-$(OBJS): src/zklock.h src/zklock_curator_rules.h src/zklock_names.h src/zklock_lease_rules.h \
-	src/zklock_local_rules.h \
-	src/zklock_worker_int.h src/zklock_backend_int.h
+-include $(OBJS:.o=.d)

@@ -24,7 +24,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "zklock_curator_rules.h"
+#include "core/curator_rules.h"
 
 /* most entries of the shared request table (zklock.max_requests) */
 #define ZKLOCK_MAX_REQUESTS_LIMIT	1000000
@@ -211,7 +211,7 @@ typedef enum ZklockConnState
 } ZklockConnState;
 
 /*
- * What the backend side says of a kind of hold (zklock_ops.c): its
+ * What the backend side says of a kind of hold (recipes/registry.c): its
  * names in zk_locks, whether waiting for it is an acquire (the wait event
  * ZkLockAcquire rather than ZkLockRequest), and where its node lives
  * below P.
@@ -239,7 +239,7 @@ typedef struct ZklockKindInfo
 								   struct LocalLock *held);
 } ZklockKindInfo;
 
-/* the kind table (zklock_ops.c) */
+/* the kind table (recipes/registry.c) */
 extern const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1];
 
 /*
@@ -290,7 +290,7 @@ typedef struct ZklockSlot
 								 * answer has not come: it may have been
 								 * applied.  Set before it is sent, so a
 								 * worker that takes the request over
-								 * knows (zklock_rcp_counter.c) */
+								 * knows (recipes/counter.c) */
 	}			counter;
 	int64		result_value;	/* ZKR_OK: count or flag */
 	uint32		result_dsm;		/* participants: dsm_handle for the answer */
@@ -385,7 +385,7 @@ typedef struct ZklockShared
 									 * them first, ever */
 	int64		batches;		/* multis of creates and deletes sent,
 								 * ever: each one zookeeper request
-								 * (zklock_batch.c) */
+								 * (worker/batch.c) */
 	int64		batched_deletes;	/* the deletes they carried */
 	int64		batched_creates;	/* the creates they carried */
 	int64		batches_failed; /* answered by a failed op (each op then
@@ -394,7 +394,7 @@ typedef struct ZklockShared
 	/*
 	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until
 	 * which the ZooKeeper leader provably counts the session alive, 0 when
-	 * nothing is proven.  It is the proven instant (zklock_lease_rules.c:
+	 * nothing is proven.  It is the proven instant (core/lease_rules.c:
 	 * the handshake, a sync answered by a standalone server, or the chain
 	 * of syncs through an ensemble's leader, lease_proven) plus the lease
 	 * length of lease_timeout minus zklock.lease_margin.  Written by the
@@ -430,7 +430,7 @@ typedef struct ZklockShared
 	ZklockSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } ZklockShared;
 
-/* GUCs */
+/* common/settings.c: the GUCs */
 extern char *zklock_hosts;
 extern int	zklock_session_timeout;
 extern int	zklock_connect_timeout;
@@ -453,13 +453,13 @@ typedef enum ZklockAclMode
 	ZKLOCK_ACL_CREATOR
 } ZklockAclMode;
 
-/* zklock_shmem.c */
+/* common/shmem.c */
 extern ZklockShared *zklock_shared;
 extern int *zklock_post_ring;	/* the post ring, after the slots */
 extern ZklockDelete *zklock_deletes;	/* pending deletes, after the ring */
 extern void zklock_shmem_request(void);
 extern void zklock_shmem_startup(void);
-/* slot state changes (zklock_shmem.c; caller holds the lock) */
+/* slot state changes (common/shmem.c; caller holds the lock) */
 extern void zklock_slot_submit(ZklockSlot *slot);
 extern void zklock_slot_resubmit(ZklockSlot *slot);
 extern void zklock_slot_drop(ZklockSlot *slot);
@@ -486,14 +486,14 @@ extern bool zklock_lease_valid(ZklockMonoTime now, ZklockMonoTime *until);
 extern ZklockMonoTime zklock_mono_now(void);
 extern TimestampTz zklock_mono_to_timestamp(ZklockMonoTime t);
 
-/* zklock_session.c */
+/* common/session_file.c */
 extern void zklock_session_save(int64 session_id, const char *passwd);
 extern bool zklock_session_load(int64 *session_id, char *passwd, bool *foreign);
 extern void zklock_session_forget(void);
 extern bool zklock_session_close(int64 session_id, const char *passwd, int timeout_ms);
 extern void zklock_postmaster_exit(int code, Datum arg);
 
-/* zklock_worker.c */
+/* worker/event_loop.c */
 extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
 
 /*
@@ -534,11 +534,14 @@ typedef enum ZklockWaitKind
 	ZKLOCK_WAIT_KINDS
 } ZklockWaitKind;
 
-/* zklock.c */
+/* common/shmem.c */
 extern uint32 zklock_wait_event(ZklockWaitKind kind);
+
+/* common/settings.c */
+extern void zklock_define_settings(void);
 extern bool zklock_session_timeout_ok(int elevel);
 
-/* zklock_loss.c */
+/* backend/cancel_on_loss.c */
 extern void zklock_loss_init(void);
 
 #endif							/* ZKLOCK_H */

@@ -2,17 +2,24 @@
 # callgraph.pl — the call graph between zklock's C files, from the built
 # objects (nm): which file calls a function another file defines (calls
 # only: reading a GUC, a worker-wide variable or a table of hooks is not
-# counted).  It fails when
+# counted).  A file is named by its path under src/ (worker/handover).
+# It fails when
 #   - files call each other in a circle (a strongly connected component of
 #     more than one file): a call that runs back up the layering
 #     (src/README, "Layers") fails CI; the way up is a hook read from data
-#     (the ops table, the local layer's table, zklock_node_gone_hook);
+#     (the recipe registry, the handover layer's table,
+#     zklock_node_gone_hook);
+#   - a file calls or reads (functions and variables alike) a file of a
+#     folder its own folder may not use (%MAY_USE below): core/ uses
+#     nothing of ours, common/ only core/, backend/ and worker/ never use
+#     each other, only recipes/ (and src/zklock.c, the module's entry)
+#     sees both sides;
 #   - a file exports a function or variable no other file uses (it should
 #     be static), SQL functions and the worker's entry point aside;
 #   - a file uses a zklock_ symbol no file defines (an object missing
 #     from the Makefile's OBJS would only fail when the library loads).
 #
-#   perl test/callgraph.pl [objdir]     (default: src, after make)
+#   perl test/callgraph.pl [srcdir]     (default: src, after make)
 use strict;
 use warnings;
 
@@ -26,12 +33,34 @@ my @KNOWN = ();
 my $ENTRY = qr/^(zk_\w+|pg_finfo_\w+|_PG_init|Pg_magic_func|zklock_worker_main)$/;
 # the pure cores: their functions are also the unit tests' interface
 # (test/unit), and an assertion's use vanishes from a build without them
-my $PURE = qr/^zklock_(curator_rules|names|lease_rules|local_rules)$/;
+my $PURE = qr{^core/};
+
+# The folders a file of each folder may use (besides its own).  The
+# registry (recipes/registry: the ops and kind tables, read by both sides)
+# is the one file of recipes/ the two sides may use.
+my %MAY_USE = (
+	core => [],
+	common => ['core'],
+	backend => [ 'core', 'common', 'recipes/registry' ],
+	worker => [ 'core', 'common', 'recipes/registry' ],
+	recipes => [ 'core', 'common', 'backend', 'worker' ],
+	'.' => [ 'core', 'common', 'backend', 'worker', 'recipes' ],
+);
+
+# folder_of($file): the folder of a file named by its path under src/
+sub folder_of { return $_[0] =~ m{^(\w+)/} ? $1 : '.'; }
+
+# may_use($from, $to): whether file $from may call or read file $to
+sub may_use
+{
+	my ($from, $to) = @_;
+	my ($ff, $tf) = (folder_of($from), folder_of($to));
+	return 1 if $ff eq $tf;
+	return scalar grep { $_ eq $tf || $_ eq $to } @{ $MAY_USE{$ff} // [] };
+}
 
 my (%defines, %uses, %exported, %used_by);
-opendir(my $dh, $dir) or die "$dir: $!";
-my @objs = sort grep { /^zklock.*\.o$/ } readdir($dh);
-closedir($dh);
+my @objs = sort map { s{^\Q$dir\E/}{}r } split /\n/, `find "$dir" -name '*.o' | sort`;
 die "no zklock objects in $dir: run make first\n" unless @objs;
 for my $o (@objs)
 {
@@ -85,6 +114,16 @@ for my $c (@sccs)
 	printf "%s cycle of %d files: %s\n", $home ? 'known' : 'NEW', scalar(@$c), join(' ', @$c);
 	$fail = 1 unless $home;
 }
+for my $f (sort keys %uses)
+{
+	for my $sym (sort @{ $uses{$f} })
+	{
+		my $to = $exported{$sym} // next;
+		next if $to eq $f || may_use($f, $to);
+		printf "%s uses %s of %s: folder %s/ may not use %s\n", $f, $sym, $to, folder_of($f), $to;
+		$fail = 1;
+	}
+}
 for my $sym (sort keys %exported)
 {
 	next if $sym =~ $ENTRY || $exported{$sym} =~ $PURE || grep { $_ ne $exported{$sym} } keys %{ $used_by{$sym} // {} };
@@ -103,7 +142,7 @@ $edges += keys %{ $edge{$_} } for keys %edge;
 printf "%d files, %d calls between files, %d cycle group(s)\n", scalar(keys %uses), $edges, scalar(@sccs);
 if ($fail)
 {
-	print "callgraph: failed; make calls go one way (src/README, Layers) and keep file-local names static\n";
+	print "callgraph: failed; make calls go one way and only to the folders allowed (src/README, Layers) and keep file-local names static\n";
 	exit 1;
 }
 exit 0;

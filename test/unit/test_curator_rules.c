@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * test_curator_rules.c
- *		cmocka unit tests of the zklock recipe core (src/zklock_curator_rules.c).
+ *		cmocka unit tests of the zklock recipe core (src/core/curator_rules.c).
  *
  * Expected values are Curator 5.x / ZooKeeper 3.8 behaviour as written
  * down in doc/wire.md: what a Java peer would name, sort and decide.
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zklock_curator_rules.h"
+#include "core/curator_rules.h"
 
 #define NOT_SET ((size_t) 0xDEADBEEF)
 

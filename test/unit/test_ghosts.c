@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * test_ghosts.c
- *		cmocka unit tests of zklock_find_ghosts (src/zklock_names.c): which
+ *		cmocka unit tests of zklock_find_ghosts (src/core/names.c): which
  *		children of a lock's listing carry the protection prefix of one of
  *		the worker's live requests without being its node.
  *
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zklock_curator_rules.h"
+#include "core/curator_rules.h"
 
 #define U1 "53345f98-9423-4e0c-a7b5-9f819e3ec2e1"
 #define U2 "0b1e2c3d-4f5a-4b6c-8d7e-9f0a1b2c3d4e"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the lease rules (src/zklock_lease_rules.c), with cmocka.
+ * Unit tests of the lease rules (src/core/lease_rules.c), with cmocka.
  *
  * What users rely on: a lock is trusted only for as long as the ZooKeeper
  * leader provably counts the session alive.  Through an ensemble that
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "zklock_lease_rules.h"
+#include "core/lease_rules.h"
 
 #define MS(x) ((int64_t) (x) * 1000)
 

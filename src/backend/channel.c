@@ -1,0 +1,598 @@
+/*-------------------------------------------------------------------------
+ *
+ * backend/channel.c
+ *	  The request API every SQL function calls: claim a slot of the shared
+ *	  table, wait on the latch for the worker's answer (bounded by the
+ *	  call's timeout, lock_timeout and zklock.connect_timeout), give up;
+ *	  the identity written into nodes, and the commit confirmation's
+ *	  request.  It knows nothing of the registry of holds above it
+ *	  (backend/holds.c, backend/acquire.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "commands/dbcommands.h"
+#include "mb/pg_wchar.h"
+#include "pgstat.h"
+#include "postmaster/postmaster.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "backend/backend.h"
+
+/* zklock.participant_id when the node data was built */
+static char node_data_participant[ZKLOCK_NODE_DATA_SIZE] = "";
+
+/* What one look at our slot found */
+typedef enum SlotLook
+{
+	LOOK_PENDING,				/* the worker is still on it */
+	LOOK_HELD,					/* granted */
+	LOOK_DONE,					/* finished; answer taken, slot freed */
+	LOOK_LOST,					/* granted, then lost; slot freed */
+	LOOK_WITHDRAWN				/* we gave up on it in this look */
+} SlotLook;
+
+/* The answer of a finished request */
+typedef struct SlotAnswer
+{
+	ZklockResult result;
+	int			sqlerrcode;
+	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	int64		value;
+	uint32		needed;
+} SlotAnswer;
+
+/* Why a wait gives up on a request still pending */
+typedef enum GiveUp
+{
+	GIVE_UP_NONE = 0,
+	GIVE_UP_UNREACHABLE,		/* no provable session for connect_timeout */
+	GIVE_UP_TIMEOUT,			/* the call's own timeout */
+	GIVE_UP_LOCK_TIMEOUT		/* lock_timeout */
+} GiveUp;
+
+static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
+							 SlotAnswer *ans, ZklockConnState *cs);
+
+
+/* pause between two looks for a slot the worker is giving back (ms) */
+#define CLAIM_RETRY_MS	5
+
+/*
+ * Claim a free slot of the shared table for a new request, or fail with
+ * an error naming zklock.max_requests when none is free (after waiting,
+ * bounded, for entries the worker is giving back).
+ */
+int
+zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+		   uint32 *serial)
+{
+	ZklockShared *sh = zklock_shared;
+	static int	hint = 0;
+	int			idx = -1;
+	int			i;
+	TimestampTz start = GetCurrentTimestamp();
+
+	/*
+	 * the identity written into nodes follows SET application_name and SET
+	 * zklock.participant_id
+	 */
+	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0 ||
+		strcmp(node_data_participant, zklock_participant_id ? zklock_participant_id : "") != 0)
+		zklock_build_node_data();
+
+	for (;;)
+	{
+		int			withdrawing = 0;
+
+		zklock_lock_table(LW_EXCLUSIVE);
+		for (i = 0; i < sh->nslots; i++)
+		{
+			int			j = (hint + i) % sh->nslots;
+
+			if (sh->slots[j].state == ZKS_FREE)
+			{
+				idx = j;
+				break;
+			}
+			if (sh->slots[j].state == ZKS_CANCEL ||
+				sh->slots[j].state == ZKS_RELEASE ||
+				zklock_give_back_pending(&sh->slots[j]))
+				withdrawing++;
+		}
+		if (idx >= 0 || withdrawing == 0 ||
+			TimestampDifferenceExceeds(start, GetCurrentTimestamp(),
+									   zklock_connect_timeout))
+			break;
+
+		/*
+		 * Every entry is taken, but some are being given back (a release, a
+		 * withdrawn wait): the worker frees them in its next pass.  Wait
+		 * for that, as long as zklock.connect_timeout at most, rather than
+		 * calling the table full.
+		 */
+		LWLockRelease(sh->lock);
+		zklock_wake_worker();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 CLAIM_RETRY_MS, zklock_wait_event(ZKLOCK_WAIT_REQUEST));
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &sh->slots[idx];
+
+		slot->op = ask->op;
+		slot->kind = ask->kind;
+		slot->phase = ZKP_START;
+		slot->try_only = ask->try_only;
+		slot->revocable = ask->revocable;
+		slot->revoke_requested = false;
+		slot->dbarrier.node_deleted = false;
+		slot->dbarrier.own_delete_sent = false;
+		slot->counter.write_sent = false;
+		memset(&slot->latch, 0, sizeof(slot->latch));
+		slot->waits_on[0] = '\0';
+		slot->args = ask->args;
+		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
+				sizeof(slot->downgrade_seq));
+		slot->result_value = 0;
+		slot->result_dsm = ask->result_dsm;
+		slot->result_size = ask->result_size;
+		slot->procno = ZKLOCK_MY_PROCNO;
+		slot->pid = MyProcPid;
+		slot->serial++;
+		if (slot->serial == 0)
+			slot->serial = 1;
+		slot->result = ZKR_NONE;
+		slot->sqlerrcode = 0;
+		slot->errmsg[0] = '\0';
+		slot->uuid[0] = '\0';
+		slot->node[0] = '\0';
+		slot->aux_uuid[0] = '\0';
+		slot->aux_node[0] = '\0';
+		slot->czxid = 0;
+		slot->session_gen = 0;
+		slot->since = GetCurrentTimestamp();
+		slot->session_count = (ask->kind != ZKK_NONE && !ask->xact) ? 1 : 0;
+		slot->xact_count = ask->xact ? 1 : 0;
+		slot->user_path_off = user_off;
+		strlcpy(slot->path, key->path, sizeof(slot->path));
+		strlcpy(slot->data, ask->data ? ask->data : zklock_node_data, sizeof(slot->data));
+		zklock_slot_submit(slot);
+		zklock_post(idx);
+		*serial = slot->serial;
+		hint = idx + 1;
+	}
+	LWLockRelease(sh->lock);
+
+	if (idx < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("zklock request table is full"),
+				 errdetail("All %d entries (zklock.max_requests) are taken by locks held or waited for.",
+						   sh->nslots),
+				 errhint("Release locks, or raise zklock.max_requests and restart the server.")));
+	zklock_wake_worker();
+	return idx;
+}
+
+/*
+ * Look at our slot, under the lock, and take what the worker finished: the
+ * answer of a done request, a grant, or a grant lost with the session.
+ * With give_up, a request still pending is withdrawn in the same look, so
+ * an answer that arrives as the caller gives up is taken, never thrown
+ * away.  *cs gets the connection state seen.
+ */
+static SlotLook
+look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
+			 ZklockConnState *cs)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	SlotLook	look = LOOK_PENDING;
+	bool		wake = false;
+
+	zklock_lock_table(LW_EXCLUSIVE);
+	*cs = zklock_shared->conn_state;
+	if (slot->serial == serial && slot->pid == MyProcPid)
+	{
+		switch (slot->state)
+		{
+			case ZKS_HELD:
+				look = LOOK_HELD;
+				break;
+			case ZKS_DONE:
+				ans->result = slot->result;
+				ans->sqlerrcode = slot->sqlerrcode;
+				strlcpy(ans->errmsg, slot->errmsg, sizeof(ans->errmsg));
+				ans->value = slot->result_value;
+				ans->needed = slot->result_size;
+				zklock_slot_drop(slot);
+				look = LOOK_DONE;
+				break;
+			case ZKS_LOST:
+				zklock_slot_drop(slot);
+				look = LOOK_LOST;
+				break;
+			case ZKS_NEW:
+				if (give_up)
+				{
+					if (zklock_give_up_new_request(idx))
+					{
+						zklock_post(idx);
+						wake = true;
+					}
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			case ZKS_ACTIVE:
+				if (give_up)
+				{
+					zklock_slot_cancel(slot);
+					zklock_post(idx);
+					wake = true;
+					look = LOOK_WITHDRAWN;
+				}
+				break;
+			default:
+				break;
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (wake)
+		zklock_wake_worker();
+	return look;
+}
+
+/*
+ * The time timeout_ms after start, or 0 (never) when it is out of the
+ * range of a timestamp: a timeout of thousands of years is no timeout.
+ */
+TimestampTz
+zklock_deadline_after(TimestampTz start, int64 timeout_ms)
+{
+	if (timeout_ms < 0 || timeout_ms > (PG_INT64_MAX - start) / 1000)
+		return 0;
+	return TimestampTzPlusMilliseconds(start, timeout_ms);
+}
+
+/*
+ * Wait on our latch until the worker answers the request in slot idx, the
+ * timeout (ms, -1 = none) or lock_timeout passes, the worker has had no
+ * provable session (connected, with a valid lease) for
+ * zklock.connect_timeout, or an interrupt arrives.  Whatever ends the wait
+ * early withdraws the request, so no node is left behind; an answer that
+ * is there when the wait ends is taken whatever ended it.  For WAIT_DONE,
+ * *value gets the worker's result.
+ */
+WaitOutcome
+zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *user_path,
+				 int64 *value, uint32 *needed)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = zklock_deadline_after(start, timeout_ms);
+	TimestampTz lock_deadline = LockTimeout > 0 ? TimestampTzPlusMilliseconds(start, LockTimeout) : 0;
+	TimestampTz down_since = 0;
+	WaitOutcome outcome = WAIT_NOT_GRANTED;
+	SlotAnswer	ans;
+	uint32		wait_event;
+
+	/* the kind was set by this backend when it filled the slot */
+	wait_event = zklock_wait_event(zklock_kind_info(slot->kind)->acquire ?
+								   ZKLOCK_WAIT_ACQUIRE : ZKLOCK_WAIT_REQUEST);
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			ZklockConnState cs;
+			SlotLook	look;
+			GiveUp		give_up = GIVE_UP_NONE;
+			TimestampTz now;
+			long		wait_ms = 1000;
+
+			look = look_at_slot(idx, serial, false, &ans, &cs);
+			if (look == LOOK_PENDING)
+			{
+				now = GetCurrentTimestamp();
+				if (zklock_down_too_long(cs, now, &down_since) ||
+					(down_since != 0 && deadline != 0 && now >= deadline))
+					give_up = GIVE_UP_UNREACHABLE;
+				else if (deadline != 0 && now >= deadline)
+					give_up = GIVE_UP_TIMEOUT;
+				else if (lock_deadline != 0 && now >= lock_deadline)
+					give_up = GIVE_UP_LOCK_TIMEOUT;
+				if (give_up != GIVE_UP_NONE)
+					look = look_at_slot(idx, serial, true, &ans, &cs);
+			}
+
+			if (look == LOOK_HELD)
+			{
+				outcome = WAIT_GRANTED;
+				break;
+			}
+			if (look == LOOK_DONE)
+			{
+				if (ans.result == ZKR_ERROR)
+					ereport(ERROR,
+							(errcode(ans.sqlerrcode),
+							 errmsg("%s", ans.errmsg)));
+				if (value)
+					*value = ans.value;
+				if (needed)
+					*needed = ans.needed;
+				outcome = ans.result == ZKR_OK ? WAIT_DONE : WAIT_NOT_GRANTED;
+				break;
+			}
+			if (look == LOOK_LOST)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("zookeeper lock \"%s\" was lost as it was granted", user_path),
+						 errdetail("The zklock worker's zookeeper session ended (expired, or its lease ran out) before this backend saw the grant."),
+						 errhint("Retry when zk_status() shows the connection again.")));
+			if (look == LOOK_WITHDRAWN)
+			{
+				now = GetCurrentTimestamp();
+				if (give_up == GIVE_UP_UNREACHABLE)
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("zookeeper is not reachable"),
+							 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
+									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
+									   zklock_conn_state_name(cs), zklock_hosts,
+									   (long) ((now - down_since) / 1000)),
+							 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
+				if (give_up == GIVE_UP_LOCK_TIMEOUT)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("canceling statement due to lock timeout"),
+							 errdetail("Waiting for zookeeper path \"%s\".", user_path)));
+				outcome = WAIT_NOT_GRANTED;
+				break;
+			}
+
+			now = GetCurrentTimestamp();
+			if (deadline != 0)
+				wait_ms = Min(wait_ms, (long) ((deadline - now + 999) / 1000));
+			if (lock_deadline != 0)
+				wait_ms = Min(wait_ms, (long) ((lock_deadline - now + 999) / 1000));
+			if (down_since != 0)
+				wait_ms = Min(wait_ms,
+							  (long) ((TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) - now + 999) / 1000));
+			else
+			{
+				ZklockMonoTime mono = zklock_mono_now();
+				ZklockMonoTime until;
+
+				/* wake up when the lease would run out, to notice it */
+				if (zklock_lease_valid(mono, &until))
+					wait_ms = Min(wait_ms, (long) ((until - mono + 999) / 1000));
+			}
+			if (wait_ms < 1)
+				wait_ms = 1;
+
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, wait_event);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		/* cancel, statement_timeout, lock_timeout, errors: leave nothing */
+		(void) zklock_withdraw_request(idx, serial);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	/*
+	 * A lock is handed to the caller only while the session is provably
+	 * alive: a grant that arrives as the lease runs out is given back.
+	 */
+	if (outcome == WAIT_GRANTED && !zklock_lease_valid(zklock_mono_now(), NULL))
+	{
+		(void) zklock_withdraw_request(idx, serial);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("zookeeper lock \"%s\" was granted but cannot be proven held", user_path),
+				 errdetail("The zklock worker's ZooKeeper session has not been heard from in time; the lock was given back."),
+				 errhint("Retry when zk_status() shows the connection again.")));
+	}
+	return outcome;
+}
+
+/*
+ * Run a request that takes no lock (barrier, revoke, participants) and
+ * return the worker's result value; *timed_out says whether the timeout
+ * passed first.
+ */
+int64
+zklock_run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
+			uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed)
+{
+	int			idx;
+	uint32		serial;
+	int64		value = 0;
+	WaitOutcome outcome;
+
+	/* the answer's segment is in the slot before the worker can see it */
+	ask->result_dsm = dsm;
+	ask->result_size = dsm_size;
+	idx = zklock_claim_slot(ask, key, user_off, &serial);
+	outcome = zklock_wait_for_request(idx, serial, ask->timeout_ms, key->path + user_off,
+							   &value, needed);
+	if (timed_out)
+		*timed_out = (outcome != WAIT_DONE);
+	return value;
+}
+
+
+/*
+ * Fill in an acquire request.
+ */
+void
+zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind, int64 timeout_ms, bool xact)
+{
+	memset(ask, 0, sizeof(*ask));
+	ask->op = op;
+	ask->kind = kind;
+	ask->timeout_ms = timeout_ms;
+	ask->xact = xact;
+}
+
+/*
+ * What is left of a timeout (ms, -1 = none) that started at start.
+ */
+int64
+zklock_remaining_ms(int64 timeout_ms, TimestampTz start)
+{
+	int64		left;
+
+	if (timeout_ms < 0)
+		return -1;
+	left = timeout_ms - (GetCurrentTimestamp() - start) / 1000;
+	return left < 0 ? 0 : left;
+}
+
+/*
+ * Keep *down_since, the time since which the worker is down as a waiting
+ * backend sees it (cs not connected, or connected without proof: the
+ * lease ran out, which a stalled worker cannot say itself; 0 while it is
+ * up), and say whether that has lasted zklock.connect_timeout: then a
+ * wait gives up with "zookeeper is not reachable".
+ */
+bool
+zklock_down_too_long(ZklockConnState cs, TimestampTz now, TimestampTz *down_since)
+{
+	if (cs != ZKC_CONNECTED || !zklock_lease_valid(zklock_mono_now(), NULL))
+	{
+		if (*down_since == 0)
+			*down_since = now;
+	}
+	else
+		*down_since = 0;
+	return *down_since != 0 &&
+		now >= TimestampTzPlusMilliseconds(*down_since, zklock_connect_timeout);
+}
+
+/*
+ * Write this backend's identity, as it goes into its lock nodes: cluster
+ * name, host, port, database, pid, application_name, as JSON.
+ */
+void
+zklock_build_node_data(void)
+{
+	StringInfoData buf;
+	char		host[256];
+	char	   *dbname = OidIsValid(MyDatabaseId) ? get_database_name(MyDatabaseId) : NULL;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "unknown", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"cluster_name\":");
+	escape_json(&buf, cluster_name ? cluster_name : "");
+	appendStringInfoString(&buf, ",\"host\":");
+	escape_json(&buf, host);
+	appendStringInfo(&buf, ",\"port\":%d,\"database\":", PostPortNumber);
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfo(&buf, ",\"pid\":%d,\"application_name\":", MyProcPid);
+	escape_json(&buf, application_name ? application_name : "");
+	appendStringInfoChar(&buf, '}');
+
+	if (zklock_node_data_appname)
+		pfree(zklock_node_data_appname);
+	zklock_node_data_appname = MemoryContextStrdup(TopMemoryContext,
+											application_name ? application_name : "");
+
+	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
+		snprintf(zklock_node_data, sizeof(zklock_node_data), "{\"port\":%d,\"pid\":%d}",
+				 PostPortNumber, MyProcPid);
+	else
+		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
+	pfree(buf.data);
+
+	/* zklock.participant_id replaces it: a LeaderSelector's id, in UTF-8 */
+	strlcpy(node_data_participant, zklock_participant_id ? zklock_participant_id : "",
+			sizeof(node_data_participant));
+	if (node_data_participant[0] != '\0')
+	{
+		const char *utf8 = pg_server_to_any(node_data_participant,
+											strlen(node_data_participant), PG_UTF8);
+
+		if (strlen(utf8) >= sizeof(zklock_node_data))
+			ereport(ERROR,
+					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+					 errmsg("zklock.participant_id is too long in UTF-8"),
+					 errdetail("The limit is %d bytes.", (int) sizeof(zklock_node_data) - 1)));
+		strlcpy(zklock_node_data, utf8, sizeof(zklock_node_data));
+	}
+}
+
+/*
+ * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
+ * node of the lock held in our slot slot_idx still exists in the worker's session.  Waits at
+ * most zklock.connect_timeout.  Returns false, with why filled in, when it
+ * does not or the answer did not come; errors of the wait are turned into
+ * that answer so the caller can fail the commit with its own SQLSTATE.
+ */
+bool
+zklock_confirm_hold(int slot_idx, char *why, size_t whylen)
+{
+	ZklockSlot *slot = &zklock_shared->slots[slot_idx];
+	ZklockAsk	ask;
+	LocalLockKey key;
+	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
+	int			user_off;
+	bool		timed_out = false;
+	int64		value = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* our own slot: only the worker's move to LOST can change it */
+	zklock_lock_table(LW_SHARED);
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.path, slot->path, sizeof(key.path));
+	user_off = slot->user_path_off;
+	snprintf(rel, sizeof(rel), "%s%s",
+			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
+			 slot->node);
+	LWLockRelease(zklock_shared->lock);
+
+	memset(&ask, 0, sizeof(ask));
+	ask.op = ZKOP_CONFIRM;
+	ask.kind = ZKK_NONE;
+	ask.timeout_ms = zklock_connect_timeout;
+	ask.data = rel;
+	PG_TRY();
+	{
+		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(why, edata->message, whylen);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	if (timed_out)
+		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
+				 zklock_connect_timeout);
+	else if (value != 1)
+		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
+				 rel);
+	return !timed_out && value == 1;
+}

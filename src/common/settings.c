@@ -1,0 +1,268 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  zklock's configuration: the GUC variables, their check and show
+ *	  hooks, and the check that the session timeout leaves room for a
+ *	  lease.  Every folder reads the variables; core/ takes values as
+ *	  arguments instead.
+ *
+ *	  zklock_define_settings		define every zklock.* GUC (_PG_init)
+ *	  zklock_session_timeout_ok		zklock.session_timeout is long enough
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "zklock.h"
+#include "core/lease_rules.h"
+
+char	   *zklock_hosts = NULL;
+int			zklock_session_timeout = 60000;
+int			zklock_connect_timeout = 15000;
+int			zklock_lease_margin = 1000;
+char	   *zklock_namespace = NULL;
+int			zklock_max_requests = 1024;
+char	   *zklock_auth = NULL;
+char	   *zklock_participant_id = NULL;
+int			zklock_acl = ZKLOCK_ACL_OPEN;
+bool		zklock_check_session_locks = false;
+bool		zklock_commit_confirm = false;
+int			zklock_server_tick_time = 3000;
+int			zklock_commit_min_lease = 500;
+bool		zklock_cancel_on_loss = false;
+
+static const struct config_enum_entry acl_options[] = {
+	{"open", ZKLOCK_ACL_OPEN, false},
+	{"creator", ZKLOCK_ACL_CREATOR, false},
+	{NULL, 0, false}
+};
+
+/*
+ * Check a new value of zklock.namespace: empty, or a valid path without a
+ * trailing slash, short enough to leave room for lock paths.
+ */
+static bool
+check_namespace(char **newval, void **extra, GucSource source)
+{
+	size_t		len = strlen(*newval);
+	ZklockPathError err;
+
+	if (len == 0)
+		return true;
+	if (len > ZKLOCK_MAX_NAMESPACE_LEN)
+	{
+		GUC_check_errdetail("zklock.namespace is longer than %d bytes.",
+							ZKLOCK_MAX_NAMESPACE_LEN);
+		return false;
+	}
+	err = zklock_validate_path(*newval, len, ZKLOCK_MAX_NAMESPACE_LEN, NULL);
+	if (err != ZKLOCK_PATH_OK)
+	{
+		GUC_check_errdetail("zklock.namespace is not a valid ZooKeeper path: %s.",
+							zklock_path_error_message(err));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Check a new value of zklock.participant_id: it must fit in a node's
+ * data (the limit is in bytes of the server encoding; the UTF-8 form is
+ * checked again when it is written).
+ */
+static bool
+check_participant_id(char **newval, void **extra, GucSource source)
+{
+	if (strlen(*newval) >= ZKLOCK_NODE_DATA_SIZE)
+	{
+		GUC_check_errdetail("zklock.participant_id is longer than %d bytes.",
+							ZKLOCK_NODE_DATA_SIZE - 1);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What SHOW and pg_settings say of zklock.auth: never the secret.
+ */
+static const char *
+show_auth(void)
+{
+	return (zklock_auth && zklock_auth[0] != '\0') ? "********" : "";
+}
+
+/*
+ * Check a new value of zklock.auth: empty, or "user:password".
+ */
+static bool
+check_auth(char **newval, void **extra, GucSource source)
+{
+	if ((*newval)[0] != '\0' && strchr(*newval, ':') == NULL)
+	{
+		GUC_check_errdetail("zklock.auth must look like \"user:password\".");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Define the GUCs of zklock.
+ */
+void
+zklock_define_settings(void)
+{
+	DefineCustomStringVariable("zklock.hosts",
+							   "ZooKeeper connect string (host:port,host:port...).",
+							   NULL,
+							   &zklock_hosts,
+							   "127.0.0.1:2181",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.session_timeout",
+							"ZooKeeper session timeout requested by the worker.",
+							"The server may negotiate a different value; zk_status() shows it.",
+							&zklock_session_timeout,
+							60000, 1000, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.lease_margin",
+							"Safety margin taken off the session timeout when deciding how long a lock is known to be held.",
+							"A lock is valid until the send time of the latest request ZooKeeper answered plus the negotiated session timeout minus this margin (at most half the timeout). It covers clock rate differences between this host and the servers and the time a commit takes.",
+							&zklock_lease_margin,
+							1000, 100, 60 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.connect_timeout",
+							"How long a call waits for a missing ZooKeeper connection before it fails.",
+							NULL,
+							&zklock_connect_timeout,
+							15000, 100, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.namespace",
+							   "Path prefix applied to every zklock path.",
+							   "Like Curator's namespace; SQL paths cannot leave it.",
+							   &zklock_namespace,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   check_namespace, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.max_requests",
+							"Size of the shared table of zklock requests.",
+							"Every lock waited for or held by any backend takes one entry.",
+							&zklock_max_requests,
+							1024, 4, ZKLOCK_MAX_REQUESTS_LIMIT,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.participant_id",
+							   "Data written into this session's lock nodes instead of its identity.",
+							   "A Curator LeaderSelector on the same path reads it as the participant's id; empty: the JSON identity.",
+							   &zklock_participant_id,
+							   "",
+							   PGC_USERSET,
+							   0,
+							   check_participant_id, NULL, NULL);
+
+	DefineCustomStringVariable("zklock.auth",
+							   "ZooKeeper digest credentials (user:password) of the worker's session.",
+							   "Set in postgresql.conf; never shown by SHOW or pg_settings.",
+							   &zklock_auth,
+							   "",
+							   PGC_POSTMASTER,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_auth, NULL, show_auth);
+
+	DefineCustomEnumVariable("zklock.acl",
+							 "ACL of the nodes zklock creates: open, or creator-only (needs zklock.auth).",
+							 NULL,
+							 &zklock_acl,
+							 ZKLOCK_ACL_OPEN,
+							 acl_options,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.check_session_locks_at_commit",
+							 "Also fail COMMIT when a session-level lock taken in the transaction was lost.",
+							 NULL,
+							 &zklock_check_session_locks,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.commit_confirm",
+							 "Have COMMIT confirm with ZooKeeper that every lock the transaction relies on still exists.",
+							 "One round trip per lock at COMMIT: the node must still exist and belong to the worker's session.  Without it, COMMIT relies on the session's lease alone.",
+							 &zklock_commit_confirm,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.server_tick_time",
+							"The ZooKeeper servers' tickTime, or more.",
+							"Through an ensemble, the lease is proven by syncs that go through the leader, spaced by this much: the leader pings its followers every tickTime / 2.  Too small is unsafe, larger only shortens the lease.",
+							&zklock_server_tick_time,
+							3000, 10, 60 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.commit_min_lease",
+							"Lease that must be left for COMMIT or PREPARE of a transaction relying on zklock locks.",
+							"Everything after the check (the commit record, its WAL flush, synchronous replication) must fit in it.",
+							&zklock_commit_min_lease,
+							500, 10, 3600 * 1000,
+							PGC_SUSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.cancel_on_loss",
+							 "Cancel the running statement of a session whose zklock lock is lost.",
+							 "The statement fails with SQLSTATE ZK001 naming the path, as soon as the lease runs out or the lock is found lost.",
+							 &zklock_cancel_on_loss,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("zklock");
+}
+
+/*
+ * Is zklock.session_timeout long enough for the lease to cover a COMMIT
+ * through an ensemble (zklock_min_session_timeout_ms)?  Otherwise says so
+ * at elevel and returns false.
+ */
+bool
+zklock_session_timeout_ok(int elevel)
+{
+	int			need = zklock_min_session_timeout_ms(zklock_lease_margin,
+													 zklock_commit_min_lease,
+													 zklock_server_tick_time);
+
+	if (zklock_session_timeout >= need)
+		return true;
+	ereport(elevel,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("zklock.session_timeout (%d ms) is too short to prove locks through a zookeeper ensemble",
+					zklock_session_timeout),
+			 errdetail("It must be at least zklock.lease_margin (%d ms) + zklock.commit_min_lease (%d ms) + 2 x zklock.server_tick_time (%d ms) = %d ms.",
+					   zklock_lease_margin, zklock_commit_min_lease,
+					   zklock_server_tick_time, need),
+			 errhint("Raise zklock.session_timeout, or lower zklock.server_tick_time to the servers' tickTime.")));
+	return false;
+}

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * core/handover_rules.h
+ *	  The local layer's decisions (worker/handover.c), as pure functions: no
+ *	  PostgreSQL or ZooKeeper calls, unit-tested in test/unit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_LOCAL_RULES_H
+#define ZKLOCK_LOCAL_RULES_H
+
+#include <stdbool.h>
+
+/*
+ * What a request waits for in the worker (WorkerReq.wait): one state, not
+ * a set of flags, so whether it lists, watches, waits locally, follows a
+ * reader, is being handed a lock or is parked is one question.
+ */
+typedef enum ZklockWaitState
+{
+	ZKWS_NONE = 0,				/* no wait: its own call is on its way, or
+								 * it decides now */
+	ZKWS_WATCHING,				/* a ZooKeeper watch it set moves it on */
+	ZKWS_LOCAL,					/* behind pred, a node of this worker, with
+								 * no watch: its owner's release or loss
+								 * moves it (worker/handover.c) */
+	ZKWS_FOLLOWING,				/* a read node right behind a reader of this
+								 * worker still deciding: that answer is its
+								 * own */
+	ZKWS_HANDOVER,				/* chosen to take pred's lock once pred's
+								 * delete is applied and its own node is
+								 * confirmed */
+	ZKWS_PARKED,				/* waits for the connection, then resumes */
+	ZKWS_PARKED_RECOVER			/* same, and first looks for a node a lost
+								 * create may have made (by prefix) */
+} ZklockWaitState;
+
+extern bool zklock_wait_move_ok(ZklockWaitState from, ZklockWaitState to);
+extern bool zklock_wait_for_event(ZklockWaitState s);
+
+/* What a lock node just created does when it may skip its listing */
+typedef enum ZklockPlacement
+{
+	ZKLOCK_PLACE_LIST,			/* list the children, as Curator does */
+	ZKLOCK_PLACE_JOIN_READER,	/* read lock: granted with the reader ahead */
+	ZKLOCK_PLACE_FOLLOW_READER, /* read lock: share the pending decision of
+								 * the reader ahead */
+	ZKLOCK_PLACE_WAIT_BEHIND,	/* mutex: wait, without a watch, behind the
+								 * node of this worker ahead */
+	ZKLOCK_PLACE_GIVE_UP_TRY	/* mutex try: the node ahead means not first */
+} ZklockPlacement;
+
+extern ZklockPlacement zklock_placement(bool owner_found, bool owner_active,
+										bool rw, bool follows_released_reader,
+										bool try_only);
+
+/* A waiter of this worker whose latest listing made it wait on a released node */
+typedef struct ZklockHandoverCandidate
+{
+	bool		rw;				/* a read/write lock node (else a mutex's) */
+	bool		read;			/* a read node */
+	bool		pred_last;		/* its listing showed the released node as the
+								 * only one keeping it out */
+} ZklockHandoverCandidate;
+
+extern int	zklock_handover_choice(const ZklockHandoverCandidate *c, int n,
+								   bool held_mutex, bool twin, int max,
+								   bool *take);
+
+extern bool zklock_create_alone(bool rw, bool read, bool tail_is_ours);
+
+/* What the worker knows of one of its requests on the same lock */
+typedef enum ZklockTailState
+{
+	ZKLOCK_TAIL_WAITING,		/* its request is running (ACTIVE) */
+	ZKLOCK_TAIL_HOLDING,		/* it holds the lock (HELD) */
+	ZKLOCK_TAIL_RELEASED,		/* released, not yet withdrawn: its delete
+								 * has not left */
+	ZKLOCK_TAIL_OTHER			/* anything else: free, lost, cancelled */
+} ZklockTailState;
+
+typedef struct ZklockTailNode
+{
+	ZklockTailState state;
+	bool		current_session;	/* made in the worker's current session */
+	bool		known;			/* the worker runs it (not left by an
+								 * earlier worker) */
+	bool		parked;			/* waits for the connection */
+	bool		decided_to_wait;	/* its listing made it wait on a node
+									 * (not following a reader) */
+	bool		rw;				/* a read/write lock node */
+	bool		read;			/* a read node */
+	bool		downgrade;		/* a write holder's read node */
+	bool		has_node;		/* its node's name is known */
+	bool		create_sent;	/* its create may be on its way */
+} ZklockTailNode;
+
+extern bool zklock_tail_candidate(const ZklockTailNode *n, bool reader,
+								  bool any_node);
+
+/*
+ * What the worker knows of the children of one lock path (its base) from
+ * a listing of its own, kept so that a later create can go without its
+ * listing (worker/handover_numbering.c).  A sequential node's number is the count of
+ * the creates its parent has seen (ZooKeeper's internal cversion; the
+ * cversion a Stat shows counts deletes too: it is 2 * creates - children,
+ * see DataNode.copyStat), so a create of ours answered with number
+ * "next" proves that nobody else created a child since.
+ */
+typedef struct ZklockPathSeq
+{
+	bool		listed;			/* a listing on connection conn showed only
+								 * nodes of this worker */
+	bool		watched;		/* an exists watch on the parent, answered on
+								 * conn with the listing's czxid, stands */
+	unsigned long long conn;	/* the connection it was learned on */
+	long long	czxid;			/* the parent's creation zxid (its
+								 * incarnation) */
+	long long	next;			/* the number the parent's next sequential
+								 * create gets */
+} ZklockPathSeq;
+
+extern long long zklock_node_seq(const char *name);
+extern long long zklock_next_seq_from_stat(int cversion, int num_children);
+extern void zklock_seq_listed(ZklockPathSeq *k, unsigned long long conn,
+							  long long czxid, int cversion, int num_children,
+							  bool only_ours);
+extern bool zklock_seq_watch_answered(ZklockPathSeq *k, unsigned long long conn,
+									  bool exists, long long czxid);
+extern void zklock_seq_forget(ZklockPathSeq *k);
+extern bool zklock_seq_usable(const ZklockPathSeq *k, unsigned long long conn_now);
+extern bool zklock_seq_created(ZklockPathSeq *k, unsigned long long conn_now,
+							   long long seq);
+extern bool zklock_first_unlisted(bool seq_proven, bool own_node_ahead,
+								  bool own_delete_pending);
+
+/*
+ * Batching (worker/batch.c): how many of the n queued ops, from the front,
+ * go to ZooKeeper as one multi.  create_base[i] is the parent of op i when
+ * it is a create, NULL for a delete.
+ */
+extern int	zklock_batch_take(const char *const *create_base, int n, int max);
+
+#endif							/* ZKLOCK_LOCAL_RULES_H */

@@ -1,0 +1,857 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker/deletes.c
+ *	  Guaranteed deletes: the shared pending-delete table, sent and retried
+ *	  for the life of the session, and what a request records in it.  The
+ *	  entries of persistent nodes (P/ready) are also kept on disk, so they
+ *	  outlive shared memory (a crash-restart or a restart of the server).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "worker/worker.h"
+
+static int	delete_hint = 0;	/* where to look for a free entry */
+
+/*
+ * The deletes by name that became due in this pass of the worker's event
+ * loop, oldest first, waiting to be sent together at its end
+ * (worker/batch.c): entry index and the serial it had when queued (a
+ * stale one is skipped).  Process-local, like DeleteLocal.
+ */
+static int *ready_idx = NULL;
+static uint32 *ready_serial = NULL;
+static int	ready_head = 0;
+static int	ready_tail = 0;
+static int	ready_cap = 0;
+
+/*
+ * Told when the delete of a node of this worker is queued (by name): the
+ * local layer's node_gone, so its local waiters on that node look again.
+ * Set by the worker at start (worker/event_loop.c); the delete table knows
+ * nothing of the layers above it.
+ */
+void		(*zklock_node_gone_hook) (const char *path) = NULL;
+
+/*
+ * The persistent entries changed since they were last written to disk
+ * (only the worker adds or frees them); a write failed (logged once until
+ * one succeeds).
+ */
+static bool persist_dirty = false;
+static bool persist_failed = false;
+
+static DeleteLocal *delete_local(int i);
+static int delete_tag_current(const void *tag);
+static void delete_free(int i);
+static void log_deletes_full(const char *consequence);
+static void delete_send(int i, TimestampTz now);
+static bool delete_queue_ready(int i);
+static void delete_retry(int i, int rc);
+static void delete_done(int rc, const void *data);
+static void delete_stat_done(int rc, const struct Stat *stat, const void *data);
+static int	delete_find_persistent(const char *path, const char *prefix, int64 czxid);
+static void delete_prefix_done(int rc, const struct String_vector *strings,
+							   const void *data);
+static void delete_prefix_child_done(int rc, const void *data);
+static bool delete_pending_match(const char *path, bool under);
+
+/* ---------------------------------------------------------------------
+ * Guaranteed deletes.  What must be deleted is recorded in the shared
+ * pending-delete table (zklock_deletes, see ZklockDelete) in the same
+ * critical section that frees or finishes the request slot that owned
+ * the node, so a worker that dies at any step leaves it to the next one.
+ * Every error but NoNode is tried again for as long as the session lasts,
+ * like Curator's guaranteed delete.  The completions take the lock;
+ * every other function here expects the caller to hold it.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The process-local state of entry i, reset when the entry was reused.
+ */
+static DeleteLocal *
+delete_local(int i)
+{
+	DeleteLocal *dl = &zklock_dlocal[i];
+
+	if (dl->serial != zklock_deletes[i].serial)
+	{
+		memset(dl, 0, sizeof(*dl));
+		dl->serial = zklock_deletes[i].serial;
+	}
+	return dl;
+}
+
+/*
+ * Decode the tag of a delete's completion: the entry index while the tag
+ * still names the entry, -1 when it is stale.
+ */
+static int
+delete_tag_current(const void *tag)
+{
+	uint64		v = (uint64) (uintptr_t) tag;
+	int			i = (int) (v & ZKLOCK_TAG_INDEX_MASK);
+	uint32		serial = (uint32) (v >> ZKLOCK_TAG_INDEX_BITS);
+
+	if (zklock_dlocal == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
+		zklock_deletes[i].serial != serial)
+		return -1;
+	return i;
+}
+
+/*
+ * Free entry i: the node is gone (or went with its session).
+ */
+static void
+delete_free(int i)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (zklock_deletes[i].persistent)
+		persist_dirty = true;
+	zklock_deletes[i].serial = 0;
+	zklock_dlocal[i].serial = 0;
+	sh->deletes_used--;
+	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
+		sh->deletes_full_logged = false;
+}
+
+/*
+ * Say that the table is full, once until it has emptied to half.
+ */
+static void
+log_deletes_full(const char *consequence)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (sh->deletes_full_logged)
+		return;
+	sh->deletes_full_logged = true;
+	ereport(LOG,
+			(errmsg("zklock: the table of pending zookeeper deletes is full"),
+			 errdetail("%d of its %d entries (three per zklock.max_requests) hold nodes ZooKeeper has not confirmed deleted; %s.",
+					   sh->deletes_used, sh->ndeletes, consequence),
+			 errhint("Earlier \"could not delete\" messages name the nodes ZooKeeper refuses to delete; zk_status().deletes_pending counts the entries.")));
+}
+
+/*
+ * Is there room for n more entries, keeping the reserve of the requests
+ * that cannot wait (zklock_delete_may_add)?  When not, say the table is
+ * full: the caller keeps its slot until there is room.
+ */
+bool
+zklock_deletes_have_room(int n)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
+		return true;
+	log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
+	return false;
+}
+
+/*
+ * Send entry i (a delete, or the listing of a delete by prefix) unless it
+ * is on its way already or pausing after a refusal.  A plain delete by
+ * name of an ephemeral node, never refused so far, is queued instead and
+ * leaves at the end of the pass, in one multi with the others queued by
+ * then (worker/batch.c); anything that must reach the server behind it
+ * calls zklock_batch_flush first.
+ */
+static void
+delete_send(int i, TimestampTz now)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	const void *tag = zklock_make_tag(i, e->serial);
+	int			rc;
+
+	if (dl->inflight || zklock_zh == NULL || !zklock_connected)
+		return;
+	if (dl->retry_at != 0 && now < dl->retry_at)
+	{
+		if (zklock_deletes_next_retry == 0 || dl->retry_at < zklock_deletes_next_retry)
+			zklock_deletes_next_retry = dl->retry_at;
+		return;
+	}
+	if (e->by_prefix)
+		rc = zoo_aget_children(zklock_zh, e->path, 0, delete_prefix_done, tag);
+	else if (e->czxid != 0)
+	{
+		/* limited to one node: look whose it is first */
+		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);
+	}
+	else if (!e->persistent && dl->attempts == 0 && delete_queue_ready(i))
+	{
+		/* leaves at the end of the pass, with the others due by then */
+		dl->inflight = true;
+		return;
+	}
+	else
+		rc = zoo_adelete(zklock_zh, e->path, -1, delete_done, tag);
+	if (rc == ZOK)
+		dl->inflight = true;
+	else
+	{
+		/* the client took nothing (its connection is going): later */
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		zklock_deletes_scan = true;
+	}
+}
+
+/*
+ * Queue entry i, a plain delete by name, to be sent at the end of the
+ * pass (zklock_batch_flush).  False when the queue is full (only stale
+ * items can fill it): the caller sends it alone.
+ */
+static bool
+delete_queue_ready(int i)
+{
+	DeleteLocal *dl = delete_local(i);
+
+	if (ready_idx == NULL)
+	{
+		ready_cap = zklock_shared->ndeletes + 1;
+		ready_idx = MemoryContextAlloc(TopMemoryContext, sizeof(int) * ready_cap);
+		ready_serial = MemoryContextAlloc(TopMemoryContext, sizeof(uint32) * ready_cap);
+	}
+	if (ready_head == ready_tail)
+		ready_head = ready_tail = 0;
+	if (ready_tail >= ready_cap)
+		return false;
+	ready_idx[ready_tail] = i;
+	ready_serial[ready_tail] = zklock_deletes[i].serial;
+	ready_tail++;
+	dl->batched = true;
+	return true;
+}
+
+/*
+ * How many deletes wait to be sent at the end of the pass (stale ones
+ * included).  Worker only; no lock needed (process-local).
+ */
+int
+zklock_deletes_ready(void)
+{
+	return ready_tail - ready_head;
+}
+
+/*
+ * Take up to max of the queued deletes, oldest first, into idx and serial
+ * (those whose entry was freed or reused meanwhile are dropped).  They
+ * stay marked in flight: the caller sends them, or answers them with
+ * zklock_delete_batch_answer.  Caller holds the lock.
+ */
+int
+zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
+{
+	int			n = 0;
+
+	while (n < max && ready_head < ready_tail)
+	{
+		int			i = ready_idx[ready_head];
+		uint32		s = ready_serial[ready_head];
+
+		ready_head++;
+		if (zklock_deletes[i].serial != s || !delete_local(i)->batched)
+			continue;
+		zklock_dlocal[i].batched = false;
+		idx[n] = i;
+		serial[n] = s;
+		n++;
+	}
+	if (ready_head == ready_tail)
+		ready_head = ready_tail = 0;
+	return n;
+}
+
+/*
+ * Send the delete of entry i (a plain delete by name, taken from the
+ * queue or answered by a failed multi) on its own, as delete_send would.
+ * Caller holds the lock.
+ */
+void
+zklock_delete_send_alone(int i)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+
+	dl->inflight = true;
+	if (zklock_zh == NULL || !zklock_connected ||
+		zoo_adelete(zklock_zh, e->path, -1, delete_done,
+					zklock_make_tag(i, e->serial)) != ZOK)
+	{
+		/* the client took nothing (its connection is going): later */
+		dl->inflight = false;
+		dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   DELETE_RETRY_MIN_MS);
+		zklock_deletes_scan = true;
+	}
+}
+
+/*
+ * The answer rc of a multi that carried entry i (serial: the entry's
+ * serial when it was sent; a reused entry is left alone).  Applied (ZOK):
+ * the node is gone.  Connection trouble or a lost session: tried again
+ * like a lost single delete.  Anything else (one op failed, so none was
+ * applied): the entry is sent again on its own, so it gets the answer it
+ * would have had alone (NoNode frees it).  Caller holds the lock.
+ */
+void
+zklock_delete_batch_answer(int i, uint32 serial, int rc)
+{
+	DeleteLocal *dl;
+
+	if (zklock_dlocal == NULL || zklock_deletes[i].serial != serial)
+		return;
+	dl = delete_local(i);
+	if (rc == ZOK)
+		delete_free(i);
+	else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
+		delete_retry(i, rc);
+	else
+	{
+		dl->inflight = false;
+		dl->retry_at = 0;
+		zklock_delete_send_alone(i);
+	}
+}
+
+/*
+ * Is the delete of the node at path, by name, in the pending-delete table:
+ * recorded and not yet answered by the server (an answer, OK or NoNode,
+ * frees the entry: the node is gone)?  A ghost already queued is not
+ * queued twice; a handover grants only once its released node's delete
+ * has been answered.  Caller holds the lock.
+ */
+bool
+zklock_delete_pending(const char *path)
+{
+	return delete_pending_match(path, false);
+}
+
+/*
+ * Is any delete at or under path in the pending-delete table (by name or
+ * by prefix), recorded and not yet answered?  A node a delete of this
+ * worker is about to remove may still be there.  Caller holds the lock.
+ */
+bool
+zklock_delete_pending_under(const char *path)
+{
+	return delete_pending_match(path, true);
+}
+
+/*
+ * The scan of both: an entry by name for exactly path, or (under) any
+ * entry at or under path.
+ */
+static bool
+delete_pending_match(const char *path, bool under)
+{
+	ZklockShared *sh = zklock_shared;
+	size_t		len = strlen(path);
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (under ? (strncmp(e->path, path, len) == 0 &&
+					 (e->path[len] == '\0' || e->path[len] == '/')) :
+			(!e->by_prefix && strcmp(e->path, path) == 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The entry of a persistent node with this path, prefix and creation
+ * zxid, or -1.
+ */
+static int
+delete_find_persistent(const char *path, const char *prefix, int64 czxid)
+{
+	ZklockShared *sh = zklock_shared;
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (e->persistent && e->czxid == czxid &&
+			strcmp(e->path, path) == 0 && strcmp(e->prefix, prefix) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Add an entry: the node at path (prefix NULL) or every child of path
+ * named prefix...; a persistent node's entry survives the session (and
+ * shared memory: it is written to disk), an ephemeral node's belongs to
+ * session gen.  czxid, when not 0, limits the delete of a persistent node
+ * to the node of that creation zxid and, when ctime is not 0, creation
+ * time: one made again later is not ours, nor one that an ensemble
+ * rebuilt from nothing made with the same zxid.
+ * Sent at once when connected, or, a plain delete by name, at the end of
+ * the pass or at the next zklock_batch_flush, whichever comes first: a
+ * request that must reach the server behind it flushes first.  Returns false when the table is full (the node is then
+ * named in the log).
+ */
+bool
+zklock_delete_add(const char *path, const char *prefix, bool persistent,
+				  uint64 gen, int64 czxid, int64 ctime)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *e;
+	int			n = sh->ndeletes;
+	int			i;
+	int			j = -1;
+
+	/* one entry per persistent node is enough (every leave records it) */
+	if (persistent && delete_find_persistent(path, prefix ? prefix : "", czxid) >= 0)
+		return true;
+	if (sh->deletes_used >= n)
+	{
+		log_deletes_full("nodes that must be deleted meanwhile are not recorded");
+		ereport(LOG,
+				(errmsg("zklock: could not record the delete of zookeeper node \"%s\": the table of pending deletes is full",
+						path),
+				 errdetail(persistent ?
+						   "The node stays until it is deleted by hand." :
+						   "The node stays until the zookeeper session ends.")));
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		j = (delete_hint + i) % n;
+		if (zklock_deletes[j].serial == 0)
+			break;
+	}
+	Assert(j >= 0 && zklock_deletes[j].serial == 0);
+	delete_hint = j + 1;
+	e = &zklock_deletes[j];
+	if (++sh->delete_serial == 0)
+		sh->delete_serial = 1;
+	e->serial = sh->delete_serial;
+	e->by_prefix = (prefix != NULL);
+	e->persistent = persistent;
+	e->session_gen = gen;
+	e->czxid = persistent ? czxid : 0;
+	e->ctime = persistent ? ctime : 0;
+	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
+	strlcpy(e->path, path, sizeof(e->path));
+	sh->deletes_used++;
+	if (persistent)
+		persist_dirty = true;
+	delete_send(j, GetCurrentTimestamp());
+	return true;
+}
+
+/*
+ * Delete an ephemeral node of the current session: by exact path, or
+ * every child of path that starts with prefix (a node whose create reply
+ * was lost).
+ */
+void
+zklock_queue_delete(const char *path, const char *prefix)
+{
+	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0, 0);
+	if (prefix == NULL)
+	{
+		/* local waiters on it look again */
+		if (zklock_node_gone_hook != NULL)
+			zklock_node_gone_hook(path);
+	}
+}
+
+/*
+ * The server (or the client) did not confirm entry i: try it again, as
+ * soon as connected after connection trouble, with growing pauses after
+ * a refusal (logged once per entry).
+ */
+static void
+delete_retry(int i, int rc)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	DeleteLocal *dl = delete_local(i);
+	TimestampTz now = GetCurrentTimestamp();
+
+	dl->inflight = false;
+	zklock_deletes_scan = true;
+	if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
+	{
+		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		return;
+	}
+	dl->attempts++;
+	dl->retry_at = TimestampTzPlusMilliseconds(now,
+											   zklock_retry_delay_ms(dl->attempts,
+																	 DELETE_RETRY_BASE_MS,
+																	 DELETE_RETRY_MAX_MS));
+	if (!dl->logged)
+	{
+		dl->logged = true;
+		if (e->by_prefix)
+			ereport(LOG,
+					(errmsg("zklock: could not list zookeeper node \"%s\" to delete its children named \"%s\": %s",
+							e->path, e->prefix, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+		else
+			ereport(LOG,
+					(errmsg("zklock: could not delete zookeeper node \"%s\": %s",
+							e->path, zerror(rc)),
+					 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+	}
+}
+
+/*
+ * Completion of a guaranteed delete: done on success or NoNode, tried
+ * again on anything else.  BadVersion (a delete limited to one creation
+ * zxid, see delete_stat_done): the node changed since it was looked at,
+ * so it is looked at again at once.
+ */
+static void
+delete_done(int rc, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		if (rc == ZOK || rc == ZNONODE)
+			delete_free(i);
+		else if (rc == ZBADVERSION && zklock_deletes[i].czxid != 0)
+		{
+			DeleteLocal *dl = delete_local(i);
+
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
+		}
+		else
+			delete_retry(i, rc);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the look at a persistent node whose delete is limited to
+ * one creation zxid (P/ready of one round of a double barrier): gone, or
+ * made again since (another czxid: a later round's, not ours), the entry
+ * is done; still ours, it is deleted at the data version just seen
+ * (BadVersion: looked at again).  ZooKeeper cannot make a delete depend on
+ * the creation zxid itself, so a node deleted and made again within that
+ * one round trip would still go: the window is one round trip, not the
+ * life of the entry.
+ */
+static void
+delete_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (rc == ZNONODE)
+			delete_free(i);
+		else if (rc == ZOK && (stat->czxid != e->czxid ||
+							   (e->ctime != 0 && stat->ctime != e->ctime)))
+		{
+			ereport(LOG,
+					(errmsg("zklock: zookeeper node \"%s\" is not deleted: it was made again since its delete was recorded",
+							e->path),
+					 errdetail("Its creation zxid and time are %lld and %lld, the delete was recorded for %lld and %lld, which is gone.",
+							   (long long) stat->czxid, (long long) stat->ctime,
+							   (long long) e->czxid, (long long) e->ctime)));
+			delete_free(i);
+		}
+		else if (rc == ZOK)
+		{
+			int			zrc = zoo_adelete(zklock_zh, e->path, stat->version,
+										  delete_done, zklock_make_tag(i, e->serial));
+
+			if (zrc != ZOK)
+				delete_retry(i, ZCONNECTIONLOSS);
+		}
+		else
+			delete_retry(i, rc);
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the child listing of a delete by prefix: the first child
+ * that carries the prefix (a node whose create reply was lost) is deleted
+ * and, once that delete is applied, the parent is listed again
+ * (delete_prefix_child_done), until a listing finds no child with the
+ * prefix: a create sent on an older connection, or by an earlier worker,
+ * may be applied after any one listing, and two nodes may carry the
+ * prefix.  None, or no parent: done.  The entry stays a delete by prefix
+ * throughout, so a refusal or a restarted worker lists again.
+ */
+static void
+delete_prefix_done(int rc, const struct String_vector *strings, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0 && rc == ZOK)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = delete_local(i);
+		int			first = zklock_find_protected(strings->data, strings->count,
+												  e->prefix);
+
+		if (first < 0)
+			delete_free(i);
+		else
+		{
+			char		child[ZKLOCK_NODE_PATH_SIZE];
+
+			snprintf(child, sizeof(child), "%s/%s", e->path, strings->data[first]);
+			/* dl->inflight stays set: the delete is the entry's call now */
+			if (zoo_adelete(zklock_zh, child, -1, delete_prefix_child_done,
+							zklock_make_tag(i, e->serial)) != ZOK)
+			{
+				dl->inflight = false;
+				dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   DELETE_RETRY_MIN_MS);
+				zklock_deletes_scan = true;
+			}
+		}
+	}
+	else if (i >= 0 && rc == ZNONODE)
+		delete_free(i);
+	else if (i >= 0)
+		delete_retry(i, rc);
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the delete of a child found by a delete by prefix: applied
+ * (or gone already), the parent is listed again at once; refused, the
+ * entry is tried again like any other (its next try lists first).
+ */
+static void
+delete_prefix_child_done(int rc, const void *data)
+{
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = delete_tag_current(data);
+	if (i >= 0)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = delete_local(i);
+
+		if (rc == ZOK || rc == ZNONODE)
+		{
+			dl->inflight = false;
+			dl->retry_at = 0;
+			delete_send(i, GetCurrentTimestamp());
+		}
+		else
+		{
+			if (!dl->logged && !zklock_rc_retryable(rc) && !zklock_rc_session_gone(rc))
+			{
+				dl->logged = true;
+				ereport(LOG,
+						(errmsg("zklock: could not delete the child of zookeeper node \"%s\" named \"%s...\": %s",
+								e->path, e->prefix, zerror(rc)),
+						 errdetail("The delete is tried again, with growing pauses, for as long as the session lasts.")));
+			}
+			delete_retry(i, rc);
+		}
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Send every entry that is due: after a reconnect, at the start of a
+ * worker (which knows nothing of its predecessor's calls), after the pause
+ * of a refused delete.  An entry of an ephemeral node of an earlier
+ * session is dropped: that session's end removed the node.
+ */
+void
+zklock_send_deletes(void)
+{
+	ZklockShared *sh = zklock_shared;
+	TimestampTz now = GetCurrentTimestamp();
+	int			seen = 0;
+	int			i;
+
+	zklock_deletes_scan = false;
+	zklock_deletes_next_retry = 0;
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		if (!e->persistent && e->session_gen != sh->session_gen)
+		{
+			delete_free(i);
+			continue;
+		}
+		seen++;
+		delete_send(i, now);
+	}
+}
+
+/*
+ * Is a pass over the pending deletes due?
+ */
+bool
+zklock_deletes_due(TimestampTz now)
+{
+	return zklock_connected && zklock_shared->deletes_used > 0 &&
+		(zklock_deletes_scan || (zklock_deletes_next_retry != 0 && now >= zklock_deletes_next_retry));
+}
+
+/*
+ * The session ended: the server removed its ephemeral nodes, so their
+ * deletes are done.  The deletes of persistent nodes (P/ready) stay.
+ */
+void
+zklock_drop_session_deletes(void)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && sh->deletes_used > 0; i++)
+	{
+		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
+			delete_free(i);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The entries of persistent nodes on disk ($PGDATA/zklock.deletes, see
+ * common/session_file.c).  Shared memory does not outlive a crash-restart or a
+ * restart of the server, and a persistent node (P/ready) left behind stays
+ * for good: so the worker writes them whenever they changed, once per trip
+ * around its event loop, before it waits, outside the lock (no fsync while
+ * backends wait for the lock); a worker that starts puts them back into the
+ * table, to be applied on whichever session it gets (a persistent node
+ * belongs to no session).
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Write the persistent entries to disk if they changed since the last
+ * write; a failed write is tried again on the next call.  Worker only,
+ * without the lock.
+ */
+void
+zklock_deletes_persist(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *copy;
+	int			n = 0;
+	int			seen = 0;
+	int			i;
+
+	if (!persist_dirty)
+		return;
+	copy = palloc(sizeof(ZklockDelete) * Max(sh->ndeletes, 1));
+	LWLockAcquire(sh->lock, LW_SHARED);
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		if (zklock_deletes[i].serial == 0)
+			continue;
+		seen++;
+		if (zklock_deletes[i].persistent)
+			copy[n++] = zklock_deletes[i];
+	}
+	LWLockRelease(sh->lock);
+	persist_dirty = false;
+	if (zklock_persistent_deletes_save(copy, n, persist_failed ? DEBUG1 : LOG))
+		persist_failed = false;
+	else
+	{
+		persist_dirty = true;
+		persist_failed = true;
+	}
+	pfree(copy);
+}
+
+/*
+ * A worker starts: put the persistent entries on disk back into the table
+ * (those it does not hold already: a restarted worker finds them in shared
+ * memory too).  They are sent once connected, on any session.
+ */
+void
+zklock_deletes_load(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockDelete *saved;
+	char	   *file_hosts;
+	bool		same_hosts;
+	int			n;
+	int			added = 0;
+	int			i;
+
+	saved = palloc(sizeof(ZklockDelete) * Max(sh->ndeletes, 1));
+	n = zklock_persistent_deletes_read(saved, sh->ndeletes, &file_hosts);
+	same_hosts = (file_hosts != NULL &&
+				  strcmp(file_hosts, zklock_hosts ? zklock_hosts : "") == 0);
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+	{
+		ZklockDelete *e = &saved[i];
+
+		if (delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
+			continue;			/* a restarted worker: the table has it */
+		if (!same_hosts && (e->czxid == 0 || e->ctime == 0))
+		{
+			/*
+			 * Recorded for other hosts (another ensemble or chroot, or the
+			 * same one named differently) and not limited to one node: the
+			 * path may name another node now.  One limited to its creation
+			 * zxid and time is safe anywhere: a zxid is unique in an
+			 * ensemble's history, and one rebuilt from nothing, which
+			 * numbers from the start again, made its node at another time.
+			 */
+			ereport(LOG,
+					(errmsg("zklock: not deleting zookeeper node \"%s\": its delete was recorded for another zklock.hosts",
+							e->path),
+					 errdetail("The delete was recorded while zklock.hosts was \"%s\"; delete the node by hand if it is still there.",
+							   file_hosts)));
+			continue;
+		}
+		if (zklock_delete_add(e->path, e->by_prefix ? e->prefix : NULL, true,
+							  sh->session_gen, e->czxid, e->ctime))
+			added++;
+	}
+	/* the file says from now on what the table says */
+	persist_dirty = true;
+	zklock_deletes_scan = true;
+	LWLockRelease(sh->lock);
+	if (added > 0)
+		ereport(LOG,
+				(errmsg_plural("zklock: %d delete of a persistent zookeeper node recorded before the restart is pending again",
+							   "zklock: %d deletes of persistent zookeeper nodes recorded before the restart are pending again",
+							   added, added)));
+	if (file_hosts != NULL)
+		pfree(file_hosts);
+	pfree(saved);
+}
