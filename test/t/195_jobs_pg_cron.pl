@@ -1,7 +1,7 @@
 
 # 195_jobs_pg_cron: jobs coordinated across clusters, scheduled by pg_cron.
 #
-# What users rely on: README's section "Coordinating jobs across clusters"
+# What users rely on: doc/jobs.md, "Coordinating jobs across clusters",
 # gives stored procedures a DBA copies.
 # This test runs them as written there (it reads their CREATE statements
 # from that section), on two PostgreSQL clusters with zklock and pg_cron
@@ -85,11 +85,11 @@ $node{$_} = new_zklock_node("jobs$_", $zk, $conf, pg_cron => 1) for ('A', 'B');
 my @clusters = ('A', 'B');
 sub other { return $_[0] eq 'A' ? 'B' : 'A'; }
 
-# The procedures and tables, from the jobs section of README.md: every
+# The procedures and tables, from doc/jobs.md, the jobs section: every
 # ```sql block of the section that starts with CREATE.
 sub jobs_sql
 {
-	for my $f ("$ZklockTest::REPO/README.md")
+	for my $f ("$ZklockTest::REPO/doc/jobs.md")
 	{
 		next unless -f $f;
 		my $text = slurp_file($f);
@@ -99,7 +99,7 @@ sub jobs_sql
 		my @defs = grep { /^CREATE /s } ($sec =~ /^```sql\n(.*?)^```/msg);
 		return (join("\n", @defs), $f) if @defs;
 	}
-	die "no section \"Coordinating jobs across clusters\" with CREATE statements in README.md\n";
+	die "no section \"Coordinating jobs across clusters\" with CREATE statements in doc/jobs.md\n";
 }
 my ($sql, $from) = jobs_sql();
 note("the procedures, as $from gives them");
