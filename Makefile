@@ -43,3 +43,23 @@ unittest:
 	$(MAKE) -C test/unit check
 
 -include $(OBJS:.o=.d)
+
+# the inner test loop, without root (test/check.sh): build, install into a
+# private copy of the server under tmp_install/, run tests as this user
+#   make check-tap [T="800 195"]   TAP files test/t/800*.pl, 195*.pl (no T: all)
+#   make check-regress             the pg_regress suite (REGRESS above)
+#   make check-unit                the cmocka unit tests (test/unit)
+.PHONY: check-tap check-regress check-unit clean-tmp-install
+# T reaches the shell through the environment, split on blanks and not
+# globbed there, so no character of it is run as a command
+check-tap: export ZKLOCK_CHECK_T = $(T)
+check-tap:
+	set -f; bash test/check.sh tap $$ZKLOCK_CHECK_T
+check-regress:
+	bash test/check.sh regress
+check-unit:
+	bash test/check.sh unit
+# PGXS owns the recipe of clean; this only adds a prerequisite to it
+clean: clean-tmp-install
+clean-tmp-install:
+	rm -rf tmp_install tmp_install.new

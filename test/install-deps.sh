@@ -6,6 +6,9 @@
 # server and C client, Curator, a JDK, cmocka and Perl's IPC::Run.  Run
 # as root.  Idempotent: packages already present are left alone, and
 # nothing is fetched when all are there.
+#   install-deps.sh --check   install nothing: list the missing packages
+#                             and exit 1 when some are missing (any user;
+#                             test/check.sh uses it)
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -16,15 +19,28 @@ PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
       libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
       nftables faketime"
 
+# zklock_missing_pkgs: the packages of PKGS not installed
+zklock_missing_pkgs() {
+	local p missing=""
+	for p in $PKGS; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+	done
+	echo "$missing"
+}
+
+if [ "${1:-}" = "--check" ]; then
+	missing=$(zklock_missing_pkgs)
+	[ -z "$missing" ] && exit 0
+	echo "install-deps.sh: missing packages (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR):$missing" >&2
+	exit 1
+fi
+
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: not root; assuming the packages are installed" >&2
 	exit 0
 fi
 
-missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+missing=$(zklock_missing_pkgs)
 if [ -z "$missing" ]; then
 	echo "install-deps.sh: all packages present (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR)"
 	exit 0
