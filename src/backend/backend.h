@@ -60,18 +60,6 @@ typedef struct ZklockAsk
 	ZklockRecipeArgs args;		/* the recipe's own (copied into the slot) */
 } ZklockAsk;
 
-extern HTAB *zklock_local_locks;
-
-/*
- * A lock this transaction relied on (an _xact lock, or a session lock
- * taken in it when zklock.check_session_locks_at_commit is on) was found
- * lost and dropped from the registry: the transaction must not commit,
- * even if the path is acquired again or released meanwhile.  Cleared when
- * the transaction ends.
- */
-extern char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
-extern char *zklock_node_data_appname;
-
 /* How a wait ended without an error */
 typedef enum WaitOutcome
 {
@@ -81,6 +69,7 @@ typedef enum WaitOutcome
 } WaitOutcome;
 
 /* backend/holds.c */
+extern HTAB *zklock_local_locks;	/* LocalLockKey -> LocalLock */
 extern LocalLock *zklock_add_granted_hold(const LocalLockKey *key, int idx,
 										  uint32 serial, bool xact);
 extern LocalLock *zklock_add_hold(const LocalLockKey *key, int idx,
@@ -135,10 +124,8 @@ extern void zklock_make_lock_key(text *path_text, ZklockKind kind,
 								 LocalLockKey *key, int *user_off);
 extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
-
 extern char *zklock_text_from_utf8(const char *p, int len);
 extern Datum zklock_utf8_text_datum(const char *s);
-
 
 /* the recipes' rules before an acquire (the kind table's before_acquire) */
 extern void zklock_semaphore_mutex_before_acquire(ZklockAsk *ask,

@@ -28,7 +28,16 @@ static List *xact_holds = NIL;
 static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
 static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
+
+/*
+ * A lock this transaction relied on (an _xact lock, or a session lock
+ * taken in it when zklock.check_session_locks_at_commit is on) was found
+ * lost and dropped from the registry: the transaction must not commit,
+ * even if the path is acquired again or released meanwhile.  Cleared when
+ * the transaction ends.  xact_lost_path: its path.
+ */
 static bool xact_lost = false;
+static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
 
 /*
  * A leadership this transaction relies on (zk_leader_xact): the member's
@@ -43,9 +52,6 @@ typedef struct XactLeadership
 	char		path[ZKLOCK_FULL_PATH_SIZE];	/* the user's path */
 } XactLeadership;
 static List *xact_leaderships = NIL;
-static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
-char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
-char *zklock_node_data_appname = NULL;	/* application_name in node_data */
 
 static void publish_counts(LocalLock *ll);
 static void release_due_holds(void);

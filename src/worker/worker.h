@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "core/handover_rules.h"
 
 /* how often a request may find its parent missing before we give up */
 #define MAX_NONODE_RETRIES	5
@@ -27,14 +28,12 @@
 /* how often the worker checks the waits on its own nodes (ms) */
 #define LOCAL_WAIT_CHECK_MS	1000
 
-/* Process-local state of one request slot */
 /*
- * What a request waits for, in the worker (WorkerReq.wait).  Set only with
- * zklock_req_set_wait, which asserts the move is one of
- * zklock_wait_move_ok's (core/handover_rules.c).
+ * Process-local state of one request slot (zklock_reqs[i], beside
+ * zklock_shared->slots[i]).  What it waits for (wait, a ZklockWaitState of
+ * core/handover_rules.h) is set only with zklock_req_set_wait, which
+ * asserts the move is one of zklock_wait_move_ok's.
  */
-#include "core/handover_rules.h"
-
 typedef struct WorkerReq
 {
 	uint32		serial;			/* slot serial this belongs to, 0 = none */
@@ -255,8 +254,6 @@ zklock_worker_ops(ZklockOp op)
 
 /* the steps of the recipes (the table's entries) */
 extern void zklock_lk_resume(int idx, bool recover);
-extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
-								 bool rw, bool read);
 extern void zklock_confirm_start(int idx);
 extern void zklock_counter_start(int idx);
 extern void zklock_mutex_lock_target(int idx, LockTarget *t);
@@ -289,8 +286,10 @@ extern void zklock_latch_lost_session(int idx);
  */
 extern zhandle_t *zklock_zh;
 extern bool zklock_connected;
+extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
 extern bool zklock_need_reconnect;	/* close the handle, open a new one */
+extern bool zklock_wes_rebuild; /* the client's socket changed */
 extern bool zklock_rescan;		/* look at every slot on the next pass */
 extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
 extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
@@ -307,9 +306,6 @@ extern TimestampTz zklock_auth_retry_at;
 
 /* ms between two tries while the servers reject zklock.auth */
 #define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
-extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
-extern bool zklock_wes_rebuild; /* the client's socket changed */
-
 
 /* worker/path_index.c: the worker's lock engine slots by their lock's base */
 extern void zklock_pathidx_init(void);
@@ -364,11 +360,7 @@ extern void zklock_delete_ghosts(const char *base, char *const *children,
 								 int n);
 extern void zklock_note_doubt(int idx, bool aux);
 extern void zklock_sweep_doubted(int idx, bool aux_only);
-/* common/session_file.c: the file of pending deletes of persistent nodes */
-extern bool zklock_persistent_deletes_save(const ZklockDelete *entries, int n,
-										   int elevel);
-extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
-										   char **file_hosts);
+
 
 /* worker/request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
@@ -416,6 +408,8 @@ extern void zklock_adopt_check(int idx, const char *base, const char *name);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
 extern void zklock_lk_target(int idx, LockTarget *t);
+extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
+								 bool rw, bool read);
 extern void zklock_lk_granted(int idx);
 
 /* worker/handover.c: the lock engine's local layer */
@@ -432,12 +426,8 @@ extern bool zklock_known_created(const char *base, const char *node);
 extern void zklock_known_forget(const char *base);
 extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
 
-/* worker/commit_confirm.c */
-
 /* recipes/semaphore.c */
 extern void zklock_lease_create(int idx);
-
-/* recipes/barrier.c */
 
 /* recipes/double_barrier.c */
 extern void zklock_denter_start(int idx);
@@ -445,10 +435,6 @@ extern void zklock_leave_list(int idx);
 
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);
-
-/* recipes/revoke.c */
-
-/* recipes/participants.c */
 
 /* worker/deferred_log.c */
 extern void zklock_worker_log_init(void);
