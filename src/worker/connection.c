@@ -22,6 +22,16 @@
 static uint32 handle_gen = 0;	/* bumped for every handle opened */
 
 /*
+ * The servers rejected zklock.auth: when that began (0: they did not; see
+ * worker/worker.h), and when the next handle may be opened.
+ */
+TimestampTz zklock_auth_failed_at = 0;
+static TimestampTz auth_retry_at = 0;
+
+/* ms between two tries while the servers reject zklock.auth */
+#define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
+
+/*
  * The session timeout the next handshake asks for: zklock.session_timeout
  * for a new handle, then what the last connection negotiated (the C client
  * asks for that when it reconnects).
@@ -237,7 +247,7 @@ auth_accepted(void)
 	if (zklock_auth_failed_at == 0)
 		return;
 	zklock_auth_failed_at = 0;
-	zklock_auth_retry_at = 0;
+	auth_retry_at = 0;
 	ereport(LOG,
 			(errmsg("zklock: zookeeper server %s accepted the credentials of zklock.auth, session 0x%llx",
 					server ? server : "?",
@@ -250,7 +260,7 @@ auth_accepted(void)
 	else
 		sh->conn_state = not_connected_state();
 	sh->state_since = GetCurrentTimestamp();
-	zklock_rescan = true;
+	zklock_request_rescan();
 }
 
 /*
@@ -511,7 +521,7 @@ zklock_check_lease(ZklockMonoTime now)
 	zklock_session_forget();
 	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
 	sh->state_since = GetCurrentTimestamp();
-	zklock_need_reconnect = true;
+	zklock_request_reconnect();
 	LWLockRelease(sh->lock);
 
 	/* said after letting go of the lock: a slow log must not stall backends */
@@ -542,8 +552,8 @@ auth_rejected(zhandle_t *zzh)
 	int			i;
 
 	zklock_connected = false;
-	zklock_need_reconnect = true;
-	zklock_auth_retry_at = TimestampTzPlusMilliseconds(now, AUTH_RETRY_MS);
+	zklock_request_reconnect();
+	auth_retry_at = TimestampTzPlusMilliseconds(now, AUTH_RETRY_MS);
 	if (zklock_auth_failed_at == 0)
 	{
 		zklock_auth_failed_at = now;
@@ -589,6 +599,39 @@ auth_done(int rc, const void *data)
 }
 
 /*
+ * May a new handle be opened now?  Always, except while the servers reject
+ * zklock.auth: then once every AUTH_RETRY_MS.
+ */
+bool
+zklock_handle_may_open(void)
+{
+	return zklock_auth_failed_at == 0 || GetCurrentTimestamp() >= auth_retry_at;
+}
+
+/*
+ * Milliseconds until the next handle may be opened while the servers
+ * reject zklock.auth (at most max_ms).
+ */
+long
+zklock_auth_wakeup_ms(TimestampTz now, long max_ms)
+{
+	if (zklock_auth_failed_at == 0)
+		return max_ms;
+	return Min(max_ms, Max((long) ((auth_retry_at - now) / 1000) + 1, 1));
+}
+
+/*
+ * The configuration was reloaded: the servers' side may have been fixed,
+ * so rejected credentials are tried again at once.
+ */
+void
+zklock_auth_retry_now(void)
+{
+	if (zklock_auth_failed_at != 0)
+		auth_retry_at = 0;
+}
+
+/*
  * Global watcher: connection and session state changes.
  */
 static void
@@ -601,7 +644,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	if (type != ZOO_SESSION_EVENT)
 		return;
 
-	zklock_wes_rebuild = true;
+	zklock_request_wait_set_rebuild();
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
 	if (state == ZOO_CONNECTED_STATE)
 	{
@@ -677,8 +720,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		}
 		/* else the first answer tells whether the credentials pass now */
 		zklock_connected = true;
-		zklock_rescan = true;
-		zklock_deletes_scan = true;
+		zklock_request_rescan();
+		zklock_request_deletes_scan();
 
 		/*
 		 * The first requests of the connection: what kind of server it is,
@@ -718,7 +761,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
 		sh->expired_count++;
 		sh->state_since = GetCurrentTimestamp();
-		zklock_need_reconnect = true;
+		zklock_request_reconnect();
 	}
 	else if (state == ZOO_AUTH_FAILED_STATE)
 		auth_rejected(zzh);
@@ -753,7 +796,7 @@ zklock_open_handle(void)
 	else
 	{
 		/* one try per zklock.connect_timeout while the servers reject us */
-		zklock_auth_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+		auth_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													AUTH_RETRY_MS);
 	}
 	handle_gen++;
@@ -791,7 +834,7 @@ zklock_open_handle(void)
 	if (zklock_connected_hosts)
 		pfree(zklock_connected_hosts);
 	zklock_connected_hosts = MemoryContextStrdup(TopMemoryContext, zklock_hosts);
-	zklock_wes_rebuild = true;
+	zklock_request_wait_set_rebuild();
 }
 
 /*

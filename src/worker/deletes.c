@@ -175,8 +175,7 @@ delete_send(int i, TimestampTz now)
 		return;
 	if (dl->retry_at != 0 && now < dl->retry_at)
 	{
-		if (zklock_deletes_next_retry == 0 || dl->retry_at < zklock_deletes_next_retry)
-			zklock_deletes_next_retry = dl->retry_at;
+		zklock_request_delete_retry(dl->retry_at);
 		return;
 	}
 	if (e->by_prefix)
@@ -200,7 +199,7 @@ delete_send(int i, TimestampTz now)
 	{
 		/* the client took nothing (its connection is going): later */
 		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
-		zklock_deletes_scan = true;
+		zklock_request_deletes_scan();
 	}
 }
 
@@ -290,7 +289,7 @@ zklock_delete_send_alone(int i)
 		dl->inflight = false;
 		dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												   DELETE_RETRY_MIN_MS);
-		zklock_deletes_scan = true;
+		zklock_request_deletes_scan();
 	}
 }
 
@@ -491,7 +490,7 @@ delete_retry(int i, int rc)
 	TimestampTz now = GetCurrentTimestamp();
 
 	dl->inflight = false;
-	zklock_deletes_scan = true;
+	zklock_request_deletes_scan();
 	if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 	{
 		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
@@ -635,7 +634,7 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 				dl->inflight = false;
 				dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														   DELETE_RETRY_MIN_MS);
-				zklock_deletes_scan = true;
+				zklock_request_deletes_scan();
 			}
 		}
 	}
@@ -699,8 +698,7 @@ zklock_send_deletes(void)
 	int			seen = 0;
 	int			i;
 
-	zklock_deletes_scan = false;
-	zklock_deletes_next_retry = 0;
+	zklock_deletes_scan_done();
 	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
@@ -724,7 +722,8 @@ bool
 zklock_deletes_due(TimestampTz now)
 {
 	return zklock_connected && zklock_shared->deletes_used > 0 &&
-		(zklock_deletes_scan || (zklock_deletes_next_retry != 0 && now >= zklock_deletes_next_retry));
+		(zklock_loop.deletes_scan ||
+		 (zklock_loop.deletes_next_retry != 0 && now >= zklock_loop.deletes_next_retry));
 }
 
 /*
@@ -844,7 +843,7 @@ zklock_deletes_load(void)
 	}
 	/* the file says from now on what the table says */
 	persist_dirty = true;
-	zklock_deletes_scan = true;
+	zklock_request_deletes_scan();
 	LWLockRelease(sh->lock);
 	if (added > 0)
 		ereport(LOG,

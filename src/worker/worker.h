@@ -280,32 +280,118 @@ extern void zklock_latch_lost_session(int idx);
 
 /*
  * State of the worker process (defined in worker/event_loop.c): the client
- * handle, whether it is connected, flags the event loop acts on in its
- * next pass, and the process-local state beside each request slot and
- * each entry of the pending-delete table.
+ * handle, whether it is connected, and the process-local state beside
+ * each request slot and each entry of the pending-delete table.
  */
 extern zhandle_t *zklock_zh;
 extern bool zklock_connected;
 extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
-extern bool zklock_need_reconnect;	/* close the handle, open a new one */
-extern bool zklock_wes_rebuild; /* the client's socket changed */
-extern bool zklock_rescan;		/* look at every slot on the next pass */
 extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
 extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
-extern bool zklock_deletes_scan;	/* send every due entry on the next pass */
-extern TimestampTz zklock_deletes_next_retry;	/* earliest end of a back-off */
 
 /*
- * The servers rejected zklock.auth: when that began (0: they did not), and
- * when the next handle may be opened.  Until a server accepts the
- * credentials again, zk_status() says auth_failed and requests fail.
+ * What the event loop is asked to do on its next pass.  worker/event_loop.c
+ * owns it (zklock_loop); the files it calls set a flag only through the
+ * calls below, which say why, and read it through zklock_loop.  (Inline:
+ * a call into event_loop.c would run back up the call graph.)
+ */
+typedef struct ZklockLoopFlags
+{
+	bool		rescan;			/* look at every slot, not only the posted */
+	bool		deletes_scan;	/* send every due pending delete */
+	TimestampTz deletes_next_retry; /* earliest end of a delete's pause, 0:
+									 * none */
+	bool		need_reconnect; /* close the handle, open a new one */
+	bool		wes_rebuild;	/* the client's socket may have changed */
+} ZklockLoopFlags;
+
+extern ZklockLoopFlags zklock_loop;
+
+/*
+ * Look at every slot on the next pass, not only the posted ones: a request
+ * waits for something no post announces (the connection, room in the
+ * delete table, a watch to arm again).
+ */
+static inline void
+zklock_request_rescan(void)
+{
+	zklock_loop.rescan = true;
+}
+
+/*
+ * The full pass over the slots asked for is being made (worker/dispatch.c).
+ */
+static inline void
+zklock_rescan_done(void)
+{
+	zklock_loop.rescan = false;
+}
+
+/*
+ * Send every due pending delete on the next pass: one was added or failed
+ * to leave, or the connection is new.
+ */
+static inline void
+zklock_request_deletes_scan(void)
+{
+	zklock_loop.deletes_scan = true;
+}
+
+/*
+ * A pending delete pauses until at: wake up for it then, unless for an
+ * earlier one.
+ */
+static inline void
+zklock_request_delete_retry(TimestampTz at)
+{
+	if (zklock_loop.deletes_next_retry == 0 || at < zklock_loop.deletes_next_retry)
+		zklock_loop.deletes_next_retry = at;
+}
+
+/*
+ * The pass over the pending deletes asked for is being made
+ * (zklock_send_deletes); the entries still pausing ask again.
+ */
+static inline void
+zklock_deletes_scan_done(void)
+{
+	zklock_loop.deletes_scan = false;
+	zklock_loop.deletes_next_retry = 0;
+}
+
+/*
+ * The handle is of no more use (the session expired, its lease ran out,
+ * the servers rejected the credentials): close it and open a new one.
+ */
+static inline void
+zklock_request_reconnect(void)
+{
+	zklock_loop.need_reconnect = true;
+}
+
+/*
+ * The client's socket may have changed (a handle opened, a session event):
+ * build the wait set anew before the next wait.
+ */
+static inline void
+zklock_request_wait_set_rebuild(void)
+{
+	zklock_loop.wes_rebuild = true;
+}
+
+/*
+ * The servers rejected zklock.auth: when that began, 0 when they did not
+ * (worker/connection.c).  Until a server accepts the credentials again,
+ * zk_status() says auth_failed and requests fail.
  */
 extern TimestampTz zklock_auth_failed_at;
-extern TimestampTz zklock_auth_retry_at;
 
-/* ms between two tries while the servers reject zklock.auth */
-#define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
+static inline bool
+zklock_auth_rejected(void)
+{
+	return zklock_auth_failed_at != 0;
+}
 
 /* worker/path_index.c: the worker's lock engine slots by their lock's base */
 extern void zklock_pathidx_init(void);
@@ -448,5 +534,8 @@ extern void zklock_track_handshake(ZklockMonoTime before);
 extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
 extern void zklock_lease_settings_changed(void);
 extern void zklock_open_handle(void);
+extern bool zklock_handle_may_open(void);
+extern long zklock_auth_wakeup_ms(TimestampTz now, long max_ms);
+extern void zklock_auth_retry_now(void);
 
 #endif							/* ZKLOCK_WORKER_INT_H */
