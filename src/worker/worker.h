@@ -415,9 +415,23 @@ extern bool zklock_rc_retryable(int rc);
 extern bool zklock_rc_session_gone(int rc);
 extern int zklock_rc_sqlstate(int rc);
 
-/* worker/deletes.c */
+/* worker/delete_table.c: the entries of the pending-delete table */
+extern bool zklock_delete_record(const char *path, const char *prefix,
+								 bool persistent, uint64 gen, int64 czxid,
+								 int64 ctime, int *entry);
+extern void zklock_delete_free(int i);
+extern DeleteLocal *zklock_delete_local(int i);
+extern int	zklock_delete_tag_current(const void *tag);
+extern int	zklock_delete_find_persistent(const char *path, const char *prefix,
+										  int64 czxid);
 extern bool zklock_delete_pending(const char *path);
 extern bool zklock_delete_pending_under(const char *path);
+extern bool zklock_deletes_have_room(int n);
+extern void zklock_drop_session_deletes(void);
+extern void zklock_deletes_mark_dirty(void);
+extern void zklock_deletes_persist(void);
+
+/* worker/deletes.c: sending them, until the server confirms */
 extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
@@ -426,11 +440,8 @@ extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid,
 							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
-extern bool zklock_deletes_have_room(int n);
 extern void (*zklock_node_gone_hook) (const char *path);
 extern void zklock_deletes_load(void);
-extern void zklock_deletes_persist(void);
-extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
 
