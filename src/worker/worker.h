@@ -382,7 +382,7 @@ zklock_request_wait_set_rebuild(void)
 
 /*
  * The servers rejected zklock.auth: when that began, 0 when they did not
- * (worker/connection.c).  Until a server accepts the credentials again,
+ * (worker/auth.c).  Until a server accepts the credentials again,
  * zk_status() says auth_failed and requests fail.
  */
 extern TimestampTz zklock_auth_failed_at;
@@ -537,16 +537,27 @@ extern void zklock_revoke_watch(int idx);
 extern void zklock_worker_log_init(void);
 extern void zklock_worker_log_flush(void);
 
-/* worker/connection.c */
+/* worker/auth.c: credentials the servers reject */
+extern void zklock_credentials_rejected(zhandle_t *zzh);
+extern void zklock_credentials_accepted(void);
+extern ZklockConnState zklock_not_connected_state(void);
+extern bool zklock_handle_may_open(void);
+extern void zklock_auth_retry_later(void);
+extern void zklock_auth_retry_now(void);
+extern long zklock_auth_wakeup_ms(TimestampTz now, long max_ms);
+
+/* worker/lease.c: the lease, its heartbeats and the kind of server */
+extern void zklock_lease_connected(zhandle_t *zzh);
+extern void zklock_lease_forget(void);
+extern void zklock_lease_timeout_seen(int timeout_ms);
+extern void zklock_lease_settings_changed(void);
+extern void zklock_track_handshake(ZklockMonoTime before);
+extern void zklock_heartbeat(ZklockMonoTime now);
+extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
 extern void zklock_check_lease(ZklockMonoTime now);
 extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
-extern void zklock_heartbeat(ZklockMonoTime now);
-extern void zklock_track_handshake(ZklockMonoTime before);
-extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
-extern void zklock_lease_settings_changed(void);
+
+/* worker/connection.c */
 extern void zklock_open_handle(void);
-extern bool zklock_handle_may_open(void);
-extern long zklock_auth_wakeup_ms(TimestampTz now, long max_ms);
-extern void zklock_auth_retry_now(void);
 
 #endif							/* ZKLOCK_WORKER_INT_H */
