@@ -14,7 +14,7 @@ WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
 	dispatch.o auth.o lease.o connection.o deferred_log.o event_loop.o)
 RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
 	semaphore.o barrier.o double_barrier.o revoke.o participants.o \
-	counter.o leader.o)
+	counter.o counter_sql.o leader.o)
 OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 
