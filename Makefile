@@ -7,14 +7,14 @@ CORE_OBJS = $(addprefix src/core/, curator_rules.o names.o lease_rules.o \
 	handover_rules.o)
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
 BACKEND_OBJS = $(addprefix src/backend/, args.o channel.o cancel_on_loss.o \
-	holds.o acquire.o views.o)
-WORKER_OBJS = $(addprefix src/worker/, zkio.o deletes.o batch.o ghosts.o \
-	path_index.o request.o revocation_watch.o lock_engine.o handover.o \
-	handover_numbering.o commit_confirm.o dispatch.o connection.o \
-	deferred_log.o event_loop.o)
+	xact.o holds.o acquire.o views.o)
+WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
+	batch.o ghosts.o path_index.o request.o revocation_watch.o \
+	lock_engine.o handover.o handover_numbering.o commit_confirm.o \
+	dispatch.o auth.o lease.o connection.o deferred_log.o event_loop.o)
 RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
 	semaphore.o barrier.o double_barrier.o revoke.o participants.o \
-	counter.o leader.o)
+	counter.o counter_sql.o leader.o)
 OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 

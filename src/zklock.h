@@ -56,10 +56,6 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
 #define ZKLOCK_ERRMSG_SIZE		256
 
 /*
- * Life of a request slot.  Transitions are made under ZklockShared->lock;
- * the comment on each state says who moves it on.
- */
-/*
  * A point in time on the monotonic clock that decides safety (the lease,
  * heartbeats, the COMMIT floor): microseconds of CLOCK_BOOTTIME, which NTP
  * and operators cannot step.  TimestampTz (the wall clock) is only for
@@ -69,6 +65,11 @@ typedef int64 ZklockMonoTime;
 
 #define ZKLOCK_MONO_PLUS_MS(t, ms)	((t) + (int64) (ms) * 1000)
 
+/*
+ * Life of a request slot.  Transitions are made under ZklockShared->lock,
+ * one named function per transition (common/shmem.c); the comment on each
+ * state says who moves it on.  The diagram is in src/README, "Slot states".
+ */
 typedef enum ZklockSlotState
 {
 	ZKS_FREE = 0,				/* unused; a backend may claim it */
@@ -105,7 +106,6 @@ typedef enum ZklockOp
 								 * path) still exist in our session? */
 } ZklockOp;
 
-/* What a slot is to the user: zk_locks' recipe column, the local key */
 /* What a counter request does (ZKOP_COUNTER) */
 typedef enum ZklockCounterAction
 {
@@ -157,6 +157,7 @@ typedef union ZklockRecipeArgs
 	}			latch;
 } ZklockRecipeArgs;
 
+/* What a slot is to the user: zk_locks' recipe column, the local key */
 typedef enum ZklockKind
 {
 	ZKK_NONE = 0,				/* transient request */
@@ -210,16 +211,16 @@ typedef enum ZklockConnState
 								 * every zklock.connect_timeout */
 } ZklockConnState;
 
+struct ZklockAsk;
+struct LocalLockKey;
+struct LocalLock;
+
 /*
  * What the backend side says of a kind of hold (recipes/registry.c): its
  * names in zk_locks, whether waiting for it is an acquire (the wait event
  * ZkLockAcquire rather than ZkLockRequest), and where its node lives
  * below P.
  */
-struct ZklockAsk;
-struct LocalLockKey;
-struct LocalLock;
-
 typedef struct ZklockKindInfo
 {
 	const char *recipe;			/* zk_locks.recipe */
@@ -253,6 +254,7 @@ zklock_kind_info(ZklockKind kind)
 	return &zklock_kind_table[kind];
 }
 
+/* recipes/registry.c: zk_locks' state of a running request of this op */
 extern const char *zklock_op_state_name(ZklockOp op);
 
 typedef struct ZklockSlot
@@ -445,6 +447,8 @@ extern bool zklock_commit_confirm;
 extern int	zklock_server_tick_time;
 extern int	zklock_commit_min_lease;
 extern bool zklock_cancel_on_loss;
+extern void zklock_define_settings(void);
+extern bool zklock_session_timeout_ok(int elevel);
 
 /* zklock.acl */
 typedef enum ZklockAclMode
@@ -452,6 +456,20 @@ typedef enum ZklockAclMode
 	ZKLOCK_ACL_OPEN = 0,
 	ZKLOCK_ACL_CREATOR
 } ZklockAclMode;
+
+/*
+ * What a process is waiting for, as pg_stat_activity shows it.  On
+ * PostgreSQL 17 and later each has a wait event of its own name (type
+ * Extension); on 15 and 16 all of them show as Extension/Extension.
+ */
+typedef enum ZklockWaitKind
+{
+	ZKLOCK_WAIT_ACQUIRE = 0,	/* a backend waits for a lock or lease */
+	ZKLOCK_WAIT_REQUEST,		/* a backend waits for any other request */
+	ZKLOCK_WAIT_WORKER,			/* the worker's main loop */
+	ZKLOCK_WAIT_TABLE,			/* a backend waits for the shared lock */
+	ZKLOCK_WAIT_KINDS
+} ZklockWaitKind;
 
 /* common/shmem.c */
 extern ZklockShared *zklock_shared;
@@ -485,6 +503,7 @@ extern const char *zklock_conn_state_name(ZklockConnState state);
 extern bool zklock_lease_valid(ZklockMonoTime now, ZklockMonoTime *until);
 extern ZklockMonoTime zklock_mono_now(void);
 extern TimestampTz zklock_mono_to_timestamp(ZklockMonoTime t);
+extern uint32 zklock_wait_event(ZklockWaitKind kind);
 
 /* common/session_file.c */
 extern void zklock_session_save(int64 session_id, const char *passwd);
@@ -492,6 +511,10 @@ extern bool zklock_session_load(int64 *session_id, char *passwd, bool *foreign);
 extern void zklock_session_forget(void);
 extern bool zklock_session_close(int64 session_id, const char *passwd, int timeout_ms);
 extern void zklock_postmaster_exit(int code, Datum arg);
+extern bool zklock_persistent_deletes_save(const ZklockDelete *entries, int n,
+										   int elevel);
+extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
+										   char **file_hosts);
 
 /* worker/event_loop.c */
 extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
@@ -519,27 +542,6 @@ extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
 #else
 #define ZKLOCK_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(TopMemoryContext, (nevents))
 #endif
-
-/*
- * What a process is waiting for, as pg_stat_activity shows it.  On
- * PostgreSQL 17 and later each has a wait event of its own name (type
- * Extension); on 15 and 16 all of them show as Extension/Extension.
- */
-typedef enum ZklockWaitKind
-{
-	ZKLOCK_WAIT_ACQUIRE = 0,	/* a backend waits for a lock or lease */
-	ZKLOCK_WAIT_REQUEST,		/* a backend waits for any other request */
-	ZKLOCK_WAIT_WORKER,			/* the worker's main loop */
-	ZKLOCK_WAIT_TABLE,			/* a backend waits for the shared lock */
-	ZKLOCK_WAIT_KINDS
-} ZklockWaitKind;
-
-/* common/shmem.c */
-extern uint32 zklock_wait_event(ZklockWaitKind kind);
-
-/* common/settings.c */
-extern void zklock_define_settings(void);
-extern bool zklock_session_timeout_ok(int elevel);
 
 /* backend/cancel_on_loss.c */
 extern void zklock_loss_init(void);

@@ -60,18 +60,6 @@ typedef struct ZklockAsk
 	ZklockRecipeArgs args;		/* the recipe's own (copied into the slot) */
 } ZklockAsk;
 
-extern HTAB *zklock_local_locks;
-
-/*
- * A lock this transaction relied on (an _xact lock, or a session lock
- * taken in it when zklock.check_session_locks_at_commit is on) was found
- * lost and dropped from the registry: the transaction must not commit,
- * even if the path is acquired again or released meanwhile.  Cleared when
- * the transaction ends.
- */
-extern char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
-extern char *zklock_node_data_appname;
-
 /* How a wait ended without an error */
 typedef enum WaitOutcome
 {
@@ -80,21 +68,42 @@ typedef enum WaitOutcome
 	WAIT_DONE					/* a request without a lock finished */
 } WaitOutcome;
 
+/*
+ * Is a lock of ours marked lost in shared memory (its session expired)?
+ * No lock taken: the worker only ever moves a slot of ours from HELD to
+ * LOST, and a stalled worker holding the lock must not hang a COMMIT.
+ */
+static inline bool
+zklock_hold_lost(const LocalLock *ll)
+{
+	volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
+
+	return slot->serial != ll->serial || slot->state != ZKS_HELD;
+}
+
 /* backend/holds.c */
+extern HTAB *zklock_local_locks;	/* LocalLockKey -> LocalLock */
 extern LocalLock *zklock_add_granted_hold(const LocalLockKey *key, int idx,
 										  uint32 serial, bool xact);
 extern LocalLock *zklock_add_hold(const LocalLockKey *key, int idx,
 								  uint32 serial, bool xact);
 extern void zklock_backend_setup(void);
 extern void zklock_notice_lost_locks(void);
-extern void zklock_drop_hold(LocalLock *ll, bool xact);
 extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
 extern bool zklock_release_key(const LocalLockKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
+
+/* backend/xact.c */
+extern void zklock_xact_register_callbacks(void);
+extern void zklock_xact_note_hold(const LocalLockKey *key, bool xact);
+extern void zklock_xact_note_lost(LocalLock *ll);
+extern void zklock_xact_release_due(void);
+extern const char *zklock_xact_lost_lock(void);
 extern void zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
 									  const char *user_path);
-extern const char *zklock_xact_lost_lock(void);
 extern bool zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch);
+extern void zklock_drop_hold(LocalLock *ll, bool xact);
+extern void zklock_publish_counts(LocalLock *ll);
 
 /* backend/cancel_on_loss.c */
 extern void zklock_loss_watch_update(void);
@@ -135,10 +144,8 @@ extern void zklock_make_lock_key(text *path_text, ZklockKind kind,
 								 LocalLockKey *key, int *user_off);
 extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
-
 extern char *zklock_text_from_utf8(const char *p, int len);
 extern Datum zklock_utf8_text_datum(const char *s);
-
 
 /* the recipes' rules before an acquire (the kind table's before_acquire) */
 extern void zklock_semaphore_mutex_before_acquire(ZklockAsk *ask,

@@ -26,6 +26,10 @@
 #include "zklock.h"
 #include "backend/backend.h"
 
+/* the identity written into our nodes, and the application_name in it */
+static char node_data[ZKLOCK_NODE_DATA_SIZE];
+static char *node_data_appname = NULL;
+
 /* zklock.participant_id when the node data was built */
 static char node_data_participant[ZKLOCK_NODE_DATA_SIZE] = "";
 
@@ -84,7 +88,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	 * the identity written into nodes follows SET application_name and SET
 	 * zklock.participant_id
 	 */
-	if (strcmp(zklock_node_data_appname, application_name ? application_name : "") != 0 ||
+	if (strcmp(node_data_appname, application_name ? application_name : "") != 0 ||
 		strcmp(node_data_participant, zklock_participant_id ? zklock_participant_id : "") != 0)
 		zklock_build_node_data();
 
@@ -165,7 +169,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->xact_count = ask->xact ? 1 : 0;
 		slot->user_path_off = user_off;
 		strlcpy(slot->path, key->path, sizeof(slot->path));
-		strlcpy(slot->data, ask->data ? ask->data : zklock_node_data, sizeof(slot->data));
+		strlcpy(slot->data, ask->data ? ask->data : node_data, sizeof(slot->data));
 		zklock_slot_submit(slot);
 		zklock_post(idx);
 		*serial = slot->serial;
@@ -509,16 +513,16 @@ zklock_build_node_data(void)
 	escape_json(&buf, application_name ? application_name : "");
 	appendStringInfoChar(&buf, '}');
 
-	if (zklock_node_data_appname)
-		pfree(zklock_node_data_appname);
-	zklock_node_data_appname = MemoryContextStrdup(TopMemoryContext,
+	if (node_data_appname)
+		pfree(node_data_appname);
+	node_data_appname = MemoryContextStrdup(TopMemoryContext,
 											application_name ? application_name : "");
 
 	if (buf.len >= ZKLOCK_NODE_DATA_SIZE)
-		snprintf(zklock_node_data, sizeof(zklock_node_data), "{\"port\":%d,\"pid\":%d}",
+		snprintf(node_data, sizeof(node_data), "{\"port\":%d,\"pid\":%d}",
 				 PostPortNumber, MyProcPid);
 	else
-		strlcpy(zklock_node_data, buf.data, sizeof(zklock_node_data));
+		strlcpy(node_data, buf.data, sizeof(node_data));
 	pfree(buf.data);
 
 	/* zklock.participant_id replaces it: a LeaderSelector's id, in UTF-8 */
@@ -529,12 +533,12 @@ zklock_build_node_data(void)
 		const char *utf8 = pg_server_to_any(node_data_participant,
 											strlen(node_data_participant), PG_UTF8);
 
-		if (strlen(utf8) >= sizeof(zklock_node_data))
+		if (strlen(utf8) >= sizeof(node_data))
 			ereport(ERROR,
 					(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
 					 errmsg("zklock.participant_id is too long in UTF-8"),
-					 errdetail("The limit is %d bytes.", (int) sizeof(zklock_node_data) - 1)));
-		strlcpy(zklock_node_data, utf8, sizeof(zklock_node_data));
+					 errdetail("The limit is %d bytes.", (int) sizeof(node_data) - 1)));
+		strlcpy(node_data, utf8, sizeof(node_data));
 	}
 }
 

@@ -2,448 +2,38 @@
  *
  * backend/holds.c
  *	  The backend's side: the local registry of held locks (how often this
- *	  backend holds each lock, at session and transaction level), the
- *	  transaction callbacks that release and check them (COMMIT's checks),
- *	  backend exit, and zklock_backend_setup, which every SQL entry point
- *	  calls first and nothing below the entry points calls.
+ *	  backend holds each lock, at session and transaction level; what a
+ *	  transaction does with them is backend/xact.c's), the locks lost with
+ *	  the session, backend exit, and zklock_backend_setup, which every SQL
+ *	  entry point calls first and nothing below the entry points calls.
+ *
+ *	  zklock_backend_setup		first call of every SQL entry point
+ *	  zklock_notice_lost_locks	catch up: due holds, locks lost meanwhile
+ *	  zklock_add_hold			remember a new hold of a lock
+ *	  zklock_add_granted_hold	the same for a lock just granted
+ *	  zklock_find_hold			a lock of ours (a lost one is dropped)
+ *	  zklock_release_key		drop one session-level hold
+ *	  zklock_release_session_holds	drop every session-level hold
+ *	  zklock_local_locks		the registry (LocalLockKey -> LocalLock)
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/xact.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
-#include "utils/guc.h"
-#include "utils/memutils.h"
-#include "utils/resowner.h"
 
 #include "zklock.h"
-#include "core/lease_rules.h"
 #include "backend/backend.h"
 
 HTAB *zklock_local_locks = NULL;
-static List *xact_holds = NIL;
-static List *xact_session_keys = NIL;	/* session locks taken in this xact */
 static bool backend_ready = false;
 static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
-static bool xact_lost = false;
 
-/*
- * A leadership this transaction relies on (zk_leader_xact): the member's
- * slot, its serial and the leadership epoch seen.  Its COMMIT fails when
- * the member no longer leads in that same epoch.
- */
-typedef struct XactLeadership
-{
-	int			slot;
-	uint32		serial;
-	uint64		epoch;
-	char		path[ZKLOCK_FULL_PATH_SIZE];	/* the user's path */
-} XactLeadership;
-static List *xact_leaderships = NIL;
-static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
-char zklock_node_data[ZKLOCK_NODE_DATA_SIZE];
-char *zklock_node_data_appname = NULL;	/* application_name in node_data */
-
-static void publish_counts(LocalLock *ll);
-static void release_due_holds(void);
-static bool lock_is_lost(LocalLock *ll);
-static bool xact_relies_on(LocalLock *ll);
 static void forget_lost_lock(LocalLock *ll);
-static void check_lease_at_commit(const char *when);
-static void check_locks_at_commit(void);
-static void xact_callback(XactEvent event, void *arg);
-static void xact_release_callback(ResourceReleasePhase phase, bool isCommit,
-								  bool isTopLevel, void *arg);
-static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-							 SubTransactionId parentSubid, void *arg);
 static void backend_exit(int code, Datum arg);
 static void report_lost_locks(void);
-
-/*
- * Copy the shared-table counts of a local lock, so zk_locks can show them.
- * Without the lock: only this backend writes them (its own slot, which
- * it holds), they are aligned 32-bit stores, and they are for display.
- */
-static void
-publish_counts(LocalLock *ll)
-{
-	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
-
-	if (slot->serial == ll->serial && slot->pid == MyProcPid)
-	{
-		slot->session_count = ll->session_count;
-		slot->xact_count = ll->xact_count;
-	}
-}
-
-/*
- * Drop one hold of a local lock; when none is left, release the lock in
- * ZooKeeper (the worker deletes the node; we do not wait for it, the
- * session applies our requests in order).
- */
-void
-zklock_drop_hold(LocalLock *ll, bool xact)
-{
-	if (xact)
-		ll->xact_count--;
-	else
-		ll->session_count--;
-
-	if (ll->session_count + ll->xact_count > 0)
-	{
-		publish_counts(ll);
-		return;
-	}
-	{
-		int			idx = ll->slot;
-		uint32		serial = ll->serial;
-
-		/* unwatched first: a lock given back is not a lock lost */
-		hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
-		zklock_loss_watch_update();
-		zklock_withdraw_request(idx, serial);
-	}
-}
-
-/*
- * Release the transaction-level holds whose (sub)transaction has ended
- * (marked due).  Lock-free: it runs while the transaction ends.
- */
-static void
-release_due_holds(void)
-{
-	List	   *keep = NIL;
-	ListCell   *lc;
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	foreach(lc, xact_holds)
-	{
-		XactHold   *h = (XactHold *) lfirst(lc);
-		LocalLock  *ll;
-
-		if (!h->due)
-		{
-			keep = lappend(keep, h);
-			continue;
-		}
-		ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
-		if (ll != NULL && ll->xact_count > 0)
-			zklock_drop_hold(ll, true);
-		pfree(h);
-	}
-	list_free(xact_holds);
-	xact_holds = keep;
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * Is a lock of ours marked lost in shared memory (its session expired)?
- */
-static bool
-lock_is_lost(LocalLock *ll)
-{
-	volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
-
-	/*
-	 * No lock taken: the worker only ever moves a slot of ours from HELD to
-	 * LOST, and a stalled worker holding the lock must not hang a COMMIT.
-	 */
-	return slot->serial != ll->serial || slot->state != ZKS_HELD;
-}
-
-/*
- * Does this transaction rely on the lock (see xact_lost)?
- */
-static bool
-xact_relies_on(LocalLock *ll)
-{
-	ListCell   *lc;
-
-	if (ll->xact_count > 0)
-		return true;
-	foreach(lc, xact_session_keys)
-	{
-		if (memcmp(lfirst(lc), &ll->key, sizeof(LocalLockKey)) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Drop a lost lock from the registry (and its slot), remembering for the
- * COMMIT check that the transaction relied on it.
- */
-static void
-forget_lost_lock(LocalLock *ll)
-{
-	if (IsTransactionState() && xact_relies_on(ll) && !xact_lost)
-	{
-		xact_lost = true;
-		strlcpy(xact_lost_path, ll->key.path, sizeof(xact_lost_path));
-	}
-	zklock_withdraw_request(ll->slot, ll->serial);
-	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
-	zklock_loss_watch_update();
-}
-
-/*
- * The user path of a lock this transaction relied on and lost (and has
- * dropped from the registry since), or NULL.  Its COMMIT will fail, so a
- * counter write of it is refused too (recipes/counter.c).
- */
-const char *
-zklock_xact_lost_lock(void)
-{
-	if (!xact_lost)
-		return NULL;
-	return xact_lost_path + strlen(zklock_namespace ? zklock_namespace : "");
-}
-
-/*
- * The lease must cover the rest of the commit: at least
- * zklock.commit_min_lease left on the monotonic clock, or the commit
- * fails.  when (or NULL) says what took the time before.
- */
-static void
-check_lease_at_commit(const char *when)
-{
-	ZklockMonoTime now = zklock_mono_now();
-	ZklockMonoTime until;
-
-	(void) zklock_lease_valid(now, &until);
-	if (zklock_lease_covers(now, until, (int64) zklock_commit_min_lease * 1000))
-		return;
-	if (until == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
-				 errdetail("The zklock worker has no live ZooKeeper session%s%s.",
-						   when ? " " : "", when ? when : ""),
-				 errhint("Retry the transaction once zk_status() shows the connection again.")));
-	if (until <= now)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-				 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
-				 errdetail("The zklock worker's ZooKeeper session was not proven alive by the leader in time: its lease ran out %ld ms ago%s%s.",
-						   (long) ((now - until) / 1000), when ? " " : "", when ? when : ""),
-				 errhint("Retry the transaction once zk_status() shows the connection again.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-			 errmsg("zookeeper locks of this transaction cannot be proven held at commit"),
-			 errdetail("Only %ld ms of the zklock worker's lease were left%s%s; zklock.commit_min_lease is %d ms.",
-					   (long) ((until - now) / 1000), when ? " " : "", when ? when : "",
-					   zklock_commit_min_lease),
-			 errhint("Retry the transaction; if this repeats, the lease is too short for zklock.commit_min_lease (see zk_status()).")));
-}
-
-/*
- * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
- * lock commits only while the lock is held and the worker's session is
- * provably alive (its lease).  Runs in the backend on shared memory read
- * without the lock, so a stalled worker cannot let a commit through.
- */
-static void
-check_locks_at_commit(void)
-{
-	ListCell   *lc;
-	bool		relies = xact_lost;
-	const char *lost_path = xact_lost ? xact_lost_path : NULL;
-
-	foreach(lc, xact_session_keys)
-	{
-		LocalLock  *ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
-
-		relies = true;
-		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
-			lost_path = ((LocalLockKey *) lfirst(lc))->path;
-	}
-	foreach(lc, xact_holds)
-	{
-		XactHold   *h = (XactHold *) lfirst(lc);
-		LocalLock  *ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
-
-		relies = true;
-		if (lost_path == NULL && ll != NULL && lock_is_lost(ll))
-			lost_path = h->key.path;
-	}
-	foreach(lc, xact_leaderships)
-	{
-		XactLeadership *l = (XactLeadership *) lfirst(lc);
-		ZklockSlot *slot = &zklock_shared->slots[l->slot];
-		ZklockShared *sh = zklock_shared;
-
-		relies = true;
-		if (!(slot->serial == l->serial && slot->state == ZKS_ACTIVE &&
-			  slot->latch.leader && slot->latch.epoch == l->epoch &&
-			  sh->have_session && slot->session_gen == sh->session_gen))
-			ereport(ERROR,
-					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-					 errmsg("leadership of the election at \"%s\" was lost before commit",
-							l->path),
-					 errdetail("The transaction relied on it (zk_leader_xact)."),
-					 errhint("Retry the transaction; it commits only while this cluster leads.")));
-	}
-	if (!relies)
-		return;
-	if (lost_path != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-				 errmsg("zookeeper lock \"%s\" was lost before commit",
-						lost_path + strlen(zklock_namespace ? zklock_namespace : "")),
-				 errdetail("The ZooKeeper session of this cluster ended while the transaction relied on the lock."),
-				 errhint("Retry the transaction.")));
-	check_lease_at_commit(NULL);
-
-	/* zklock.commit_confirm: a round trip of proof for every lock */
-	if (zklock_commit_confirm)
-	{
-		List	   *keys = NIL;
-
-		foreach(lc, xact_session_keys)
-			keys = lappend(keys, lfirst(lc));
-		foreach(lc, xact_holds)
-			keys = lappend(keys, &((XactHold *) lfirst(lc))->key);
-		foreach(lc, keys)
-		{
-			LocalLockKey *k = (LocalLockKey *) lfirst(lc);
-			LocalLock  *ll = hash_search(zklock_local_locks, k, HASH_FIND, NULL);
-			char		why[ZKLOCK_ERRMSG_SIZE];
-
-			if (ll == NULL || zklock_confirm_hold(ll->slot, why, sizeof(why)))
-				continue;
-			ereport(ERROR,
-					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-					 errmsg("zookeeper lock \"%s\" could not be confirmed at commit",
-							k->path + strlen(zklock_namespace ? zklock_namespace : "")),
-					 errdetail_internal("%s", why),
-					 errhint("Retry the transaction.")));
-		}
-		list_free(keys);
-
-		/* the answers took time: the lease must still hold after them */
-		check_lease_at_commit("while confirming the locks");
-	}
-}
-
-/*
- * Transaction callback: refuse PREPARE and commit where they would be
- * wrong; at the end, mark the transaction-level holds due, for
- * xact_release_callback to release.
- *
- * PREPARE is refused (0A000) whenever the transaction relies on a zklock
- * lock: an _xact hold, a session lock taken in it under
- * zklock.check_session_locks_at_commit, or a lock noted lost in it.
- * COMMIT PREPARED may run any time later, from any session, when nothing
- * holds or checks the lock: it cannot be made safe.
- */
-static void
-xact_callback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			if (xact_leaderships != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that relies on leadership"),
-						 errdetail("It called zk_leader_xact."),
-						 errhint("COMMIT PREPARED could run after the leadership ended; commit the transaction instead.")));
-			if (xact_holds != NIL || xact_session_keys != NIL || xact_lost)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that relies on a zookeeper lock"),
-						 errdetail("%s",
-								   xact_holds != NIL ?
-								   "It holds a zklock transaction-level lock." :
-								   xact_lost ?
-								   "A zookeeper lock it relied on was lost." :
-								   "It took a session lock and zklock.check_session_locks_at_commit is on."),
-						 errhint("COMMIT PREPARED could run after the lock was released or lost; commit the transaction instead.")));
-			break;
-		case XACT_EVENT_PRE_COMMIT:
-			check_locks_at_commit();
-			break;
-		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			/*
-			 * PostgreSQL gives back the transaction's own locks (heavyweight,
-			 * advisory) after this callback: ours go after them
-			 * (xact_release_callback), so the next holder, who may be handed
-			 * the lock in microseconds, never finds this transaction still
-			 * holding anything.  A backend on its way out leaves them to
-			 * backend_exit, which comes after its abort as well.
-			 */
-			if (!proc_exit_inprogress)
-				foreach(lc, xact_holds)
-					((XactHold *) lfirst(lc))->due = true;
-			list_free_deep(xact_session_keys);
-			xact_session_keys = NIL;
-			list_free_deep(xact_leaderships);
-			xact_leaderships = NIL;
-			xact_lost = false;
-			break;
-	}
-}
-
-/*
- * Resource release callback: once PostgreSQL has released the locks of a
- * transaction or subtransaction that ended (the after-locks phase; the
- * first one after the end callbacks marked holds due is the ending
- * transaction's own), release the zklock holds marked due.
- */
-static void
-xact_release_callback(ResourceReleasePhase phase, bool isCommit,
-					  bool isTopLevel, void *arg)
-{
-	if (phase == RESOURCE_RELEASE_AFTER_LOCKS && xact_holds != NIL)
-		release_due_holds();
-}
-
-/*
- * Subtransaction callback: a rolled-back savepoint releases what was taken
- * inside it (marked due, released after its locks); a released savepoint
- * hands its holds to the parent.
- */
-static void
-subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-				 SubTransactionId parentSubid, void *arg)
-{
-	ListCell   *lc;
-
-	if (xact_holds == NIL)
-		return;
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		/* released after the subtransaction's own locks, as at the end */
-		foreach(lc, xact_holds)
-		{
-			XactHold   *h = (XactHold *) lfirst(lc);
-
-			if (h->subid == mySubid)
-				h->due = true;
-		}
-	}
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		foreach(lc, xact_holds)
-		{
-			XactHold   *h = (XactHold *) lfirst(lc);
-
-			if (h->subid == mySubid)
-				h->subid = parentSubid;
-		}
-	}
-}
 
 /*
  * Backend exit: every request and lock of this backend goes back to the
@@ -500,7 +90,7 @@ report_lost_locks(void)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
 
-		if (ll->lost_reported || !lock_is_lost(ll))
+		if (ll->lost_reported || !zklock_hold_lost(ll))
 			continue;
 		ll->lost_reported = true;
 		zklock_lock_table(LW_SHARED);
@@ -522,6 +112,19 @@ report_lost_locks(void)
 }
 
 /*
+ * Drop a lost lock from the registry (and its slot), remembering for the
+ * COMMIT check that the transaction relied on it.
+ */
+static void
+forget_lost_lock(LocalLock *ll)
+{
+	zklock_xact_note_lost(ll);
+	zklock_withdraw_request(ll->slot, ll->serial);
+	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+	zklock_loss_watch_update();
+}
+
+/*
  * Catch up with what happened since this backend's last zklock call:
  * release the holds of a transaction that ended without its release
  * phase, and report the locks the worker lost.
@@ -529,8 +132,7 @@ report_lost_locks(void)
 void
 zklock_notice_lost_locks(void)
 {
-	if (xact_holds != NIL)
-		release_due_holds();
+	zklock_xact_release_due();
 	/* only look through our locks when the worker lost some */
 	if (zklock_shared->lost_epoch != seen_lost_epoch)
 	{
@@ -566,9 +168,7 @@ zklock_backend_setup(void)
 	ctl.entrysize = sizeof(LocalLock);
 	zklock_local_locks = hash_create("zklock local locks", 64, &ctl,
 							  HASH_ELEM | HASH_BLOBS);
-	RegisterXactCallback(xact_callback, NULL);
-	RegisterSubXactCallback(subxact_callback, NULL);
-	RegisterResourceReleaseCallback(xact_release_callback, NULL);
+	zklock_xact_register_callbacks();
 	on_shmem_exit(backend_exit, (Datum) 0);
 	zklock_build_node_data();
 	seen_lost_epoch = zklock_shared->lost_epoch;
@@ -594,31 +194,13 @@ zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
 		ll->xact_count = 0;
 		ll->lost_reported = false;
 	}
-	if (!xact && zklock_check_session_locks && IsTransactionState())
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		LocalLockKey *k = palloc(sizeof(LocalLockKey));
-
-		*k = *key;
-		xact_session_keys = lappend(xact_session_keys, k);
-		MemoryContextSwitchTo(old);
-	}
+	zklock_xact_note_hold(key, xact);
 	if (xact)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		XactHold   *h = palloc(sizeof(XactHold));
-
-		h->key = *key;
-		h->subid = GetCurrentSubTransactionId();
-		h->due = false;
-		xact_holds = lappend(xact_holds, h);
-		MemoryContextSwitchTo(old);
 		ll->xact_count++;
-	}
 	else
 		ll->session_count++;
 
-	publish_counts(ll);
+	zklock_publish_counts(ll);
 	if (!found)
 		zklock_loss_watch_update();
 	return ll;
@@ -661,7 +243,7 @@ zklock_find_hold(const LocalLockKey *key, int user_off)
 {
 	LocalLock  *ll = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
 
-	if (ll != NULL && lock_is_lost(ll))
+	if (ll != NULL && zklock_hold_lost(ll))
 	{
 		if (!ll->lost_reported)
 			ereport(WARNING,
@@ -692,7 +274,7 @@ zklock_release_key(const LocalLockKey *key, int user_off)
 				 errdetail("It is held at transaction level and is released at the end of the transaction.") : 0));
 		return false;
 	}
-	if (lock_is_lost(ll))
+	if (zklock_hold_lost(ll))
 	{
 		ereport(WARNING,
 				(errmsg("zookeeper lock \"%s\" was lost when the zookeeper session ended",
@@ -738,7 +320,7 @@ zklock_release_session_holds(ZklockKind kind, const char *path)
 		ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
 		if (ll == NULL)
 			continue;
-		if (lock_is_lost(ll))
+		if (zklock_hold_lost(ll))
 		{
 			forget_lost_lock(ll);
 			continue;
@@ -751,48 +333,3 @@ zklock_release_session_holds(ZklockKind kind, const char *path)
 	return released;
 }
 
-/*
- * The current transaction relies on the leadership of the member in slot
- * idx (of serial) in epoch: its COMMIT checks it is still the same.
- */
-void
-zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
-						  const char *user_path)
-{
-	XactLeadership *l;
-	ListCell   *lc;
-	MemoryContext old;
-
-	foreach(lc, xact_leaderships)
-	{
-		l = (XactLeadership *) lfirst(lc);
-		if (l->slot == idx && l->serial == serial && l->epoch == epoch)
-			return;
-	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	l = palloc0(sizeof(XactLeadership));
-	l->slot = idx;
-	l->serial = serial;
-	l->epoch = epoch;
-	strlcpy(l->path, user_path, sizeof(l->path));
-	xact_leaderships = lappend(xact_leaderships, l);
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * The leadership the current transaction relied on last (zk_leader_xact),
- * for the fence of a counter write: false when it relied on none.
- */
-bool
-zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch)
-{
-	XactLeadership *l;
-
-	if (xact_leaderships == NIL)
-		return false;
-	l = (XactLeadership *) llast(xact_leaderships);
-	*idx = l->slot;
-	*serial = l->serial;
-	*epoch = l->epoch;
-	return true;
-}

@@ -65,6 +65,138 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
+/*
+ * The columns of zk_status(), in the order of its OUT parameters
+ * (zklock--0.1.sql).
+ */
+typedef enum StatusColumn
+{
+	STATUS_COL_STATE,
+	STATUS_COL_SESSION_ID,
+	STATUS_COL_SERVER,
+	STATUS_COL_SESSION_TIMEOUT,
+	STATUS_COL_REQUESTS_QUEUED,
+	STATUS_COL_LOCKS_HELD,
+	STATUS_COL_WORKER_PID,
+	STATUS_COL_STATE_SINCE,
+	STATUS_COL_SLOTS_USED,
+	STATUS_COL_CONNECTED_COUNT,
+	STATUS_COL_SUSPENDED_COUNT,
+	STATUS_COL_EXPIRED_COUNT,
+	STATUS_COL_LEASE_UNTIL,
+	STATUS_COL_LEASE_REMAINING,
+	STATUS_COL_LOCKS_LOST,
+	STATUS_COL_LEASES_EXPIRED,
+	STATUS_COL_DELETES_PENDING,
+	STATUS_COL_HANDOVERS,
+	STATUS_COL_READ_JOINS,
+	STATUS_COL_SERVER_MODE,
+	STATUS_COL_LISTINGS_SKIPPED,
+	STATUS_COL_BATCHES,
+	STATUS_COL_BATCHED_DELETES,
+	STATUS_COL_BATCHED_CREATES,
+	STATUS_COL_BATCHES_FAILED,
+	STATUS_NCOLS
+} StatusColumn;
+
+/* What zk_status() reads of the shared table, under its lock */
+typedef struct StatusSnapshot
+{
+	ZklockConnState cs;
+	bool		have_session;
+	int64		session_id;
+	char		server[128];
+	int			timeout;
+	int			server_mode;
+	int			worker_pid;
+	TimestampTz since;
+	int64		connected_count;
+	int64		suspended_count;
+	int64		expired_count;
+	int64		locks_lost;
+	int64		leases_expired;
+	int64		deletes_pending;
+	int64		handovers;
+	int64		read_joins;
+	int64		listings_skipped;
+	int64		batches;
+	int64		batched_deletes;
+	int64		batched_creates;
+	int64		batches_failed;
+	int			queued;			/* requests new or active */
+	int			held;			/* locks held */
+	int			used;			/* slots not free */
+} StatusSnapshot;
+
+/*
+ * Copy what zk_status() shows of the shared table.  Takes the table's lock
+ * in shared mode.
+ */
+static void
+status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
+{
+	int			i;
+
+	memset(snap, 0, sizeof(*snap));
+	zklock_lock_table(LW_SHARED);
+	snap->cs = sh->conn_state;
+	snap->have_session = sh->have_session;
+	snap->session_id = sh->session_id;
+	strlcpy(snap->server, sh->server, sizeof(snap->server));
+	snap->timeout = sh->negotiated_timeout;
+	snap->server_mode = sh->server_mode;
+	snap->worker_pid = sh->worker_pid;
+	snap->since = sh->state_since;
+	snap->connected_count = sh->connected_count;
+	snap->suspended_count = sh->suspended_count;
+	snap->expired_count = sh->expired_count;
+	snap->locks_lost = sh->locks_lost_count;
+	snap->leases_expired = sh->lease_expired_count;
+	snap->deletes_pending = sh->deletes_used;
+	snap->handovers = sh->handover_count;
+	snap->read_joins = sh->read_join_count;
+	snap->listings_skipped = sh->listing_skip_count;
+	snap->batches = sh->batches;
+	snap->batched_deletes = sh->batched_deletes;
+	snap->batched_creates = sh->batched_creates;
+	snap->batches_failed = sh->batches_failed;
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlotState st = sh->slots[i].state;
+
+		if (st != ZKS_FREE)
+			snap->used++;
+		if (zklock_give_back_pending(&sh->slots[i]))
+			continue;			/* given back: neither held nor queued */
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+			snap->queued++;
+		else if (st == ZKS_HELD)
+			snap->held++;
+	}
+	LWLockRelease(sh->lock);
+}
+
+/*
+ * zk_status().server_mode: what the connected server is, NULL when not
+ * connected or not known.
+ */
+static const char *
+server_mode_name(ZklockConnState cs, int server_mode)
+{
+	if (cs != ZKC_CONNECTED)
+		return NULL;
+	switch (server_mode)
+	{
+		case ZKLOCK_SERVER_STANDALONE:
+			return "standalone";
+		case ZKLOCK_SERVER_ENSEMBLE:
+			return "ensemble";
+		case ZKLOCK_SERVER_OBSERVER:
+			return "observer";
+	}
+	return NULL;
+}
+
 PG_FUNCTION_INFO_V1(zk_status);
 
 /*
@@ -75,24 +207,15 @@ zk_status(PG_FUNCTION_ARGS)
 {
 	ZklockShared *sh = zklock_shared;
 	TupleDesc	tupdesc;
-	Datum		values[25];
-	bool		nulls[25];
-	int64		counts[13];
+	Datum		values[STATUS_NCOLS];
+	bool		nulls[STATUS_NCOLS];
 	ZklockMonoTime now = zklock_mono_now();
 	ZklockMonoTime lease_until;
 	bool		lease_ok = zklock_lease_valid(now, &lease_until);
-	int			server_mode;
+	StatusSnapshot snap;
 	char		sid[32];
-	char		server[128];
-	ZklockConnState cs;
-	bool		have_session;
-	int			timeout;
-	int			queued = 0;
-	int			held = 0;
-	int			used = 0;
-	int			worker_pid;
-	TimestampTz since;
-	int			i;
+	const char *mode;
+	Interval   *left;
 
 	if (sh == NULL)
 		ereport(ERROR,
@@ -100,90 +223,49 @@ zk_status(PG_FUNCTION_ARGS)
 				 errmsg("zklock shared memory is not initialized")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	Assert(tupdesc->natts == STATUS_NCOLS);
 
-	zklock_lock_table(LW_SHARED);
-	cs = sh->conn_state;
-	have_session = sh->have_session;
-	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) sh->session_id);
-	strlcpy(server, sh->server, sizeof(server));
-	timeout = sh->negotiated_timeout;
-	server_mode = sh->server_mode;
-	worker_pid = sh->worker_pid;
-	since = sh->state_since;
-	counts[0] = sh->connected_count;
-	counts[1] = sh->suspended_count;
-	counts[2] = sh->expired_count;
-	counts[3] = sh->locks_lost_count;
-	counts[4] = sh->lease_expired_count;
-	counts[5] = sh->deletes_used;
-	counts[6] = sh->handover_count;
-	counts[7] = sh->read_join_count;
-	counts[8] = sh->listing_skip_count;
-	counts[9] = sh->batches;
-	counts[10] = sh->batched_deletes;
-	counts[11] = sh->batches_failed;
-	counts[12] = sh->batched_creates;
-	for (i = 0; i < sh->nslots; i++)
-	{
-		ZklockSlotState st = sh->slots[i].state;
-
-		if (st != ZKS_FREE)
-			used++;
-		if (zklock_give_back_pending(&sh->slots[i]))
-			continue;			/* given back: neither held nor queued */
-		if (st == ZKS_NEW || st == ZKS_ACTIVE)
-			queued++;
-		else if (st == ZKS_HELD)
-			held++;
-	}
-	LWLockRelease(sh->lock);
+	status_snapshot(sh, &snap);
+	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) snap.session_id);
+	mode = server_mode_name(snap.cs, snap.server_mode);
+	/* shown on the wall clock; decided on the monotonic one */
+	left = palloc0(sizeof(Interval));
+	left->time = lease_ok ? lease_until - now : 0;
 
 	memset(nulls, 0, sizeof(nulls));
-	values[0] = CStringGetTextDatum(zklock_conn_state_name(cs));
-	values[1] = CStringGetTextDatum(sid);
-	nulls[1] = !have_session;
-	values[2] = CStringGetTextDatum(server);
-	nulls[2] = (cs != ZKC_CONNECTED || server[0] == '\0');
-	values[3] = Int32GetDatum(timeout);
-	nulls[3] = !have_session;
-	values[4] = Int32GetDatum(queued);
-	values[5] = Int32GetDatum(held);
-	values[6] = Int32GetDatum(worker_pid);
-	nulls[6] = (worker_pid == 0);
-	values[7] = TimestampTzGetDatum(since);
-	nulls[7] = (since == 0);
-	values[8] = Int32GetDatum(used);
-	values[9] = Int64GetDatum(counts[0]);
-	values[10] = Int64GetDatum(counts[1]);
-	values[11] = Int64GetDatum(counts[2]);
-	/* shown on the wall clock; decided on the monotonic one */
-	values[12] = TimestampTzGetDatum(zklock_mono_to_timestamp(lease_until));
-	nulls[12] = (lease_until == 0);
-	{
-		Interval   *left = palloc0(sizeof(Interval));
-
-		left->time = lease_ok ? lease_until - now : 0;
-		values[13] = IntervalPGetDatum(left);
-		nulls[13] = (lease_until == 0);
-	}
-	values[14] = Int64GetDatum(counts[3]);
-	values[15] = Int64GetDatum(counts[4]);
-	values[16] = Int64GetDatum(counts[5]);
-	values[17] = Int64GetDatum(counts[6]);
-	values[18] = Int64GetDatum(counts[7]);
-	if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_STANDALONE)
-		values[19] = CStringGetTextDatum("standalone");
-	else if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_ENSEMBLE)
-		values[19] = CStringGetTextDatum("ensemble");
-	else if (cs == ZKC_CONNECTED && server_mode == ZKLOCK_SERVER_OBSERVER)
-		values[19] = CStringGetTextDatum("observer");
-	else
-		nulls[19] = true;
-	values[20] = Int64GetDatum(counts[8]);
-	values[21] = Int64GetDatum(counts[9]);
-	values[22] = Int64GetDatum(counts[10]);
-	values[23] = Int64GetDatum(counts[12]);
-	values[24] = Int64GetDatum(counts[11]);
+	values[STATUS_COL_STATE] = CStringGetTextDatum(zklock_conn_state_name(snap.cs));
+	values[STATUS_COL_SESSION_ID] = CStringGetTextDatum(sid);
+	nulls[STATUS_COL_SESSION_ID] = !snap.have_session;
+	values[STATUS_COL_SERVER] = CStringGetTextDatum(snap.server);
+	nulls[STATUS_COL_SERVER] = (snap.cs != ZKC_CONNECTED || snap.server[0] == '\0');
+	values[STATUS_COL_SESSION_TIMEOUT] = Int32GetDatum(snap.timeout);
+	nulls[STATUS_COL_SESSION_TIMEOUT] = !snap.have_session;
+	values[STATUS_COL_REQUESTS_QUEUED] = Int32GetDatum(snap.queued);
+	values[STATUS_COL_LOCKS_HELD] = Int32GetDatum(snap.held);
+	values[STATUS_COL_WORKER_PID] = Int32GetDatum(snap.worker_pid);
+	nulls[STATUS_COL_WORKER_PID] = (snap.worker_pid == 0);
+	values[STATUS_COL_STATE_SINCE] = TimestampTzGetDatum(snap.since);
+	nulls[STATUS_COL_STATE_SINCE] = (snap.since == 0);
+	values[STATUS_COL_SLOTS_USED] = Int32GetDatum(snap.used);
+	values[STATUS_COL_CONNECTED_COUNT] = Int64GetDatum(snap.connected_count);
+	values[STATUS_COL_SUSPENDED_COUNT] = Int64GetDatum(snap.suspended_count);
+	values[STATUS_COL_EXPIRED_COUNT] = Int64GetDatum(snap.expired_count);
+	values[STATUS_COL_LEASE_UNTIL] = TimestampTzGetDatum(zklock_mono_to_timestamp(lease_until));
+	nulls[STATUS_COL_LEASE_UNTIL] = (lease_until == 0);
+	values[STATUS_COL_LEASE_REMAINING] = IntervalPGetDatum(left);
+	nulls[STATUS_COL_LEASE_REMAINING] = (lease_until == 0);
+	values[STATUS_COL_LOCKS_LOST] = Int64GetDatum(snap.locks_lost);
+	values[STATUS_COL_LEASES_EXPIRED] = Int64GetDatum(snap.leases_expired);
+	values[STATUS_COL_DELETES_PENDING] = Int64GetDatum(snap.deletes_pending);
+	values[STATUS_COL_HANDOVERS] = Int64GetDatum(snap.handovers);
+	values[STATUS_COL_READ_JOINS] = Int64GetDatum(snap.read_joins);
+	values[STATUS_COL_SERVER_MODE] = mode ? CStringGetTextDatum(mode) : (Datum) 0;
+	nulls[STATUS_COL_SERVER_MODE] = (mode == NULL);
+	values[STATUS_COL_LISTINGS_SKIPPED] = Int64GetDatum(snap.listings_skipped);
+	values[STATUS_COL_BATCHES] = Int64GetDatum(snap.batches);
+	values[STATUS_COL_BATCHED_DELETES] = Int64GetDatum(snap.batched_deletes);
+	values[STATUS_COL_BATCHED_CREATES] = Int64GetDatum(snap.batched_creates);
+	values[STATUS_COL_BATCHES_FAILED] = Int64GetDatum(snap.batches_failed);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

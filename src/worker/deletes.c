@@ -1,10 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * worker/deletes.c
- *	  Guaranteed deletes: the shared pending-delete table, sent and retried
- *	  for the life of the session, and what a request records in it.  The
- *	  entries of persistent nodes (P/ready) are also kept on disk, so they
- *	  outlive shared memory (a crash-restart or a restart of the server).
+ *	  Guaranteed deletes: the entries of the shared pending-delete table
+ *	  (worker/delete_table.c) sent and retried for the life of the session,
+ *	  and what a request records in it.  The entries of persistent nodes
+ *	  (P/ready) are also kept on disk, so they outlive shared memory (a
+ *	  crash-restart or a restart of the server).
+ *
+ *	  zklock_delete_add			record a delete and send it
+ *	  zklock_queue_delete		the same for an ephemeral node of this session
+ *	  zklock_send_deletes		send every entry that is due
+ *	  zklock_deletes_due		is a pass over the entries due?
+ *	  zklock_deletes_ready		deletes queued for the end of the pass
+ *	  zklock_deletes_take_ready	take them for one multi (worker/batch.c)
+ *	  zklock_delete_send_alone	send one of them on its own
+ *	  zklock_delete_batch_answer	apply a multi's answer to one of them
+ *	  zklock_deletes_load		put the persistent entries on disk back
+ *	  zklock_node_gone_hook		told of a queued delete by name
  *
  *-------------------------------------------------------------------------
  */
@@ -14,8 +26,6 @@
 
 #include "zklock.h"
 #include "worker/worker.h"
-
-static int	delete_hint = 0;	/* where to look for a free entry */
 
 /*
  * The deletes by name that became due in this pass of the worker's event
@@ -37,28 +47,14 @@ static int	ready_cap = 0;
  */
 void		(*zklock_node_gone_hook) (const char *path) = NULL;
 
-/*
- * The persistent entries changed since they were last written to disk
- * (only the worker adds or frees them); a write failed (logged once until
- * one succeeds).
- */
-static bool persist_dirty = false;
-static bool persist_failed = false;
-
-static DeleteLocal *delete_local(int i);
-static int delete_tag_current(const void *tag);
-static void delete_free(int i);
-static void log_deletes_full(const char *consequence);
 static void delete_send(int i, TimestampTz now);
 static bool delete_queue_ready(int i);
 static void delete_retry(int i, int rc);
 static void delete_done(int rc, const void *data);
 static void delete_stat_done(int rc, const struct Stat *stat, const void *data);
-static int	delete_find_persistent(const char *path, const char *prefix, int64 czxid);
 static void delete_prefix_done(int rc, const struct String_vector *strings,
 							   const void *data);
 static void delete_prefix_child_done(int rc, const void *data);
-static bool delete_pending_match(const char *path, bool under);
 
 /* ---------------------------------------------------------------------
  * Guaranteed deletes.  What must be deleted is recorded in the shared
@@ -72,90 +68,6 @@ static bool delete_pending_match(const char *path, bool under);
  */
 
 /*
- * The process-local state of entry i, reset when the entry was reused.
- */
-static DeleteLocal *
-delete_local(int i)
-{
-	DeleteLocal *dl = &zklock_dlocal[i];
-
-	if (dl->serial != zklock_deletes[i].serial)
-	{
-		memset(dl, 0, sizeof(*dl));
-		dl->serial = zklock_deletes[i].serial;
-	}
-	return dl;
-}
-
-/*
- * Decode the tag of a delete's completion: the entry index while the tag
- * still names the entry, -1 when it is stale.
- */
-static int
-delete_tag_current(const void *tag)
-{
-	uint64		v = (uint64) (uintptr_t) tag;
-	int			i = (int) (v & ZKLOCK_TAG_INDEX_MASK);
-	uint32		serial = (uint32) (v >> ZKLOCK_TAG_INDEX_BITS);
-
-	if (zklock_dlocal == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
-		zklock_deletes[i].serial != serial)
-		return -1;
-	return i;
-}
-
-/*
- * Free entry i: the node is gone (or went with its session).
- */
-static void
-delete_free(int i)
-{
-	ZklockShared *sh = zklock_shared;
-
-	if (zklock_deletes[i].persistent)
-		persist_dirty = true;
-	zklock_deletes[i].serial = 0;
-	zklock_dlocal[i].serial = 0;
-	sh->deletes_used--;
-	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
-		sh->deletes_full_logged = false;
-}
-
-/*
- * Say that the table is full, once until it has emptied to half.
- */
-static void
-log_deletes_full(const char *consequence)
-{
-	ZklockShared *sh = zklock_shared;
-
-	if (sh->deletes_full_logged)
-		return;
-	sh->deletes_full_logged = true;
-	ereport(LOG,
-			(errmsg("zklock: the table of pending zookeeper deletes is full"),
-			 errdetail("%d of its %d entries (three per zklock.max_requests) hold nodes ZooKeeper has not confirmed deleted; %s.",
-					   sh->deletes_used, sh->ndeletes, consequence),
-			 errhint("Earlier \"could not delete\" messages name the nodes ZooKeeper refuses to delete; zk_status().deletes_pending counts the entries.")));
-}
-
-/*
- * Is there room for n more entries, keeping the reserve of the requests
- * that cannot wait (zklock_delete_may_add)?  When not, say the table is
- * full: the caller keeps its slot until there is room.
- */
-bool
-zklock_deletes_have_room(int n)
-{
-	ZklockShared *sh = zklock_shared;
-
-	if (zklock_delete_may_add(sh->deletes_used, sh->ndeletes, n, true, sh->nslots))
-		return true;
-	log_deletes_full("releases and withdrawn waits keep their request slot until there is room");
-	return false;
-}
-
-/*
  * Send entry i (a delete, or the listing of a delete by prefix) unless it
  * is on its way already or pausing after a refusal.  A plain delete by
  * name of an ephemeral node, never refused so far, is queued instead and
@@ -167,7 +79,7 @@ static void
 delete_send(int i, TimestampTz now)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = delete_local(i);
+	DeleteLocal *dl = zklock_delete_local(i);
 	const void *tag = zklock_make_tag(i, e->serial);
 	int			rc;
 
@@ -175,8 +87,7 @@ delete_send(int i, TimestampTz now)
 		return;
 	if (dl->retry_at != 0 && now < dl->retry_at)
 	{
-		if (zklock_deletes_next_retry == 0 || dl->retry_at < zklock_deletes_next_retry)
-			zklock_deletes_next_retry = dl->retry_at;
+		zklock_request_delete_retry(dl->retry_at);
 		return;
 	}
 	if (e->by_prefix)
@@ -200,7 +111,7 @@ delete_send(int i, TimestampTz now)
 	{
 		/* the client took nothing (its connection is going): later */
 		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
-		zklock_deletes_scan = true;
+		zklock_request_deletes_scan();
 	}
 }
 
@@ -212,7 +123,7 @@ delete_send(int i, TimestampTz now)
 static bool
 delete_queue_ready(int i)
 {
-	DeleteLocal *dl = delete_local(i);
+	DeleteLocal *dl = zklock_delete_local(i);
 
 	if (ready_idx == NULL)
 	{
@@ -258,7 +169,7 @@ zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
 		uint32		s = ready_serial[ready_head];
 
 		ready_head++;
-		if (zklock_deletes[i].serial != s || !delete_local(i)->batched)
+		if (zklock_deletes[i].serial != s || !zklock_delete_local(i)->batched)
 			continue;
 		zklock_dlocal[i].batched = false;
 		idx[n] = i;
@@ -279,7 +190,7 @@ void
 zklock_delete_send_alone(int i)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = delete_local(i);
+	DeleteLocal *dl = zklock_delete_local(i);
 
 	dl->inflight = true;
 	if (zklock_zh == NULL || !zklock_connected ||
@@ -290,7 +201,7 @@ zklock_delete_send_alone(int i)
 		dl->inflight = false;
 		dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												   DELETE_RETRY_MIN_MS);
-		zklock_deletes_scan = true;
+		zklock_request_deletes_scan();
 	}
 }
 
@@ -309,9 +220,9 @@ zklock_delete_batch_answer(int i, uint32 serial, int rc)
 
 	if (zklock_dlocal == NULL || zklock_deletes[i].serial != serial)
 		return;
-	dl = delete_local(i);
+	dl = zklock_delete_local(i);
 	if (rc == ZOK)
-		delete_free(i);
+		zklock_delete_free(i);
 	else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 		delete_retry(i, rc);
 	else
@@ -323,141 +234,22 @@ zklock_delete_batch_answer(int i, uint32 serial, int rc)
 }
 
 /*
- * Is the delete of the node at path, by name, in the pending-delete table:
- * recorded and not yet answered by the server (an answer, OK or NoNode,
- * frees the entry: the node is gone)?  A ghost already queued is not
- * queued twice; a handover grants only once its released node's delete
- * has been answered.  Caller holds the lock.
- */
-bool
-zklock_delete_pending(const char *path)
-{
-	return delete_pending_match(path, false);
-}
-
-/*
- * Is any delete at or under path in the pending-delete table (by name or
- * by prefix), recorded and not yet answered?  A node a delete of this
- * worker is about to remove may still be there.  Caller holds the lock.
- */
-bool
-zklock_delete_pending_under(const char *path)
-{
-	return delete_pending_match(path, true);
-}
-
-/*
- * The scan of both: an entry by name for exactly path, or (under) any
- * entry at or under path.
- */
-static bool
-delete_pending_match(const char *path, bool under)
-{
-	ZklockShared *sh = zklock_shared;
-	size_t		len = strlen(path);
-	int			seen = 0;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
-		if (under ? (strncmp(e->path, path, len) == 0 &&
-					 (e->path[len] == '\0' || e->path[len] == '/')) :
-			(!e->by_prefix && strcmp(e->path, path) == 0))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The entry of a persistent node with this path, prefix and creation
- * zxid, or -1.
- */
-static int
-delete_find_persistent(const char *path, const char *prefix, int64 czxid)
-{
-	ZklockShared *sh = zklock_shared;
-	int			seen = 0;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
-		if (e->persistent && e->czxid == czxid &&
-			strcmp(e->path, path) == 0 && strcmp(e->prefix, prefix) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/*
- * Add an entry: the node at path (prefix NULL) or every child of path
- * named prefix...; a persistent node's entry survives the session (and
- * shared memory: it is written to disk), an ephemeral node's belongs to
- * session gen.  czxid, when not 0, limits the delete of a persistent node
- * to the node of that creation zxid and, when ctime is not 0, creation
- * time: one made again later is not ours, nor one that an ensemble
- * rebuilt from nothing made with the same zxid.
- * Sent at once when connected, or, a plain delete by name, at the end of
- * the pass or at the next zklock_batch_flush, whichever comes first: a
- * request that must reach the server behind it flushes first.  Returns false when the table is full (the node is then
- * named in the log).
+ * Add an entry (zklock_delete_record says which) and send it: at once when
+ * connected, or, a plain delete by name, at the end of the pass or at the
+ * next zklock_batch_flush, whichever comes first: a request that must
+ * reach the server behind it flushes first.  Returns false when the table
+ * is full (the node is then named in the log).  Caller holds the lock.
  */
 bool
 zklock_delete_add(const char *path, const char *prefix, bool persistent,
 				  uint64 gen, int64 czxid, int64 ctime)
 {
-	ZklockShared *sh = zklock_shared;
-	ZklockDelete *e;
-	int			n = sh->ndeletes;
-	int			i;
-	int			j = -1;
+	int			j;
 
-	/* one entry per persistent node is enough (every leave records it) */
-	if (persistent && delete_find_persistent(path, prefix ? prefix : "", czxid) >= 0)
-		return true;
-	if (sh->deletes_used >= n)
-	{
-		log_deletes_full("nodes that must be deleted meanwhile are not recorded");
-		ereport(LOG,
-				(errmsg("zklock: could not record the delete of zookeeper node \"%s\": the table of pending deletes is full",
-						path),
-				 errdetail(persistent ?
-						   "The node stays until it is deleted by hand." :
-						   "The node stays until the zookeeper session ends.")));
+	if (!zklock_delete_record(path, prefix, persistent, gen, czxid, ctime, &j))
 		return false;
-	}
-	for (i = 0; i < n; i++)
-	{
-		j = (delete_hint + i) % n;
-		if (zklock_deletes[j].serial == 0)
-			break;
-	}
-	Assert(j >= 0 && zklock_deletes[j].serial == 0);
-	delete_hint = j + 1;
-	e = &zklock_deletes[j];
-	if (++sh->delete_serial == 0)
-		sh->delete_serial = 1;
-	e->serial = sh->delete_serial;
-	e->by_prefix = (prefix != NULL);
-	e->persistent = persistent;
-	e->session_gen = gen;
-	e->czxid = persistent ? czxid : 0;
-	e->ctime = persistent ? ctime : 0;
-	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
-	strlcpy(e->path, path, sizeof(e->path));
-	sh->deletes_used++;
-	if (persistent)
-		persist_dirty = true;
-	delete_send(j, GetCurrentTimestamp());
+	if (j >= 0)
+		delete_send(j, GetCurrentTimestamp());
 	return true;
 }
 
@@ -487,11 +279,11 @@ static void
 delete_retry(int i, int rc)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = delete_local(i);
+	DeleteLocal *dl = zklock_delete_local(i);
 	TimestampTz now = GetCurrentTimestamp();
 
 	dl->inflight = false;
-	zklock_deletes_scan = true;
+	zklock_request_deletes_scan();
 	if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 	{
 		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
@@ -530,14 +322,14 @@ delete_done(int rc, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = delete_tag_current(data);
+	i = zklock_delete_tag_current(data);
 	if (i >= 0)
 	{
 		if (rc == ZOK || rc == ZNONODE)
-			delete_free(i);
+			zklock_delete_free(i);
 		else if (rc == ZBADVERSION && zklock_deletes[i].czxid != 0)
 		{
-			DeleteLocal *dl = delete_local(i);
+			DeleteLocal *dl = zklock_delete_local(i);
 
 			dl->inflight = false;
 			dl->retry_at = 0;
@@ -565,13 +357,13 @@ delete_stat_done(int rc, const struct Stat *stat, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = delete_tag_current(data);
+	i = zklock_delete_tag_current(data);
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
 
 		if (rc == ZNONODE)
-			delete_free(i);
+			zklock_delete_free(i);
 		else if (rc == ZOK && (stat->czxid != e->czxid ||
 							   (e->ctime != 0 && stat->ctime != e->ctime)))
 		{
@@ -581,7 +373,7 @@ delete_stat_done(int rc, const struct Stat *stat, const void *data)
 					 errdetail("Its creation zxid and time are %lld and %lld, the delete was recorded for %lld and %lld, which is gone.",
 							   (long long) stat->czxid, (long long) stat->ctime,
 							   (long long) e->czxid, (long long) e->ctime)));
-			delete_free(i);
+			zklock_delete_free(i);
 		}
 		else if (rc == ZOK)
 		{
@@ -613,16 +405,16 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = delete_tag_current(data);
+	i = zklock_delete_tag_current(data);
 	if (i >= 0 && rc == ZOK)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteLocal *dl = delete_local(i);
+		DeleteLocal *dl = zklock_delete_local(i);
 		int			first = zklock_find_protected(strings->data, strings->count,
 												  e->prefix);
 
 		if (first < 0)
-			delete_free(i);
+			zklock_delete_free(i);
 		else
 		{
 			char		child[ZKLOCK_NODE_PATH_SIZE];
@@ -635,12 +427,12 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 				dl->inflight = false;
 				dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														   DELETE_RETRY_MIN_MS);
-				zklock_deletes_scan = true;
+				zklock_request_deletes_scan();
 			}
 		}
 	}
 	else if (i >= 0 && rc == ZNONODE)
-		delete_free(i);
+		zklock_delete_free(i);
 	else if (i >= 0)
 		delete_retry(i, rc);
 	LWLockRelease(zklock_shared->lock);
@@ -657,11 +449,11 @@ delete_prefix_child_done(int rc, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = delete_tag_current(data);
+	i = zklock_delete_tag_current(data);
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteLocal *dl = delete_local(i);
+		DeleteLocal *dl = zklock_delete_local(i);
 
 		if (rc == ZOK || rc == ZNONODE)
 		{
@@ -699,8 +491,7 @@ zklock_send_deletes(void)
 	int			seen = 0;
 	int			i;
 
-	zklock_deletes_scan = false;
-	zklock_deletes_next_retry = 0;
+	zklock_deletes_scan_done();
 	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
@@ -709,7 +500,7 @@ zklock_send_deletes(void)
 			continue;
 		if (!e->persistent && e->session_gen != sh->session_gen)
 		{
-			delete_free(i);
+			zklock_delete_free(i);
 			continue;
 		}
 		seen++;
@@ -724,80 +515,16 @@ bool
 zklock_deletes_due(TimestampTz now)
 {
 	return zklock_connected && zklock_shared->deletes_used > 0 &&
-		(zklock_deletes_scan || (zklock_deletes_next_retry != 0 && now >= zklock_deletes_next_retry));
+		(zklock_loop.deletes_scan ||
+		 (zklock_loop.deletes_next_retry != 0 && now >= zklock_loop.deletes_next_retry));
 }
 
 /*
- * The session ended: the server removed its ephemeral nodes, so their
- * deletes are done.  The deletes of persistent nodes (P/ready) stay.
- */
-void
-zklock_drop_session_deletes(void)
-{
-	ZklockShared *sh = zklock_shared;
-	int			i;
-
-	for (i = 0; i < sh->ndeletes && sh->deletes_used > 0; i++)
-	{
-		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
-			delete_free(i);
-	}
-}
-
-/* ---------------------------------------------------------------------
- * The entries of persistent nodes on disk ($PGDATA/zklock.deletes, see
- * common/session_file.c).  Shared memory does not outlive a crash-restart or a
- * restart of the server, and a persistent node (P/ready) left behind stays
- * for good: so the worker writes them whenever they changed, once per trip
- * around its event loop, before it waits, outside the lock (no fsync while
- * backends wait for the lock); a worker that starts puts them back into the
- * table, to be applied on whichever session it gets (a persistent node
- * belongs to no session).
- * ---------------------------------------------------------------------
- */
-
-/*
- * Write the persistent entries to disk if they changed since the last
- * write; a failed write is tried again on the next call.  Worker only,
- * without the lock.
- */
-void
-zklock_deletes_persist(void)
-{
-	ZklockShared *sh = zklock_shared;
-	ZklockDelete *copy;
-	int			n = 0;
-	int			seen = 0;
-	int			i;
-
-	if (!persist_dirty)
-		return;
-	copy = palloc(sizeof(ZklockDelete) * Max(sh->ndeletes, 1));
-	LWLockAcquire(sh->lock, LW_SHARED);
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		if (zklock_deletes[i].serial == 0)
-			continue;
-		seen++;
-		if (zklock_deletes[i].persistent)
-			copy[n++] = zklock_deletes[i];
-	}
-	LWLockRelease(sh->lock);
-	persist_dirty = false;
-	if (zklock_persistent_deletes_save(copy, n, persist_failed ? DEBUG1 : LOG))
-		persist_failed = false;
-	else
-	{
-		persist_dirty = true;
-		persist_failed = true;
-	}
-	pfree(copy);
-}
-
-/*
- * A worker starts: put the persistent entries on disk back into the table
+ * A worker starts: put the persistent entries on disk (written by
+ * zklock_deletes_persist, worker/delete_table.c) back into the table
  * (those it does not hold already: a restarted worker finds them in shared
- * memory too).  They are sent once connected, on any session.
+ * memory too).  They are sent once connected, on any session.  Takes the
+ * lock.
  */
 void
 zklock_deletes_load(void)
@@ -819,7 +546,7 @@ zklock_deletes_load(void)
 	{
 		ZklockDelete *e = &saved[i];
 
-		if (delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
+		if (zklock_delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
 			continue;			/* a restarted worker: the table has it */
 		if (!same_hosts && (e->czxid == 0 || e->ctime == 0))
 		{
@@ -843,8 +570,8 @@ zklock_deletes_load(void)
 			added++;
 	}
 	/* the file says from now on what the table says */
-	persist_dirty = true;
-	zklock_deletes_scan = true;
+	zklock_deletes_mark_dirty();
+	zklock_request_deletes_scan();
 	LWLockRelease(sh->lock);
 	if (added > 0)
 		ereport(LOG,

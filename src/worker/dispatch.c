@@ -81,7 +81,7 @@ pickup(int i)
 		zklock_req_clear_nodes(slot);
 		slot->phase = ZKP_START;
 	}
-	if (zklock_auth_failed_at != 0)
+	if (zklock_auth_rejected())
 		zklock_fail_auth_rejected(i);
 	else
 		zklock_start_request(i);
@@ -127,7 +127,7 @@ zklock_run_requests(void)
 		(void) zklock_pathidx_check();
 		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
 	}
-	if (!sh->post_overflow && !zklock_rescan)
+	if (!sh->post_overflow && !zklock_loop.rescan)
 	{
 		while (sh->post_head != sh->post_tail)
 		{
@@ -151,7 +151,7 @@ zklock_run_requests(void)
 
 	sh->post_overflow = false;
 	sh->post_head = sh->post_tail;
-	zklock_rescan = false;
+	zklock_rescan_done();
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *slot = &sh->slots[i];

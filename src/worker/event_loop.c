@@ -40,26 +40,55 @@ zhandle_t *zklock_zh = NULL;
 bool zklock_connected = false;
 /* bumped by worker/connection.c for every connection made */
 uint32		zklock_conn_serial = 0;
-bool zklock_need_reconnect = false;
-bool zklock_rescan = true;		/* look at every slot on the next pass */
 WorkerReq *zklock_reqs = NULL;
 DeleteLocal *zklock_dlocal = NULL;	/* beside zklock_deletes */
-bool zklock_deletes_scan = true;	/* send every due entry on the next pass */
-TimestampTz zklock_deletes_next_retry = 0;	/* earliest end of a back-off */
-TimestampTz zklock_auth_failed_at = 0;
-TimestampTz zklock_auth_retry_at = 0;
 char *zklock_connected_hosts = NULL;
+
+/*
+ * What the loop is asked to do on its next pass: set through the
+ * zklock_request_* calls (worker/worker.h), read here and by the files
+ * that act on a flag.  The first pass looks at everything.
+ */
+ZklockLoopFlags zklock_loop = {
+	.rescan = true,
+	.deletes_scan = true,
+	.deletes_next_retry = 0,
+	.need_reconnect = false,
+	.wes_rebuild = true,
+};
+
 static WaitEventSet *wes = NULL;
 static int	wes_fd = -2;
 static int	wes_interest = -1;
 static int	wes_sock_pos = -1;
-bool zklock_wes_rebuild = true;
 
+static int	socket_events(int interest);
 static void rebuild_wait_set(int fd, int interest);
 static void worker_exit(int code, Datum arg);
+static void worker_attach(void);
+static void close_previous_session(void);
 static void reload_config(void);
+static void renew_handle(void);
+static long sync_wait_set(void);
+static long next_timeout(long client_ms);
+static int	take_events(const WaitEvent *events, int nevents);
 static void process_zookeeper(int zkevents);
 static void set_cork(bool on);
+
+/*
+ * The wait events for the client's interest (ZOOKEEPER_READ, _WRITE).
+ */
+static int
+socket_events(int interest)
+{
+	int			events = 0;
+
+	if (interest & ZOOKEEPER_READ)
+		events |= WL_SOCKET_READABLE;
+	if (interest & ZOOKEEPER_WRITE)
+		events |= WL_SOCKET_WRITEABLE;
+	return events;
+}
 
 /*
  * Build the wait set anew for the client's current socket and interest.
@@ -73,20 +102,13 @@ rebuild_wait_set(int fd, int interest)
 	AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	if (fd >= 0 && interest != 0)
-	{
-		int			events = 0;
-
-		if (interest & ZOOKEEPER_READ)
-			events |= WL_SOCKET_READABLE;
-		if (interest & ZOOKEEPER_WRITE)
-			events |= WL_SOCKET_WRITEABLE;
-		wes_sock_pos = AddWaitEventToSet(wes, events, fd, NULL, NULL);
-	}
+		wes_sock_pos = AddWaitEventToSet(wes, socket_events(interest), fd,
+										 NULL, NULL);
 	else
 		wes_sock_pos = -1;
 	wes_fd = fd;
 	wes_interest = interest;
-	zklock_wes_rebuild = false;
+	zklock_loop.wes_rebuild = false;
 }
 
 /*
@@ -104,6 +126,74 @@ worker_exit(int code, Datum arg)
 	zklock_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zklock_shared->lock);
 	zklock_flush_wakes();
+}
+
+/*
+ * Set up the worker's process-local state and register it in shared
+ * memory as the cluster's worker.  Takes the shared lock.
+ */
+static void
+worker_attach(void)
+{
+	zklock_reqs = MemoryContextAllocZero(TopMemoryContext,
+								  sizeof(WorkerReq) * zklock_shared->nslots);
+	zklock_dlocal = MemoryContextAllocZero(TopMemoryContext,
+									sizeof(DeleteLocal) * zklock_shared->ndeletes);
+
+	zklock_defer_wakes();
+	zklock_worker_log_init();
+	/* the one hook up from the delete table: local waiters on a node */
+	zklock_node_gone_hook = zklock_local_layer.node_gone;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	zklock_shared->worker_pid = MyProcPid;
+	zklock_shared->worker_latch = MyLatch;
+	/* the slots an earlier worker left, by their lock's base */
+	zklock_pathidx_init();
+	if (zklock_shared->deletes_used > 0)
+		ereport(LOG,
+				(errmsg_plural("zklock: %d zookeeper node delete left by the previous worker is still pending",
+							   "zklock: %d zookeeper node deletes left by the previous worker are still pending",
+							   zklock_shared->deletes_used,
+							   zklock_shared->deletes_used)));
+	LWLockRelease(zklock_shared->lock);
+	before_shmem_exit(worker_exit, (Datum) 0);
+}
+
+/*
+ * Fresh shared memory but a session file of this server run: the cluster
+ * crash-restarted.  Whoever held locks in that session is gone, so close
+ * it now rather than let its nodes linger for the session timeout.  A file
+ * of another server run (a copied data directory) names a session that is
+ * not ours to close: it is only removed.  No lock needed (the worker
+ * alone writes the session).
+ */
+static void
+close_previous_session(void)
+{
+	int64		old_id;
+	char		old_passwd[16];
+	bool		foreign;
+
+	if (zklock_shared->have_session)
+		return;
+	if (zklock_session_load(&old_id, old_passwd, &foreign))
+	{
+		bool		gone = zklock_session_close(old_id, old_passwd, 5000);
+
+		ereport(LOG,
+				(errmsg("zklock: %s the zookeeper session 0x%llx of this server's previous worker",
+						gone ? "closed" : "could not close",
+						(unsigned long long) old_id)));
+		zklock_session_forget();
+	}
+	else if (foreign)
+	{
+		ereport(LOG,
+				(errmsg("zklock: ignoring a zookeeper session file written by another server run"),
+				 errdetail("The data directory was copied from another server or the server was restarted after a crash of the postmaster; the session is not closed.")));
+		zklock_session_forget();
+	}
 }
 
 /*
@@ -138,8 +228,7 @@ reload_config(void)
 	/* a shorter timeout or a longer margin shortens the lease at once */
 	zklock_lease_settings_changed();
 	/* the servers' side may have been fixed: try the credentials again now */
-	if (zklock_auth_failed_at != 0)
-		zklock_auth_retry_at = 0;
+	zklock_auth_retry_now();
 	if (zklock_connected_hosts != NULL && strcmp(zklock_connected_hosts, zklock_hosts) != 0)
 	{
 		ereport(LOG,
@@ -148,6 +237,110 @@ reload_config(void)
 				 errdetail("The zookeeper session is kept and resumed on the new hosts.")));
 		proc_exit(1);
 	}
+}
+
+/*
+ * Close a handle that is of no more use (zklock_request_reconnect) and
+ * open one when there is none, unless the servers reject zklock.auth and
+ * the next try is not due yet.
+ */
+static void
+renew_handle(void)
+{
+	if (zklock_loop.need_reconnect && zklock_zh != NULL)
+	{
+		zookeeper_close(zklock_zh);
+		zklock_zh = NULL;
+		zklock_loop.need_reconnect = false;
+	}
+	if (zklock_zh == NULL && zklock_handle_may_open())
+		zklock_open_handle();
+}
+
+/*
+ * Make the wait set wait for what the client is interested in (its
+ * socket, readable or writeable), and return how long the client may
+ * wait (ms, at most a second).
+ */
+static long
+sync_wait_set(void)
+{
+	int			fd = -1;
+	int			interest = 0;
+	struct timeval tv = {0};
+	long		timeout_ms;
+	int			rc;
+	ZklockMonoTime before;
+
+	if (zklock_zh == NULL)
+	{
+		if (wes == NULL || zklock_loop.wes_rebuild)
+			rebuild_wait_set(-1, 0);
+		return 1000;
+	}
+	before = zklock_mono_now();
+	rc = zookeeper_interest(zklock_zh, &fd, &interest, &tv);
+	zklock_track_handshake(before);
+	if (rc != ZOK)
+		zklock_request_wait_set_rebuild();
+	else
+		zklock_cut_stuck_attempt(fd, zklock_mono_now());
+	if (rc == ZINVALIDSTATE)
+		zklock_request_reconnect();
+	timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
+	if (timeout_ms <= 0 || timeout_ms > 1000)
+		timeout_ms = (timeout_ms <= 0 && fd >= 0) ? 1 : 1000;
+	if (fd != wes_fd || zklock_loop.wes_rebuild ||
+		(interest != wes_interest && (interest == 0 || wes_interest == 0)))
+		rebuild_wait_set(fd, interest);
+	else if (interest != wes_interest)
+	{
+		ModifyWaitEvent(wes, wes_sock_pos, socket_events(interest), NULL);
+		wes_interest = interest;
+	}
+	return timeout_ms;
+}
+
+/*
+ * How long the next wait may last (ms): what the client allows, but
+ * waking up for the next heartbeat or the lease's end, the end of a
+ * pending delete's pause, and the next try of rejected credentials.
+ */
+static long
+next_timeout(long client_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		timeout_ms;
+
+	timeout_ms = zklock_lease_wakeup_ms(zklock_mono_now(), client_ms);
+	if (zklock_loop.deletes_next_retry != 0)
+		timeout_ms = Min(timeout_ms,
+						 Max((long) ((zklock_loop.deletes_next_retry - now) / 1000) + 1, 1));
+	if (zklock_zh == NULL)
+		timeout_ms = zklock_auth_wakeup_ms(now, timeout_ms);
+	return timeout_ms;
+}
+
+/*
+ * What a wait returned, as the client's events (ZOOKEEPER_READ, _WRITE);
+ * the latch is reset.
+ */
+static int
+take_events(const WaitEvent *events, int nevents)
+{
+	int			zkevents = 0;
+	int			i;
+
+	for (i = 0; i < nevents; i++)
+	{
+		if (events[i].events & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		if (events[i].events & WL_SOCKET_READABLE)
+			zkevents |= ZOOKEEPER_READ;
+		if (events[i].events & WL_SOCKET_WRITEABLE)
+			zkevents |= ZOOKEEPER_WRITE;
+	}
+	return zkevents;
 }
 
 /*
@@ -173,11 +366,11 @@ process_zookeeper(int zkevents)
 		zklock_flush_wakes();
 		if (rc != ZOK && rc != ZNOTHING)
 		{
-			zklock_wes_rebuild = true;
+			zklock_request_wait_set_rebuild();
 			break;
 		}
 		if (!(zkevents & ZOOKEEPER_READ) || zklock_zh == NULL || ++rounds >= 1000 ||
-			zklock_wes_rebuild || wes_fd < 0)
+			zklock_loop.wes_rebuild || wes_fd < 0)
 			break;
 		pfd.fd = wes_fd;
 		pfd.events = POLLIN;
@@ -216,7 +409,9 @@ set_cork(bool on)
 }
 
 /*
- * Entry point of the worker.
+ * Entry point of the worker.  One pass of the loop: reload, check the
+ * lease, renew the handle, heartbeat, take on the requests, wait, check
+ * the lease again, let the client process what arrived.
  */
 void
 zklock_worker_main(Datum main_arg)
@@ -228,90 +423,26 @@ zklock_worker_main(Datum main_arg)
 	/* no database, but visible in pg_stat_activity */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	zklock_reqs = MemoryContextAllocZero(TopMemoryContext,
-								  sizeof(WorkerReq) * zklock_shared->nslots);
-	zklock_dlocal = MemoryContextAllocZero(TopMemoryContext,
-									sizeof(DeleteLocal) * zklock_shared->ndeletes);
-
-	zklock_defer_wakes();
-	zklock_worker_log_init();
-	/* the one hook up from the delete table: local waiters on a node */
-	zklock_node_gone_hook = zklock_local_layer.node_gone;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	zklock_shared->worker_pid = MyProcPid;
-	zklock_shared->worker_latch = MyLatch;
-	/* the slots an earlier worker left, by their lock's base */
-	zklock_pathidx_init();
-	if (zklock_shared->deletes_used > 0)
-		ereport(LOG,
-				(errmsg_plural("zklock: %d zookeeper node delete left by the previous worker is still pending",
-							   "zklock: %d zookeeper node deletes left by the previous worker are still pending",
-							   zklock_shared->deletes_used,
-							   zklock_shared->deletes_used)));
-	LWLockRelease(zklock_shared->lock);
-	before_shmem_exit(worker_exit, (Datum) 0);
-
+	worker_attach();
 	/* the client's own logging would go to our stderr: keep it quiet */
 	zoo_set_debug_level(0);
-
-	/*
-	 * Fresh shared memory but a session file of this server run: the
-	 * cluster crash-restarted.  Whoever held locks in that session is gone,
-	 * so close it now rather than let its nodes linger for the session
-	 * timeout.  A file of another server run (a copied data directory)
-	 * names a session that is not ours to close: it is only removed.
-	 */
-	if (!zklock_shared->have_session)
-	{
-		int64		old_id;
-		char		old_passwd[16];
-		bool		foreign;
-
-		if (zklock_session_load(&old_id, old_passwd, &foreign))
-		{
-			bool		gone = zklock_session_close(old_id, old_passwd, 5000);
-
-			ereport(LOG,
-					(errmsg("zklock: %s the zookeeper session 0x%llx of this server's previous worker",
-							gone ? "closed" : "could not close",
-							(unsigned long long) old_id)));
-			zklock_session_forget();
-		}
-		else if (foreign)
-		{
-			ereport(LOG,
-					(errmsg("zklock: ignoring a zookeeper session file written by another server run"),
-					 errdetail("The data directory was copied from another server or the server was restarted after a crash of the postmaster; the session is not closed.")));
-			zklock_session_forget();
-		}
-	}
-
+	close_previous_session();
 	/* deletes of persistent nodes an earlier run could not apply */
 	zklock_deletes_load();
 
 	for (;;)
 	{
-		long		timeout_ms = 1000;
 		WaitEvent	events[3];
 		int			nevents;
-		int			zkevents = 0;
-		int			i;
+		int			zkevents;
+		long		timeout_ms;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 			reload_config();
 
 		zklock_check_lease(zklock_mono_now());
-		if (zklock_need_reconnect && zklock_zh != NULL)
-		{
-			zookeeper_close(zklock_zh);
-			zklock_zh = NULL;
-			zklock_need_reconnect = false;
-		}
-		if (zklock_zh == NULL &&
-			(zklock_auth_failed_at == 0 || GetCurrentTimestamp() >= zklock_auth_retry_at))
-			zklock_open_handle();
+		renew_handle();
 
 		/* a heartbeat due goes out ahead of the requests of this round */
 		zklock_heartbeat(zklock_mono_now());
@@ -321,56 +452,7 @@ zklock_worker_main(Datum main_arg)
 		zklock_flush_wakes();
 		zklock_worker_log_flush();
 
-		if (zklock_zh != NULL)
-		{
-			int			fd = -1;
-			int			interest = 0;
-			struct timeval tv = {0};
-			int			rc;
-
-			ZklockMonoTime before = zklock_mono_now();
-
-			rc = zookeeper_interest(zklock_zh, &fd, &interest, &tv);
-			zklock_track_handshake(before);
-			if (rc != ZOK)
-				zklock_wes_rebuild = true;
-			else
-				zklock_cut_stuck_attempt(fd, zklock_mono_now());
-			if (rc == ZINVALIDSTATE)
-				zklock_need_reconnect = true;
-			timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
-			if (timeout_ms <= 0 || timeout_ms > 1000)
-				timeout_ms = (timeout_ms <= 0 && fd >= 0) ? 1 : 1000;
-			if (fd != wes_fd || zklock_wes_rebuild ||
-				(interest != wes_interest && (interest == 0 || wes_interest == 0)))
-				rebuild_wait_set(fd, interest);
-			else if (interest != wes_interest)
-			{
-				int			events = 0;
-
-				if (interest & ZOOKEEPER_READ)
-					events |= WL_SOCKET_READABLE;
-				if (interest & ZOOKEEPER_WRITE)
-					events |= WL_SOCKET_WRITEABLE;
-				ModifyWaitEvent(wes, wes_sock_pos, events, NULL);
-				wes_interest = interest;
-			}
-		}
-		else if (wes == NULL || zklock_wes_rebuild)
-			rebuild_wait_set(-1, 0);
-
-		/* wake up for the next heartbeat (sent above) or the lease's end */
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			timeout_ms = zklock_lease_wakeup_ms(zklock_mono_now(), timeout_ms);
-			if (zklock_deletes_next_retry != 0)
-				timeout_ms = Min(timeout_ms,
-								 Max((long) ((zklock_deletes_next_retry - now) / 1000) + 1, 1));
-			if (zklock_zh == NULL && zklock_auth_failed_at != 0)
-				timeout_ms = Min(timeout_ms,
-								 Max((long) ((zklock_auth_retry_at - now) / 1000) + 1, 1));
-		}
+		timeout_ms = next_timeout(sync_wait_set());
 
 		/* what this trip changed in the persistent deletes, on disk */
 		zklock_deletes_persist();
@@ -383,18 +465,9 @@ zklock_worker_main(Datum main_arg)
 
 		/* first of all after a wait (or a stall): is the lease still good? */
 		zklock_check_lease(zklock_mono_now());
-		if (zklock_need_reconnect)
+		if (zklock_loop.need_reconnect)
 			continue;
-		for (i = 0; i < nevents; i++)
-		{
-			if (events[i].events & WL_LATCH_SET)
-				ResetLatch(MyLatch);
-			if (events[i].events & WL_SOCKET_READABLE)
-				zkevents |= ZOOKEEPER_READ;
-			if (events[i].events & WL_SOCKET_WRITEABLE)
-				zkevents |= ZOOKEEPER_WRITE;
-		}
-
+		zkevents = take_events(events, nevents);
 		if (zklock_zh != NULL)
 			process_zookeeper(zkevents);
 		/* and those the completions queued, ahead of the next pass's calls */

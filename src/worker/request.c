@@ -120,7 +120,7 @@ zklock_req_withdraw(int idx)
 		ops->released(idx);
 	if (!record_slot_deletes(idx, true))
 	{
-		zklock_rescan = true;
+		zklock_request_rescan();
 		return;
 	}
 	zklock_req_reset(idx);
@@ -159,7 +159,7 @@ zklock_park(int idx, bool recover)
 		recover = true;
 	zklock_req_set_wait(idx, recover ? ZKWS_PARKED_RECOVER : ZKWS_PARKED);
 	req->pred[0] = '\0';
-	zklock_rescan = true;
+	zklock_request_rescan();
 }
 
 /*

@@ -40,7 +40,7 @@ revoke_data_done(int rc, const char *value, int value_len,
 		 */
 		zklock_reqs[idx].revoke_armed = false;
 		if (rc != ZNONODE && zklock_rc_retryable(rc))
-			zklock_rescan = true;
+			zklock_request_rescan();
 		else if (rc != ZNONODE)
 			ereport(LOG,
 					(errmsg("zklock: cannot watch lock node of \"%s\" for revocation: %s",

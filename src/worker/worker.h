@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "core/handover_rules.h"
 
 /* how often a request may find its parent missing before we give up */
 #define MAX_NONODE_RETRIES	5
@@ -27,14 +28,12 @@
 /* how often the worker checks the waits on its own nodes (ms) */
 #define LOCAL_WAIT_CHECK_MS	1000
 
-/* Process-local state of one request slot */
 /*
- * What a request waits for, in the worker (WorkerReq.wait).  Set only with
- * zklock_req_set_wait, which asserts the move is one of
- * zklock_wait_move_ok's (core/handover_rules.c).
+ * Process-local state of one request slot (zklock_reqs[i], beside
+ * zklock_shared->slots[i]).  What it waits for (wait, a ZklockWaitState of
+ * core/handover_rules.h) is set only with zklock_req_set_wait, which
+ * asserts the move is one of zklock_wait_move_ok's.
  */
-#include "core/handover_rules.h"
-
 typedef struct WorkerReq
 {
 	uint32		serial;			/* slot serial this belongs to, 0 = none */
@@ -255,8 +254,6 @@ zklock_worker_ops(ZklockOp op)
 
 /* the steps of the recipes (the table's entries) */
 extern void zklock_lk_resume(int idx, bool recover);
-extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
-								 bool rw, bool read);
 extern void zklock_confirm_start(int idx);
 extern void zklock_counter_start(int idx);
 extern void zklock_mutex_lock_target(int idx, LockTarget *t);
@@ -283,33 +280,118 @@ extern void zklock_latch_lost_session(int idx);
 
 /*
  * State of the worker process (defined in worker/event_loop.c): the client
- * handle, whether it is connected, flags the event loop acts on in its
- * next pass, and the process-local state beside each request slot and
- * each entry of the pending-delete table.
+ * handle, whether it is connected, and the process-local state beside
+ * each request slot and each entry of the pending-delete table.
  */
 extern zhandle_t *zklock_zh;
 extern bool zklock_connected;
+extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
-extern bool zklock_need_reconnect;	/* close the handle, open a new one */
-extern bool zklock_rescan;		/* look at every slot on the next pass */
 extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
 extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
-extern bool zklock_deletes_scan;	/* send every due entry on the next pass */
-extern TimestampTz zklock_deletes_next_retry;	/* earliest end of a back-off */
 
 /*
- * The servers rejected zklock.auth: when that began (0: they did not), and
- * when the next handle may be opened.  Until a server accepts the
- * credentials again, zk_status() says auth_failed and requests fail.
+ * What the event loop is asked to do on its next pass.  worker/event_loop.c
+ * owns it (zklock_loop); the files it calls set a flag only through the
+ * calls below, which say why, and read it through zklock_loop.  (Inline:
+ * a call into event_loop.c would run back up the call graph.)
+ */
+typedef struct ZklockLoopFlags
+{
+	bool		rescan;			/* look at every slot, not only the posted */
+	bool		deletes_scan;	/* send every due pending delete */
+	TimestampTz deletes_next_retry; /* earliest end of a delete's pause, 0:
+									 * none */
+	bool		need_reconnect; /* close the handle, open a new one */
+	bool		wes_rebuild;	/* the client's socket may have changed */
+} ZklockLoopFlags;
+
+extern ZklockLoopFlags zklock_loop;
+
+/*
+ * Look at every slot on the next pass, not only the posted ones: a request
+ * waits for something no post announces (the connection, room in the
+ * delete table, a watch to arm again).
+ */
+static inline void
+zklock_request_rescan(void)
+{
+	zklock_loop.rescan = true;
+}
+
+/*
+ * The full pass over the slots asked for is being made (worker/dispatch.c).
+ */
+static inline void
+zklock_rescan_done(void)
+{
+	zklock_loop.rescan = false;
+}
+
+/*
+ * Send every due pending delete on the next pass: one was added or failed
+ * to leave, or the connection is new.
+ */
+static inline void
+zklock_request_deletes_scan(void)
+{
+	zklock_loop.deletes_scan = true;
+}
+
+/*
+ * A pending delete pauses until at: wake up for it then, unless for an
+ * earlier one.
+ */
+static inline void
+zklock_request_delete_retry(TimestampTz at)
+{
+	if (zklock_loop.deletes_next_retry == 0 || at < zklock_loop.deletes_next_retry)
+		zklock_loop.deletes_next_retry = at;
+}
+
+/*
+ * The pass over the pending deletes asked for is being made
+ * (zklock_send_deletes); the entries still pausing ask again.
+ */
+static inline void
+zklock_deletes_scan_done(void)
+{
+	zklock_loop.deletes_scan = false;
+	zklock_loop.deletes_next_retry = 0;
+}
+
+/*
+ * The handle is of no more use (the session expired, its lease ran out,
+ * the servers rejected the credentials): close it and open a new one.
+ */
+static inline void
+zklock_request_reconnect(void)
+{
+	zklock_loop.need_reconnect = true;
+}
+
+/*
+ * The client's socket may have changed (a handle opened, a session event):
+ * build the wait set anew before the next wait.
+ */
+static inline void
+zklock_request_wait_set_rebuild(void)
+{
+	zklock_loop.wes_rebuild = true;
+}
+
+/*
+ * The servers rejected zklock.auth: when that began, 0 when they did not
+ * (worker/auth.c).  Until a server accepts the credentials again,
+ * zk_status() says auth_failed and requests fail.
  */
 extern TimestampTz zklock_auth_failed_at;
-extern TimestampTz zklock_auth_retry_at;
 
-/* ms between two tries while the servers reject zklock.auth */
-#define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
-extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
-extern bool zklock_wes_rebuild; /* the client's socket changed */
-
+static inline bool
+zklock_auth_rejected(void)
+{
+	return zklock_auth_failed_at != 0;
+}
 
 /* worker/path_index.c: the worker's lock engine slots by their lock's base */
 extern void zklock_pathidx_init(void);
@@ -333,9 +415,23 @@ extern bool zklock_rc_retryable(int rc);
 extern bool zklock_rc_session_gone(int rc);
 extern int zklock_rc_sqlstate(int rc);
 
-/* worker/deletes.c */
+/* worker/delete_table.c: the entries of the pending-delete table */
+extern bool zklock_delete_record(const char *path, const char *prefix,
+								 bool persistent, uint64 gen, int64 czxid,
+								 int64 ctime, int *entry);
+extern void zklock_delete_free(int i);
+extern DeleteLocal *zklock_delete_local(int i);
+extern int	zklock_delete_tag_current(const void *tag);
+extern int	zklock_delete_find_persistent(const char *path, const char *prefix,
+										  int64 czxid);
 extern bool zklock_delete_pending(const char *path);
 extern bool zklock_delete_pending_under(const char *path);
+extern bool zklock_deletes_have_room(int n);
+extern void zklock_drop_session_deletes(void);
+extern void zklock_deletes_mark_dirty(void);
+extern void zklock_deletes_persist(void);
+
+/* worker/deletes.c: sending them, until the server confirms */
 extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
@@ -344,11 +440,8 @@ extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid,
 							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
-extern bool zklock_deletes_have_room(int n);
 extern void (*zklock_node_gone_hook) (const char *path);
 extern void zklock_deletes_load(void);
-extern void zklock_deletes_persist(void);
-extern void zklock_drop_session_deletes(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
 
@@ -364,11 +457,7 @@ extern void zklock_delete_ghosts(const char *base, char *const *children,
 								 int n);
 extern void zklock_note_doubt(int idx, bool aux);
 extern void zklock_sweep_doubted(int idx, bool aux_only);
-/* common/session_file.c: the file of pending deletes of persistent nodes */
-extern bool zklock_persistent_deletes_save(const ZklockDelete *entries, int n,
-										   int elevel);
-extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
-										   char **file_hosts);
+
 
 /* worker/request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
@@ -416,6 +505,8 @@ extern void zklock_adopt_check(int idx, const char *base, const char *name);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
 extern void zklock_lk_target(int idx, LockTarget *t);
+extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
+								 bool rw, bool read);
 extern void zklock_lk_granted(int idx);
 
 /* worker/handover.c: the lock engine's local layer */
@@ -432,12 +523,8 @@ extern bool zklock_known_created(const char *base, const char *node);
 extern void zklock_known_forget(const char *base);
 extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
 
-/* worker/commit_confirm.c */
-
 /* recipes/semaphore.c */
 extern void zklock_lease_create(int idx);
-
-/* recipes/barrier.c */
 
 /* recipes/double_barrier.c */
 extern void zklock_denter_start(int idx);
@@ -446,21 +533,31 @@ extern void zklock_leave_list(int idx);
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);
 
-/* recipes/revoke.c */
-
-/* recipes/participants.c */
-
 /* worker/deferred_log.c */
 extern void zklock_worker_log_init(void);
 extern void zklock_worker_log_flush(void);
 
-/* worker/connection.c */
+/* worker/auth.c: credentials the servers reject */
+extern void zklock_credentials_rejected(zhandle_t *zzh);
+extern void zklock_credentials_accepted(void);
+extern ZklockConnState zklock_not_connected_state(void);
+extern bool zklock_handle_may_open(void);
+extern void zklock_auth_retry_later(void);
+extern void zklock_auth_retry_now(void);
+extern long zklock_auth_wakeup_ms(TimestampTz now, long max_ms);
+
+/* worker/lease.c: the lease, its heartbeats and the kind of server */
+extern void zklock_lease_connected(zhandle_t *zzh);
+extern void zklock_lease_forget(void);
+extern void zklock_lease_timeout_seen(int timeout_ms);
+extern void zklock_lease_settings_changed(void);
+extern void zklock_track_handshake(ZklockMonoTime before);
+extern void zklock_heartbeat(ZklockMonoTime now);
+extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
 extern void zklock_check_lease(ZklockMonoTime now);
 extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
-extern void zklock_heartbeat(ZklockMonoTime now);
-extern void zklock_track_handshake(ZklockMonoTime before);
-extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
-extern void zklock_lease_settings_changed(void);
+
+/* worker/connection.c */
 extern void zklock_open_handle(void);
 
 #endif							/* ZKLOCK_WORKER_INT_H */
