@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * settings.c
+ * common/settings.c
  *	  zklock's configuration: the GUC variables, their check and show
  *	  hooks, and the check that the session timeout leaves room for a
  *	  lease.  Every folder reads the variables; core/ takes values as

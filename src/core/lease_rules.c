@@ -51,7 +51,7 @@
  * at r_j the leader's expiry is proven later than s_i + timeout.  A
  * reconnect starts the chain anew (one follower, one leader, one stream).
  *
- * Assumptions, stated in the README: the leader's ping loop is not paused
+ * Assumptions, stated in doc/failure-model.md: the leader's ping loop is not paused
  * for longer than G - tickTime / 2 (zklock.server_tick_time = G >= the
  * ensemble's tickTime gives that much slack), the two clocks run at rates
  * that differ by less than zklock.lease_margin over one timeout, and

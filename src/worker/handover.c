@@ -8,8 +8,9 @@
  *	  ZooKeeper applied the released node's delete (local handover); a read
  *	  node right behind a read node of this worker shares its answer (read
  *	  joins, with the ring of readers released lately); a create behind a
- *	  node of this worker is placed without a listing.  src/README and the
- *	  README's failure model give the argument for each.
+ *	  node of this worker is placed without a listing.  src/README ("Local
+ *	  handover") gives the argument for each; doc/failure-model.md what a
+ *	  user may rely on.
  *
  *-------------------------------------------------------------------------
  */

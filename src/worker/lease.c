@@ -154,8 +154,9 @@ zklock_lease_timeout_seen(int timeout_ms)
  * The lease settings may have changed (a reload, or a new handle that
  * will ask for zklock.session_timeout): the next handshake may revalidate
  * the session with a timeout as short as zklock.session_timeout (a server
- * negotiates less only when its maxSessionTimeout is lower, which the
- * README tells the operator to avoid and the watcher logs), so the lease
+ * negotiates less only when its maxSessionTimeout is lower, which
+ * doc/failure-model.md tells the operator to avoid and the watcher logs),
+ * so the lease
  * is derived from it at once, before any handshake can leave, and the
  * margin is applied anew.  Worker only.
  */

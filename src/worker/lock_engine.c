@@ -40,9 +40,9 @@
  *	  (worker/handover.c), reached only through the recipe's ops entry
  *	  (.local, lk_local() below): a create sent without its listing
  *	  (create_alone, then placed; also when the path's sequence numbers
- *	  can prove it first: listed, created, forget, worker/handover_numbering.c), a
- *	  wait without a watch behind a node of
- *	  this worker (wait_behind), a reader's answer shared with the readers
+ *	  can prove it first: listed, created, forget,
+ *	  worker/handover_numbering.c), a wait without a watch behind a node
+ *	  of this worker (wait_behind), a reader's answer shared with the readers
  *	  right behind it (settle_followers), and a node going away
  *	  (node_gone).  Without .local this file is Curator's engine alone.
  *

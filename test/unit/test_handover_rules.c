@@ -4,7 +4,7 @@
  * listing, which nodes of this worker may decide for a new one (the
  * reader predicate, the downgrade twin), when a create skips its listing,
  * and which local waiters a release hands the lock to.  The cases
- * are the ones the README's failure model names.
+ * are the ones src/README's "Local handover" names.
  */
 #include <stdarg.h>
 #include <stddef.h>
