@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * core/handover_rules.c
- *	  The local layer's decisions as pure functions (no PostgreSQL or
+ *	  The handover layer's decisions as pure functions (no PostgreSQL or
  *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c).  Why
- *	  each is safe is argued in worker/handover.c and src/README ("Local
- *	  handover": local handover, read joins, creates placed without a
- *	  listing).
+ *	  each is safe is argued in worker/handover.c's banner (local handover)
+ *	  and src/README ("Local handover": local waits, read joins, creates
+ *	  placed without a listing).
  *
  *-------------------------------------------------------------------------
  */

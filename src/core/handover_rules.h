@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * core/handover_rules.h
- *	  The local layer's decisions (worker/handover.c), as pure functions: no
- *	  PostgreSQL or ZooKeeper calls, unit-tested in test/unit.
+ *	  The handover layer's decisions (worker/handover_layer.c and
+ *	  worker/handover.c), as pure functions: no PostgreSQL or ZooKeeper
+ *	  calls, unit-tested in test/unit.
  *
  *-------------------------------------------------------------------------
  */

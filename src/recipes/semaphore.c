@@ -168,7 +168,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				zklock_grant(idx);
 				/* the next acquirer of this worker may be waiting for it */
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
+				(void) zklock_handover_choose(buf, slot->aux_node, true);
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, slot->aux_node);
 				zklock_queue_delete(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */

@@ -16,7 +16,8 @@
  *	  zklock_delete_send_alone	send one of them on its own
  *	  zklock_delete_batch_answer	apply a multi's answer to one of them
  *	  zklock_deletes_load		put the persistent entries on disk back
- *	  zklock_node_gone_hook		told of a queued delete by name
+ *	  (zklock_node_gone_hook, worker/handover_layer.c, is told of a queued
+ *	  delete by name)
  *
  *-------------------------------------------------------------------------
  */
@@ -38,14 +39,6 @@ static uint32 *ready_serial = NULL;
 static int	ready_head = 0;
 static int	ready_tail = 0;
 static int	ready_cap = 0;
-
-/*
- * Told when the delete of a node of this worker is queued (by name): the
- * local layer's node_gone, so its local waiters on that node look again.
- * Set by the worker at start (worker/event_loop.c); the delete table knows
- * nothing of the layers above it.
- */
-void		(*zklock_node_gone_hook) (const char *path) = NULL;
 
 static void delete_send(int i, TimestampTz now);
 static bool delete_queue_ready(int i);
@@ -264,9 +257,12 @@ zklock_queue_delete(const char *path, const char *prefix)
 	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0, 0);
 	if (prefix == NULL)
 	{
-		/* local waiters on it look again */
-		if (zklock_node_gone_hook != NULL)
-			zklock_node_gone_hook(path);
+		/*
+		 * waiters on it look again: zklock_node_gone_hook is data, defined
+		 * with the handover layer (worker/handover_layer.c), so the delete
+		 * table calls nothing above it by name
+		 */
+		zklock_node_gone_hook(path);
 	}
 }
 

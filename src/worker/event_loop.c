@@ -142,8 +142,6 @@ worker_attach(void)
 
 	zklock_defer_wakes();
 	zklock_worker_log_init();
-	/* the one hook up from the delete table: local waiters on a node */
-	zklock_node_gone_hook = zklock_local_layer.node_gone;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = MyProcPid;

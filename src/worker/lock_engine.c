@@ -37,7 +37,7 @@
  *	  releaseLock: deleteOurPath              the same, on withdraw
  *
  *	  Where zklock does more than Curator can, it is the local layer
- *	  (worker/handover.c), reached only through the recipe's ops entry
+ *	  (worker/handover_layer.c), reached only through the recipe's ops entry
  *	  (.local, lk_local() below): a create sent without its listing
  *	  (create_alone, then placed; also when the path's sequence numbers
  *	  can prove it first: listed, created, forget,
@@ -65,7 +65,7 @@ static void lk_decide(int idx, char **children, int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
 							 const struct Stat *stat, const void *data);
 
-/* creates of lock nodes sent, ever (worker/handover.c reads it) */
+/* creates of lock nodes sent, ever (worker/handover_layer.c reads it) */
 uint64		zklock_lk_creates_sent = 0;
 
 /*
@@ -318,7 +318,7 @@ zklock_lk_create(int idx)
 	 * A create that goes alone on the path's numbering waits for the end
 	 * of the pass, to leave in one multi with the others
 	 * (worker/batch.c), unless it is a read node: a reader may share the
-	 * answer of a reader released after its create left (worker/handover.c's
+	 * answer of a reader released after its create left (worker/handover_layer.c's
 	 * released_readers), which counts on the create leaving when it is
 	 * numbered.  A create alone behind a node of this worker is not
 	 * batched: with no other lock's create to share the multi, the exists

@@ -30,7 +30,7 @@
  *	  each slot (state, serial, base, node names), and the index only has
  *	  to hold every slot that can pass them, which it does: those are
  *	  slots the worker took on or found at its start, never NEW ones it
- *	  has not picked up yet (see zklock_lk_hand_over on the downgrade
+ *	  has not picked up yet (see zklock_handover_choose on the downgrade
  *	  twin).
  *
  *	  An iteration may run while the slot it stands on, or another one, is

@@ -47,7 +47,7 @@ typedef struct WorkerReq
 												 * latest listing made us
 												 * wait on ("": none) */
 	bool		pred_last;		/* pred is the only node keeping us out */
-	struct						/* the local layer's own (worker/handover.c) */
+	struct						/* the handover layer's own (worker/handover_layer.c) */
 	{
 		int			owner;		/* waiting locally: the slot owning pred */
 		uint32		owner_serial;	/* ... and its serial then */
@@ -158,7 +158,7 @@ typedef struct LockTarget
 } LockTarget;
 
 /*
- * The local layer as the lock engine calls it (worker/handover.c defines
+ * The local layer as the lock engine calls it (worker/handover_layer.c defines
  * zklock_local_layer).  A recipe opts in by naming it in its ops entry
  * (.local); without it the lock engine runs Curator's protocol alone,
  * round trip for round trip.  A new recipe is off until it opts in.
@@ -440,7 +440,6 @@ extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid,
 							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
-extern void (*zklock_node_gone_hook) (const char *path);
 extern void zklock_deletes_load(void);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
@@ -509,11 +508,17 @@ extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
 								 bool rw, bool read);
 extern void zklock_lk_granted(int idx);
 
-/* worker/handover.c: the lock engine's local layer */
+/* worker/handover_layer.c: the lock engine's handover layer */
 extern const ZklockLocalLayer zklock_local_layer;
-extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
+extern void (*const zklock_node_gone_hook) (const char *path);
 extern void zklock_lk_released(int idx);
 extern void zklock_lk_check_local_waits(void);
+
+/* worker/handover.c: local handover, its steps and safety net */
+extern int	zklock_handover_choose(const char *base, const char *node,
+								   bool held_mutex);
+extern void zklock_handover_node_gone(int idx, const LockTarget *t);
+extern void zklock_handover_safety_net(void);
 
 /* worker/handover_numbering.c: what a listing taught, to skip the next ones */
 extern void zklock_known_listed(const char *base, const struct Stat *stat,

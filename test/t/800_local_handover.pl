@@ -34,7 +34,8 @@ use ZklockProxy;
 my $zk = start_zk();
 my $proxy = ZklockProxy->start($zk);
 my $node = new_zklock_node('handover', $proxy->connect,
-	"zklock.session_timeout = '6s'\nzklock.connect_timeout = '30s'\nzklock.lease_margin = '1s'\n");
+	"zklock.session_timeout = '6s'\nzklock.connect_timeout = '30s'\nzklock.lease_margin = '1s'\n"
+	  . "log_min_messages = debug2\n");    # the handover's steps (DEBUG2)
 my $peer = new_peer($zk);    # Curator talks to ZooKeeper directly
 
 sub handovers { return status_row($node)->{handovers}; }
@@ -99,6 +100,18 @@ subtest 'a Curator waiter between local waiters keeps its turn; no local waiter 
 	my $r = $sb->result(10);
 	is($r->{out}, 't', 'b, next in the queue and local, gets the lock');
 	is(handovers(), $h0 + 1, 'by a local handover (zk_status().handovers)');
+	# a maintainer follows it step by step in the log: one slot and serial
+	# chosen to take a's node, its check of b's node behind a's delete,
+	# granted
+	my ($na, $nb) = @$order[ 0, 1 ];
+	ok(wait_until(sub {
+			my $log = slurp_file($node->logfile);
+			return 0 unless $log =~ /zklock: handover: slot (\d+) serial (\d+) chosen to take \S*\Q$P\/$na\E\b/;
+			my ($slot, $serial) = ($1, $2);
+			return $log =~ /zklock: handover: slot $slot serial $serial checks \S*\Q$P\/$nb\E behind the delete of \Q$na\E/
+			  && $log =~ /zklock: handover: slot $slot serial $serial granted/;
+		}, 10),
+		"the log traces b's handover: chosen, checked behind a's delete, granted (DEBUG2)");
 	ok(wait_children_count($peer, $P, 3), "a's node is deleted after the handover");
 	is(lock_children($peer, $P)->[0], $order->[1], "b's node is now the lowest (Curator's view)");
 	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
