@@ -92,10 +92,10 @@ latch_set_leader(int idx, bool leader)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	if (slot->latch.leader != leader)
+	if (slot->rstate.latch.leader != leader)
 	{
-		slot->latch.leader = leader;
-		slot->latch.epoch++;
+		slot->rstate.latch.leader = leader;
+		slot->rstate.latch.epoch++;
 		if (leader)
 			slot->since = GetCurrentTimestamp();
 	}
@@ -114,7 +114,7 @@ zklock_latch_granted(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		path[ZKLOCK_NODE_PATH_SIZE];
 
-	snprintf(path, sizeof(path), "%s/%s", slot->path, slot->node);
+	snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
 	(void) zklock_send_exists_watch(idx, path, latch_owner_done, false);
 }
 
@@ -135,7 +135,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			stat->ephemeralOwner == cid->client_id &&
 			slot->session_gen == zklock_shared->session_gen)
 		{
-			slot->latch.member = true;
+			slot->rstate.latch.member = true;
 			zklock_reqs[idx].lost_retries = 0;
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 			latch_set_leader(idx, true);
@@ -145,7 +145,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			char		path[ZKLOCK_NODE_PATH_SIZE];
 
 			/* a node of another session: not ours to lead with */
-			snprintf(path, sizeof(path), "%s/%s", slot->path, slot->node);
+			snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
 			zklock_queue_delete(path, NULL);
 			latch_set_leader(idx, false);
 			zklock_req_clear_nodes(slot);
@@ -169,7 +169,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 void
 zklock_latch_waits(int idx)
 {
-	zklock_shared->slots[idx].latch.member = true;
+	zklock_shared->slots[idx].rstate.latch.member = true;
 	/* a membership lives long: only losses in a row count */
 	zklock_reqs[idx].lost_retries = 0;
 	latch_set_leader(idx, false);
@@ -198,7 +198,7 @@ zklock_latch_lost_session(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	latch_set_leader(idx, false);
-	slot->latch.member = false;
+	slot->rstate.latch.member = false;
 	zklock_req_clear_nodes(slot);
 	slot->czxid = 0;
 	zklock_park(idx, false);
@@ -305,11 +305,11 @@ latch_leads(int idx, uint32 serial, uint64 *epoch)
 
 	zklock_lock_table(LW_SHARED);
 	leads = slot->serial == serial && slot->state == ZKS_ACTIVE &&
-		slot->op == ZKOP_LATCH && slot->latch.leader &&
+		slot->op == ZKOP_LATCH && slot->rstate.latch.leader &&
 		sh->have_session && slot->session_gen == sh->session_gen &&
 		sh->conn_state == ZKC_CONNECTED;
 	if (epoch)
-		*epoch = slot->latch.epoch;
+		*epoch = leads ? slot->rstate.latch.epoch : 0;
 	LWLockRelease(sh->lock);
 	return leads && zklock_lease_valid(zklock_mono_now(), NULL);
 }
@@ -386,7 +386,7 @@ latch_wait_joined(int idx, uint32 serial, const char *user_path, bool cluster)
 
 			zklock_lock_table(LW_EXCLUSIVE);
 			state = slot->state;
-			member = slot->latch.member;
+			member = slot->rstate.latch.member;
 			cs = zklock_shared->conn_state;
 			if (slot->serial != serial)
 				state = ZKS_FREE;

@@ -145,7 +145,7 @@ zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
 	ol = zklock_find_hold(&other, user_off);
 	if (ol != NULL)
 	{
-		const char *wnode = zklock_shared->slots[ol->slot].node;
+		const char *wnode = zklock_shared->slots[ol->slot].nodes[ZKN_MAIN].name;
 		size_t		len = strlen(wnode);
 
 		strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));

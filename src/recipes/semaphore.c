@@ -46,12 +46,14 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 
 		if (rc == ZOK)
 		{
-			zklock_create_took(idx, value, slot->node, sizeof(slot->node),
-							   &req->create_sent);
+			zklock_create_took(idx, value, slot->nodes[ZKN_MAIN].name,
+							   sizeof(slot->nodes[ZKN_MAIN].name),
+							   &req->nodes[ZKN_MAIN].create_sent);
 			slot->czxid = stat ? stat->czxid : 0;
 			(void) zklock_settle_cancel(idx);
 		}
-		else if (zklock_create_failed(idx, rc, slot->uuid, &req->create_sent,
+		else if (zklock_create_failed(idx, rc, slot->nodes[ZKN_MAIN].uuid,
+									  &req->nodes[ZKN_MAIN].create_sent,
 									  false, true, "create a lease node for"))
 			zklock_lease_create(idx);
 	}
@@ -76,7 +78,8 @@ zklock_lease_create(int idx)
 		zklock_park(idx, false);
 		return;
 	}
-	if (slot->uuid[0] == '\0' && !zklock_new_uuid(slot->uuid))
+	if (slot->nodes[ZKN_MAIN].uuid[0] == '\0' &&
+		!zklock_new_uuid(slot->nodes[ZKN_MAIN].uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
 		return;
@@ -88,7 +91,8 @@ zklock_lease_create(int idx)
 		req->need_parents = false;
 	}
 	strlcat(name, "/", sizeof(name));
-	zklock_protected_name(slot->uuid, ZKLOCK_LEASE_NAME, name + strlen(name),
+	zklock_protected_name(slot->nodes[ZKN_MAIN].uuid, ZKLOCK_LEASE_NAME,
+						  name + strlen(name),
 						  sizeof(name) - strlen(name));
 	rc = zoo_acreate2(zklock_zh, name, slot->data, strlen(slot->data),
 					  zklock_node_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
@@ -100,7 +104,7 @@ zklock_lease_create(int idx)
 	}
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
-	req->create_sent = true;
+	req->nodes[ZKN_MAIN].create_sent = true;
 	lease_list(idx);
 }
 
@@ -129,11 +133,11 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			 */
 			zklock_recipe_path(leases, sizeof(leases), slot->path, ZKLOCK_LEASES_DIR, NULL);
 			zklock_delete_ghosts(leases, strings->data, strings->count);
-			if (slot->node[0] == '\0')
+			if (slot->nodes[ZKN_MAIN].name[0] == '\0')
 			{
 				char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
-				zklock_protected_prefix(slot->uuid, prefix);
+				zklock_protected_prefix(slot->nodes[ZKN_MAIN].uuid, prefix);
 				zklock_note_doubt(idx, false);
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
@@ -144,7 +148,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				}
 			}
 			else
-				found = zklock_find_child(strings->data, strings->count, slot->node);
+				found = zklock_find_child(strings->data, strings->count,
+										  slot->nodes[ZKN_MAIN].name);
 
 			if (found < 0)
 			{
@@ -155,8 +160,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 							  slot->path + slot->user_path_off);
 				else
 				{
-					slot->node[0] = '\0';
-					slot->uuid[0] = '\0';
+					slot->nodes[ZKN_MAIN].name[0] = '\0';
+					slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 					zklock_lease_create(idx);
 				}
 			}
@@ -168,13 +173,14 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				zklock_grant(idx);
 				/* the next acquirer of this worker may be waiting for it */
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-				(void) zklock_lk_hand_over(buf, slot->aux_node, true);
-				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, slot->aux_node);
+				(void) zklock_lk_hand_over(buf, slot->nodes[ZKN_LEASE_LOCK].name, true);
+				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR,
+								   slot->nodes[ZKN_LEASE_LOCK].name);
 				zklock_queue_delete(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */
 				zklock_sweep_doubted(idx, true);
-				slot->aux_node[0] = '\0';
-				slot->aux_uuid[0] = '\0';
+				slot->nodes[ZKN_LEASE_LOCK].name[0] = '\0';
+				slot->nodes[ZKN_LEASE_LOCK].uuid[0] = '\0';
 			}
 			else if (slot->try_only)
 				zklock_give_up_try(idx);
@@ -185,8 +191,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 		{
 			/* P/leases went away with our node: start the lease again */
 			req->need_parents = true;
-			slot->node[0] = '\0';
-			slot->uuid[0] = '\0';
+			slot->nodes[ZKN_MAIN].name[0] = '\0';
+			slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 			zklock_lease_create(idx);
 		}
 		else
@@ -217,10 +223,10 @@ zklock_lease_lock_target(int idx, LockTarget *t)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	zklock_recipe_path(t->base, sizeof(t->base), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-	t->node = slot->aux_node;
-	t->uuid = slot->aux_uuid;
+	t->node = slot->nodes[ZKN_LEASE_LOCK].name;
+	t->uuid = slot->nodes[ZKN_LEASE_LOCK].uuid;
 	t->lock_name = ZKLOCK_LOCK_NAME;
-	t->create_sent = &zklock_reqs[idx].aux_create_sent;
+	t->create_sent = &zklock_reqs[idx].nodes[ZKN_LEASE_LOCK].create_sent;
 	t->rw = false;
 	t->read = false;
 	t->final = false;
@@ -262,7 +268,8 @@ zklock_lease_resume(int idx, bool recover)
 
 	if (slot->phase != ZKP_LEASE)
 		zklock_lk_resume(idx, recover);
-	else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+	else if (slot->nodes[ZKN_MAIN].name[0] != '\0' ||
+			 (recover && slot->nodes[ZKN_MAIN].uuid[0] != '\0'))
 		lease_list(idx);
 	else
 		zklock_lease_create(idx);
@@ -284,8 +291,9 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 		return false;
 	if (ours)
 	{
-		strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
-		req->create_sent = false;
+		strlcpy(slot->nodes[ZKN_MAIN].name, req->adopt_name,
+				sizeof(slot->nodes[ZKN_MAIN].name));
+		req->nodes[ZKN_MAIN].create_sent = false;
 		slot->czxid = ours->czxid;
 		lease_list(idx);
 		return true;
@@ -297,8 +305,8 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 		zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LEASES_DIR, req->adopt_name);
 		zklock_queue_delete(buf, NULL);
 	}
-	slot->node[0] = '\0';
-	slot->uuid[0] = '\0';
+	slot->nodes[ZKN_MAIN].name[0] = '\0';
+	slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 	zklock_lease_create(idx);
 	return true;
 }
@@ -440,7 +448,8 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 	{
 		LocalLockKey lk = key;
 
-		strlcpy(lk.lease, zklock_shared->slots[slots[i]].node, sizeof(lk.lease));
+		strlcpy(lk.lease, zklock_shared->slots[slots[i]].nodes[ZKN_MAIN].name,
+				sizeof(lk.lease));
 		names[i] = CStringGetTextDatum(lk.lease);
 		(void) zklock_add_granted_hold(&lk, slots[i], serials[i], xact);
 	}

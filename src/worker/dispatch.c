@@ -179,7 +179,8 @@ zklock_run_requests(void)
 			 */
 			zklock_req_reset(i);
 			req->serial = slot->serial;
-			zklock_park(i, slot->uuid[0] != '\0' || slot->aux_uuid[0] != '\0');
+			zklock_park(i, slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
+						slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0');
 			if (zklock_connected)
 				resume(i);
 		}
@@ -259,8 +260,9 @@ zklock_sweep_lost_session(const char *why)
 					zklock_reqs[i].serial = slot->serial;
 					zklock_worker_ops(slot->op)->session_lost(i);
 				}
-				else if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
-					slot->aux_uuid[0] != '\0' ||
+				else if (slot->nodes[ZKN_MAIN].name[0] != '\0' ||
+						 slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
+					slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0' ||
 					slot->downgrade_seq[0] != '\0' ||
 					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 				{

@@ -440,7 +440,8 @@ local_node_owner(const char *base, const char *name, int except)
 
 		/* a lock target's node is the slot's node or its aux node */
 		if (i == except || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
-			(strcmp(slot->node, name) != 0 && strcmp(slot->aux_node, name) != 0) ||
+			(strcmp(slot->nodes[ZKN_MAIN].name, name) != 0 &&
+			 strcmp(slot->nodes[ZKN_LEASE_LOCK].name, name) != 0) ||
 			zklock_worker_ops(slot->op)->local == NULL)
 			continue;
 		zklock_lk_target(i, &t);

@@ -136,7 +136,8 @@ known_child_ours(const char *base, const char *child)
 
 		if (slot->state == ZKS_FREE || slot->state == ZKS_NEW ||
 			zklock_worker_ops(slot->op)->lock_target == NULL ||
-			(strcmp(slot->node, child) != 0 && strcmp(slot->aux_node, child) != 0))
+			(strcmp(slot->nodes[ZKN_MAIN].name, child) != 0 &&
+			 strcmp(slot->nodes[ZKN_LEASE_LOCK].name, child) != 0))
 			continue;
 		zklock_lk_target(i, &t);
 		if (strcmp(t.node, child) == 0 && strcmp(t.base, base) == 0)

@@ -101,10 +101,10 @@ zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	strlcpy(t->base, slot->path, sizeof(t->base));
-	t->node = slot->node;
-	t->uuid = slot->uuid;
+	t->node = slot->nodes[ZKN_MAIN].name;
+	t->uuid = slot->nodes[ZKN_MAIN].uuid;
 	t->lock_name = lock_name;
-	t->create_sent = &zklock_reqs[idx].create_sent;
+	t->create_sent = &zklock_reqs[idx].nodes[ZKN_MAIN].create_sent;
 	t->rw = rw;
 	t->read = read;
 	t->final = true;
@@ -231,7 +231,8 @@ lk_downgrade_allowed(int idx)
 			w->pid != slot->pid || w->procno != slot->procno ||
 			strcmp(w->path, slot->path) != 0 || zklock_give_back_pending(w))
 			continue;
-		if (zklock_downgrade_may_create(true, w->session_gen, current, w->node,
+		if (zklock_downgrade_may_create(true, w->session_gen, current,
+										w->nodes[ZKN_MAIN].name,
 										slot->downgrade_seq))
 			return true;
 	}
@@ -302,7 +303,8 @@ zklock_lk_create(int idx)
 	{
 		/* a write holder's read lock sorts at the writer's place */
 		strlcat(name, slot->downgrade_seq, sizeof(name));
-		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
+		strlcpy(slot->nodes[ZKN_MAIN].name, strrchr(name, '/') + 1,
+				sizeof(slot->nodes[ZKN_MAIN].name));
 		mode = ZOO_EPHEMERAL;
 	}
 	/* the path's numbering will tell whether it is first (worker/handover_numbering.c) */

@@ -39,9 +39,14 @@ typedef struct WorkerReq
 	uint32		serial;			/* slot serial this belongs to, 0 = none */
 	int			inflight;		/* async calls whose completion is due */
 	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
-	bool		create_sent;	/* a create of our node may have reached the
-								 * server */
-	bool		aux_create_sent;	/* same for a lease's P/locks node */
+	struct						/* beside each of the slot's nodes */
+	{
+		bool		create_sent;	/* a create of it may have reached the
+									 * server */
+		bool		doubt;		/* a create of it was in doubt: a late one
+								 * may make a second node with its prefix
+								 * (worker/ghosts.c) */
+	}			nodes[ZKN_COUNT];
 	bool		need_parents;	/* create the parents before the node */
 	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
 												 * latest listing made us
@@ -99,10 +104,6 @@ typedef struct WorkerReq
 	}			rcp;
 	MemoryContext cxt;			/* the request's own allocations
 								 * (zklock_req_memory), or NULL */
-	bool		node_doubt;		/* a create of our node was in doubt: a
-								 * late one may make a second node with
-								 * its prefix (worker/ghosts.c) */
-	bool		aux_doubt;		/* same for a lease's P/locks node */
 } WorkerReq;
 
 /* Is the request waiting for the connection (either parked state)? */
