@@ -106,6 +106,8 @@ typedef enum ZklockOp
 								 * path) still exist in our session? */
 } ZklockOp;
 
+#define ZKOP_LAST	ZKOP_CONFIRM
+
 /* What a counter request does (ZKOP_COUNTER) */
 typedef enum ZklockCounterAction
 {
@@ -250,52 +252,6 @@ typedef enum ZklockConnState
 	ZKC_AUTH_FAILED				/* the servers rejected zklock.auth; retried
 								 * every zklock.connect_timeout */
 } ZklockConnState;
-
-struct ZklockAsk;
-struct LocalLockKey;
-struct LocalLock;
-
-/*
- * What the backend side says of a kind of hold (recipes/registry.c): its
- * names in zk_locks, whether waiting for it is an acquire (the wait event
- * ZkLockAcquire rather than ZkLockRequest), and where its node lives
- * below P.
- */
-typedef struct ZklockKindInfo
-{
-	const char *recipe;			/* zk_locks.recipe */
-	const char *mode;			/* zk_locks.mode */
-	bool		acquire;		/* waiting for it is an acquire */
-	const char *node_dir;		/* "leases/" or NULL: directly under P */
-	int			token_rank;		/* 0: no fencing token; else zk_lock_token
-								 * looks at lower ranks first */
-
-	/*
-	 * The recipe's rules before an acquire (backend, no lock held): held is
-	 * this session's hold of the same lock, or NULL.  It may refuse (ERROR)
-	 * or fill in the ask.
-	 */
-	void		(*before_acquire) (struct ZklockAsk *ask,
-								   const struct LocalLockKey *key, int user_off,
-								   struct LocalLock *held);
-} ZklockKindInfo;
-
-/* the kind table (recipes/registry.c) */
-extern const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1];
-
-/*
- * What the backend side says of a kind of hold.
- */
-static inline const ZklockKindInfo *
-zklock_kind_info(ZklockKind kind)
-{
-	if ((int) kind < 0 || (int) kind > ZKK_LAST)
-		kind = ZKK_NONE;
-	return &zklock_kind_table[kind];
-}
-
-/* recipes/registry.c: zk_locks' state of a running request of this op */
-extern const char *zklock_op_state_name(ZklockOp op);
 
 /*
  * A node of a request: its protection id and its name.  A slot has two

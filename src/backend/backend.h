@@ -15,6 +15,7 @@
 #include "utils/hsearch.h"
 
 #include "zklock.h"
+#include "recipes/recipe.h"
 
 /* Key of a lock in the backend-local registry */
 typedef struct LocalLockKey
@@ -146,14 +147,5 @@ extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
 extern char *zklock_text_from_utf8(const char *p, int len);
 extern Datum zklock_utf8_text_datum(const char *s);
-
-/* the recipes' rules before an acquire (the kind table's before_acquire) */
-extern void zklock_semaphore_mutex_before_acquire(ZklockAsk *ask,
-												  const LocalLockKey *key,
-												  int user_off, LocalLock *held);
-extern void zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-									   int user_off, LocalLock *held);
-extern void zklock_write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-										int user_off, LocalLock *held);
 
 #endif							/* ZKLOCK_BACKEND_INT_H */

@@ -6,7 +6,7 @@
  *	  8-byte long in node P): the worker's steps.  Their SQL functions are
  *	  recipes/counter_sql.c.
  *
- *	  zklock_counter_start		first step of a counter request (ZKOP_COUNTER)
+ *	  counter_start		first step of a counter request (ZKOP_COUNTER)
  *
  *	  A read goes through the leader first (sync, then getData behind it
  *	  on the session), so it is never older than a write acknowledged
@@ -113,8 +113,8 @@ counter_pack(int32 value, int32 version)
  * run again (see the banner): it fails with 08006.  Caller holds the
  * lock.
  */
-void
-zklock_counter_start(int idx)
+static void
+counter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -509,7 +509,7 @@ counter_create_done(int rc, const char *value, const void *data)
 			if (action == ZKC_LONG_ADD)
 				counter_read(idx, true);	/* fresh this time */
 			else
-				zklock_counter_start(idx);
+				counter_start(idx);
 		}
 		else if (rc == ZNONODE)
 		{
@@ -522,3 +522,16 @@ counter_create_done(int rc, const char *value, const void *data)
 	}
 	LWLockRelease(zklock_shared->lock);
 }
+
+/*
+ * The counters' descriptor: one request, no hold (its SQL functions are
+ * in recipes/counter_sql.c).
+ */
+static const ZklockWorkerOps counter_ops[] = {
+	{.op = ZKOP_COUNTER, .start = counter_start},
+};
+
+const ZklockRecipe zklock_recipe_counter = {
+	.name = "counter",
+	.ops = counter_ops, .nops = lengthof(counter_ops),
+};

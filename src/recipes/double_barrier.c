@@ -15,6 +15,7 @@
 
 static bool denter_watch_ready(int idx);
 static void leave_finish(int idx);
+static void leave_list(int idx);
 
 static void denter_ready_done(int rc, const struct Stat *stat,
 							  const void *data);
@@ -270,8 +271,8 @@ denter_list(int idx)
  * Start entering: exists+watch on P/ready, then create our member node,
  * pipelined.  Caller holds the lock.
  */
-void
-zklock_denter_start(int idx)
+static void
+denter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -323,7 +324,7 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 		if (rc == ZOK)
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else if (rc == ZNONODE)
-			zklock_leave_list(idx);
+			leave_list(idx);
 		else
 			zklock_call_failed(idx, rc, "leave the double barrier");
 	}
@@ -538,8 +539,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 /*
  * List P while leaving.  Caller holds the lock.
  */
-void
-zklock_leave_list(int idx)
+static void
+leave_list(int idx)
 {
 	zklock_send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
 				 false, false);
@@ -548,8 +549,8 @@ zklock_leave_list(int idx)
 /*
  * A watch of an enter fired (P/ready, or a member): look at P/ready again.
  */
-void
-zklock_denter_next(int idx)
+static void
+denter_next(int idx)
 {
 	(void) denter_watch_ready(idx);
 }
@@ -558,25 +559,25 @@ zklock_denter_next(int idx)
  * The connection is back during an enter: create our member node again
  * (NodeExists is fine) and look at P/ready again.
  */
-void
-zklock_denter_resume(int idx, bool recover)
+static void
+denter_resume(int idx, bool recover)
 {
 	if (zklock_shared->slots[idx].nodes[ZKN_MAIN].name[0] != '\0')
 		zklock_reqs[idx].rcp.dbarrier.ready_seen = false;
-	zklock_denter_start(idx);
+	denter_start(idx);
 }
 
 /*
  * The connection is back during a leave: list again, unless only the
  * delete of P/ready was left.
  */
-void
-zklock_leave_resume(int idx, bool recover)
+static void
+leave_resume(int idx, bool recover)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_READY)
 		leave_finish(idx);
 	else
-		zklock_leave_list(idx);
+		leave_list(idx);
 }
 
 /* ---------------------------------------------------------------------
@@ -679,3 +680,31 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 							   key.path + user_off, NULL, NULL);
 	PG_RETURN_BOOL(outcome == WAIT_DONE);
 }
+
+/*
+ * The double barrier's descriptor: enter makes a member node (no
+ * protection prefix), leave works on it.
+ */
+static const ZklockWorkerOps dbarrier_ops[] = {
+	{
+		.op = ZKOP_DBARRIER_ENTER,
+		.start = denter_start, .next = denter_next,
+		.resume = denter_resume, .flags = ZKW_PLAIN_NAMES,
+	},
+	{
+		.op = ZKOP_DBARRIER_LEAVE,
+		.start = leave_list, .next = leave_list,
+		.resume = leave_resume,
+		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES, .state_name = "leaving",
+	},
+};
+
+static const ZklockKindInfo dbarrier_kinds[] = {
+	{.kind = ZKK_DOUBLE_BARRIER, .recipe = "double_barrier", .mode = "member"},
+};
+
+const ZklockRecipe zklock_recipe_double_barrier = {
+	.name = "double_barrier",
+	.ops = dbarrier_ops, .nops = lengthof(dbarrier_ops),
+	.kinds = dbarrier_kinds, .nkinds = lengthof(dbarrier_kinds),
+};

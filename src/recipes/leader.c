@@ -15,8 +15,8 @@
  *	    sequential, id as data                  with lock_name "latch-"
  *	  checkLeadership: index 0 leads, else    the lock engine's decision
  *	    getData watch on the predecessor        (zklock_lock_decide, one
- *	                                            holder), zklock_latch_waits
- *	  5.7 (CURATOR-696): leadership only      zklock_latch_granted: exists
+ *	                                            holder), latch_waits
+ *	  5.7 (CURATOR-696): leadership only      latch_granted: exists
  *	    when our node's ephemeralOwner is       with a watch on our node; it
  *	    our session                             leads only if the owner is
  *	                                            this session
@@ -76,8 +76,8 @@ static void latch_set_leader(int idx, bool leader);
  * The lock engine works for a latch member on latch nodes directly under
  * P, in the slot's main node.
  */
-void
-zklock_latch_lock_target(int idx, LockTarget *t)
+static void
+latch_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_LATCH_NAME, false, false);
 }
@@ -108,8 +108,8 @@ latch_set_leader(int idx, bool leader)
  * exists also leaves a watch on the node, so its deletion ends the
  * leadership.  Caller holds the lock.
  */
-void
-zklock_latch_granted(int idx)
+static void
+latch_granted(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		path[ZKLOCK_NODE_PATH_SIZE];
@@ -166,8 +166,8 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
  * The lock engine put us behind a predecessor and watches it: we are a
  * member, not the leader.  Caller holds the lock.
  */
-void
-zklock_latch_waits(int idx)
+static void
+latch_waits(int idx)
 {
 	zklock_shared->slots[idx].rstate.latch.member = true;
 	/* a membership lives long: only losses in a row count */
@@ -180,8 +180,8 @@ zklock_latch_waits(int idx)
  * ends until a new listing and exists prove it again.  Caller holds the
  * lock.
  */
-void
-zklock_latch_next(int idx)
+static void
+latch_next(int idx)
 {
 	latch_set_leader(idx, false);
 	zklock_lk_list(idx);
@@ -192,8 +192,8 @@ zklock_latch_next(int idx)
  * election and joins again with a new node once a session is there
  * (LeaderLatch's reset on RECONNECTED).  Caller holds the lock.
  */
-void
-zklock_latch_lost_session(int idx)
+static void
+latch_lost_session(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -640,3 +640,28 @@ zk_leader_xact(PG_FUNCTION_ARGS)
 	zklock_rely_on_leadership(idx, serial, epoch, key.path + user_off);
 	PG_RETURN_BOOL(true);
 }
+
+/*
+ * The leader latch's descriptor: a membership is the lock engine on
+ * latch- nodes, whose hooks make it a member or the leader; it outlives a
+ * lost session (session_lost joins again).  No local layer.
+ */
+static const ZklockWorkerOps latch_ops[] = {
+	{
+		.op = ZKOP_LATCH,
+		.start = zklock_lk_create, .next = latch_next,
+		.resume = zklock_lk_resume, .lock_target = latch_lock_target,
+		.lock_granted = latch_granted, .lock_waits = latch_waits,
+		.session_lost = latch_lost_session, .state_name = "member",
+	},
+};
+
+static const ZklockKindInfo latch_kinds[] = {
+	{.kind = ZKK_LATCH, .recipe = "leader_latch", .mode = "member"},
+};
+
+const ZklockRecipe zklock_recipe_leader_latch = {
+	.name = "leader_latch",
+	.ops = latch_ops, .nops = lengthof(latch_ops),
+	.kinds = latch_kinds, .nkinds = lengthof(latch_kinds),
+};

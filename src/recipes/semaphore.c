@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 static void lease_list(int idx);
+static void lease_create(int idx);
 
 static void lease_create_done(int rc, const char *value,
 							  const struct Stat *stat, const void *data);
@@ -55,7 +56,7 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 		else if (zklock_create_failed(idx, rc, slot->nodes[ZKN_MAIN].uuid,
 									  &req->nodes[ZKN_MAIN].create_sent,
 									  false, true, "create a lease node for"))
-			zklock_lease_create(idx);
+			lease_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -64,8 +65,8 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
  * Create our lease node, with the pipelined watched listing of the leases
  * behind it.  Caller holds the lock.
  */
-void
-zklock_lease_create(int idx)
+static void
+lease_create(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -162,7 +163,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				{
 					slot->nodes[ZKN_MAIN].name[0] = '\0';
 					slot->nodes[ZKN_MAIN].uuid[0] = '\0';
-					zklock_lease_create(idx);
+					lease_create(idx);
 				}
 			}
 			else if (strings->count <= slot->args.lease.max_leases)
@@ -193,7 +194,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			req->need_parents = true;
 			slot->nodes[ZKN_MAIN].name[0] = '\0';
 			slot->nodes[ZKN_MAIN].uuid[0] = '\0';
-			zklock_lease_create(idx);
+			lease_create(idx);
 		}
 		else
 			zklock_call_failed(idx, rc, "list the leases of");
@@ -217,8 +218,8 @@ lease_list(int idx)
  * The lock engine's part of a lease: the P/locks mutex, in the slot's aux
  * node; a step of the request, not what it asks for.
  */
-void
-zklock_lease_lock_target(int idx, LockTarget *t)
+static void
+lease_lock_target(int idx, LockTarget *t)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -236,11 +237,11 @@ zklock_lease_lock_target(int idx, LockTarget *t)
  * First step of a lease, and its step after a watch fired: the P/locks
  * mutex (the lock engine), then the lease itself.
  */
-void
-zklock_lease_start(int idx)
+static void
+lease_start(int idx)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
-		zklock_lease_create(idx);
+		lease_create(idx);
 	else
 		zklock_lk_create(idx);
 }
@@ -248,8 +249,8 @@ zklock_lease_start(int idx)
 /*
  * A watch of a lease request fired: list again what it waits on.
  */
-void
-zklock_lease_next(int idx)
+static void
+lease_next(int idx)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
 		lease_list(idx);
@@ -261,8 +262,8 @@ zklock_lease_next(int idx)
  * The connection is back: look for the node of the current step (by name,
  * or by prefix when its create's reply was lost) or create it.
  */
-void
-zklock_lease_resume(int idx, bool recover)
+static void
+lease_resume(int idx, bool recover)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -272,7 +273,7 @@ zklock_lease_resume(int idx, bool recover)
 			 (recover && slot->nodes[ZKN_MAIN].uuid[0] != '\0'))
 		lease_list(idx);
 	else
-		zklock_lease_create(idx);
+		lease_create(idx);
 }
 
 /*
@@ -281,8 +282,8 @@ zklock_lease_resume(int idx, bool recover)
  * lease is taken on or made anew here; in the P/locks step the lock
  * engine decides (false).
  */
-bool
-zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
+static bool
+lease_adopted(int idx, const struct Stat *ours, bool exists)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -307,7 +308,7 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 	}
 	slot->nodes[ZKN_MAIN].name[0] = '\0';
 	slot->nodes[ZKN_MAIN].uuid[0] = '\0';
-	zklock_lease_create(idx);
+	lease_create(idx);
 	return true;
 }
 
@@ -540,9 +541,9 @@ zk_semaphore_release_all(PG_FUNCTION_ARGS)
  * Before a semaphore mutex acquire: it is not reentrant, so a second
  * acquire by its holder is refused rather than waiting on itself.
  */
-void
-zklock_semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-									  int user_off, LocalLock *held)
+static void
+semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+							   int user_off, LocalLock *held)
 {
 	if (held != NULL)
 		ereport(ERROR,
@@ -551,3 +552,37 @@ zklock_semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
 						key->path + user_off),
 				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
 }
+
+/*
+ * The semaphore's descriptor: a lease is the lock engine on P/locks (with
+ * the local layer), then its own steps on P/leases.  The semaphore mutex
+ * is a semaphore of one lease: the same op, a kind of its own.
+ */
+static const ZklockWorkerOps semaphore_ops[] = {
+	{
+		.op = ZKOP_LEASE,
+		.start = lease_start, .next = lease_next,
+		.resume = lease_resume, .lock_target = lease_lock_target,
+		.lock_granted = lease_create, .adopted = lease_adopted,
+		.local = &zklock_local_layer, .flags = ZKW_NODE_IN_LEASES,
+	},
+};
+
+static const ZklockKindInfo semaphore_kinds[] = {
+	{
+		.kind = ZKK_SEMAPHORE_MUTEX, .recipe = "semaphore_mutex",
+		.mode = "exclusive", .acquire = true,
+		.node_dir = "leases/", .token_rank = 4,
+		.before_acquire = semaphore_mutex_before_acquire,
+	},
+	{
+		.kind = ZKK_SEMAPHORE, .recipe = "semaphore", .mode = "lease",
+		.acquire = true, .node_dir = "leases/",
+	},
+};
+
+const ZklockRecipe zklock_recipe_semaphore = {
+	.name = "semaphore",
+	.ops = semaphore_ops, .nops = lengthof(semaphore_ops),
+	.kinds = semaphore_kinds, .nkinds = lengthof(semaphore_kinds),
+};

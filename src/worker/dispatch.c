@@ -6,8 +6,9 @@
  *	  is back, re-arm revocation watches an earlier worker left, run the
  *	  local layer's periodic check; and the sweep when the session is lost.
  *	  This is the top of the worker's request handling: it calls the
- *	  request layer (worker/request.c), the recipes through the ops table,
- *	  the lock engine and the local layer; nothing below calls it.
+ *	  request layer (worker/request.c), the recipes through their
+ *	  descriptors (zklock_worker_ops), the lock engine and the local
+ *	  layer; nothing below calls it.
  *
  *-------------------------------------------------------------------------
  */

@@ -362,7 +362,8 @@ zklock_give_up_try(int idx)
 }
 
 /* ---------------------------------------------------------------------
- * Starting and continuing a request through the ops table
+ * Starting and continuing a request through its recipe's descriptor
+ * (zklock_worker_ops)
  * ---------------------------------------------------------------------
  */
 

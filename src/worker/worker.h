@@ -18,6 +18,7 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "recipes/recipe.h"
 
 /* how often a request may find its parent missing before we give up */
 #define MAX_NONODE_RETRIES	5
@@ -141,30 +142,12 @@ typedef struct DeleteLocal
 #define DELETE_RETRY_MAX_MS		10000
 
 /*
- * Where the lock engine works for a slot: the mutex-like part of a recipe,
- * as the recipe's lock_target hook describes it.
- */
-typedef struct LockTarget
-{
-	char		base[ZKLOCK_NODE_PATH_SIZE];	/* parent of the lock nodes */
-	char	   *node;			/* our node's name */
-	char	   *uuid;			/* our protection id */
-	const char *lock_name;		/* "lock-", "__READ__", "__WRIT__" */
-	bool	   *create_sent;
-	bool		rw;				/* read/write lock nodes: sorted by sequence */
-	bool		read;			/* decide with the read predicate */
-	bool		final;			/* the lock is what the request asks for (its
-								 * node gives the fencing token and may be
-								 * revocable), not a step of it */
-} LockTarget;
-
-/*
  * The local layer as the lock engine calls it (worker/handover.c defines
  * zklock_local_layer).  A recipe opts in by naming it in its ops entry
  * (.local); without it the lock engine runs Curator's protocol alone,
  * round trip for round trip.  A new recipe is off until it opts in.
  */
-typedef struct ZklockLocalLayer
+struct ZklockLocalLayer
 {
 	/* may the create of idx's node go without the listing behind it? */
 	bool		(*create_alone) (int idx, const LockTarget *t);
@@ -186,98 +169,10 @@ typedef struct ZklockLocalLayer
 	void		(*forget) (const char *base);
 	/* may idx's create go alone, its number to tell whether it is first? */
 	bool		(*may_skip) (int idx, const LockTarget *t);
-} ZklockLocalLayer;
+};
 
-/*
- * What the worker does for one kind of request (ZklockOp).  The table of
- * them (recipes/registry.c) is the only place that says which recipe runs
- * which steps: the generic files call these hooks and test no op.
- */
-typedef struct ZklockWorkerOps
-{
-	void		(*start) (int idx);	/* first step; caller holds the lock */
-	void		(*next) (int idx);	/* a watch fired: look again */
-	void		(*resume) (int idx, bool recover);	/* the connection is
-													 * back: redo the step */
-	/* users of the lock engine */
-	void		(*lock_target) (int idx, LockTarget *t);
-	void		(*lock_granted) (int idx);	/* the engine got the lock */
-	/* the engine waits behind a predecessor, its watch sent (NULL: nothing
-	 * to do then) */
-	void		(*lock_waits) (int idx);
-	/*
-	 * the session was lost while the request was active (its nodes went
-	 * with it): NULL fails the request; a membership that outlives the
-	 * session (a leader latch) joins again in the next one
-	 */
-	void		(*session_lost) (int idx);
-	/*
-	 * a node found by its prefix was checked (ours: its Stat, else NULL;
-	 * exists: it is there): true when a step of the recipe's own took it
-	 * on, false to leave it to the lock engine
-	 */
-	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
-	/* a held lock was released; its deletes are recorded, not yet sent */
-	void		(*released) (int idx);
-	/* the local layer, for a recipe that opts in (NULL: Curator's alone) */
-	const ZklockLocalLayer *local;
-	uint32		flags;			/* ZKW_* */
-	const char *state_name;		/* zk_locks.state while it runs, or NULL
-								 * for the slot's state */
-} ZklockWorkerOps;
-
-/*
- * The request works on nodes an earlier request of its slot made (a double
- * barrier leave works on its membership): pickup keeps them, and the loss
- * of the session fails the request.
- */
-#define ZKW_KEEPS_NODES		0x01
-/* its main node lives under P/leases */
-#define ZKW_NODE_IN_LEASES	0x02
-/* its nodes carry no protection prefix (double barrier members) */
-#define ZKW_PLAIN_NAMES		0x04
-
-/* the ops table (recipes/registry.c) */
-extern const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1];
-
-/*
- * The operations of a kind of request.  Every entry has a start step; one
- * without next or resume starts again instead.
- */
-static inline const ZklockWorkerOps *
-zklock_worker_ops(ZklockOp op)
-{
-	if ((int) op <= 0 || (int) op > ZKOP_CONFIRM ||
-		zklock_ops_table[op].start == NULL)
-		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
-	return &zklock_ops_table[op];
-}
-
-/* the steps of the recipes (the table's entries) */
+/* the lock engine's steps, which lock recipes name in their descriptors */
 extern void zklock_lk_resume(int idx, bool recover);
-extern void zklock_confirm_start(int idx);
-extern void zklock_counter_start(int idx);
-extern void zklock_mutex_lock_target(int idx, LockTarget *t);
-extern void zklock_read_lock_target(int idx, LockTarget *t);
-extern void zklock_write_lock_target(int idx, LockTarget *t);
-extern void zklock_lease_lock_target(int idx, LockTarget *t);
-extern void zklock_lease_start(int idx);
-extern void zklock_lease_next(int idx);
-extern void zklock_lease_resume(int idx, bool recover);
-extern bool zklock_lease_adopted(int idx, const struct Stat *ours, bool exists);
-extern void zklock_barrier_set_start(int idx);
-extern void zklock_barrier_remove_start(int idx);
-extern void zklock_barrier_wait_start(int idx);
-extern void zklock_denter_next(int idx);
-extern void zklock_denter_resume(int idx, bool recover);
-extern void zklock_leave_resume(int idx, bool recover);
-extern void zklock_revoke_start(int idx);
-extern void zklock_participants_start(int idx);
-extern void zklock_latch_lock_target(int idx, LockTarget *t);
-extern void zklock_latch_granted(int idx);
-extern void zklock_latch_waits(int idx);
-extern void zklock_latch_next(int idx);
-extern void zklock_latch_lost_session(int idx);
 
 /*
  * State of the worker process (defined in worker/event_loop.c): the client
@@ -523,13 +418,6 @@ extern bool zklock_known_may_skip(int idx, const LockTarget *t);
 extern bool zklock_known_created(const char *base, const char *node);
 extern void zklock_known_forget(const char *base);
 extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
-
-/* recipes/semaphore.c */
-extern void zklock_lease_create(int idx);
-
-/* recipes/double_barrier.c */
-extern void zklock_denter_start(int idx);
-extern void zklock_leave_list(int idx);
 
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);
