@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "utils/builtins.h"
 
 static void barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data);

@@ -48,7 +48,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static void counter_read(int idx, bool sync);
 static void counter_write(int idx, int version, int64 value);

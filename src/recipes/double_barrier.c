@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 
 static bool denter_watch_ready(int idx);
 static void leave_finish(int idx);

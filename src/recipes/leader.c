@@ -58,8 +58,7 @@
 #include "utils/guc.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 /* how often a wait for leadership looks again without a wake-up (ms) */
 #define LATCH_POLL_MS	100

@@ -12,8 +12,7 @@
 #include "utils/guc.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);

@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 

@@ -17,9 +17,9 @@
  *	  per process, by op and by kind (zklock_registry_check, from
  *	  _PG_init, and on first use): a duplicate entry, an op no recipe runs
  *	  or a kind no recipe gives is an ERROR then.  The descriptors are
- *	  data: the files below read them through the lookups and so never
- *	  call up into a recipe by name.  This file is the top of the call
- *	  graph.
+ *	  data: the generic files reach a recipe's steps through the lookups,
+ *	  never by name, and this file calls nothing of ours (the bottom of
+ *	  the call graph, where the old tables were its top).
  *
  *-------------------------------------------------------------------------
  */

@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "funcapi.h"
 
 static void revoke_children_done(int rc, const struct String_vector *strings, const void *data);

@@ -9,8 +9,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);

@@ -12,8 +12,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 

@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * worker/worker.h
- *	  What the files of the zklock worker share: the process-local state of
- *	  a request (WorkerReq), the handle and the flags of the event loop, and
- *	  the functions one file of the worker calls in another.  Only the
+ *	  What the files of the zklock worker share among themselves: the flags
+ *	  of the event loop, the local layer's table, the pending deletes'
+ *	  local state, and the functions one file of the worker calls in
+ *	  another.  What the recipes may use of the worker (the request record
+ *	  WorkerReq, the handle, the request calls) is declared in the recipe
+ *	  contract, recipes/recipe.h, which this header includes.  Only the
  *	  worker process includes it.
  *
  *-------------------------------------------------------------------------
@@ -20,99 +23,10 @@
 #include "core/handover_rules.h"
 #include "recipes/recipe.h"
 
-/* how often a request may find its parent missing before we give up */
-#define MAX_NONODE_RETRIES	5
-/* how often our own node may vanish under us before we give up */
-#define MAX_LOST_RETRIES	10
 /* most readers one release hands the lock to at once */
 #define ZKLOCK_HANDOVER_MAX	64
 /* how often the worker checks the waits on its own nodes (ms) */
 #define LOCAL_WAIT_CHECK_MS	1000
-
-/*
- * Process-local state of one request slot (zklock_reqs[i], beside
- * zklock_shared->slots[i]).  What it waits for (wait, a ZklockWaitState of
- * core/handover_rules.h) is set only with zklock_req_set_wait, which
- * asserts the move is one of zklock_wait_move_ok's.
- */
-typedef struct WorkerReq
-{
-	uint32		serial;			/* slot serial this belongs to, 0 = none */
-	int			inflight;		/* async calls whose completion is due */
-	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
-	struct						/* beside each of the slot's nodes */
-	{
-		bool		create_sent;	/* a create of it may have reached the
-									 * server */
-		bool		doubt;		/* a create of it was in doubt: a late one
-								 * may make a second node with its prefix
-								 * (worker/ghosts.c) */
-	}			nodes[ZKN_COUNT];
-	bool		need_parents;	/* create the parents before the node */
-	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
-												 * latest listing made us
-												 * wait on ("": none) */
-	bool		pred_last;		/* pred is the only node keeping us out */
-	struct						/* the local layer's own (worker/handover.c) */
-	{
-		int			owner;		/* waiting locally: the slot owning pred */
-		uint32		owner_serial;	/* ... and its serial then */
-	}			local;
-	bool		revoke_armed;	/* a revocable lock: the getData watch on our
-								 * node is registered (or on its way) */
-	int			skip_lists;		/* pipelined listings to ignore */
-	bool		list_piped;		/* lock engine: the listing went out right
-								 * behind the create being answered */
-	uint64		create_no;		/* lock engine: number of the create sent
-								 * last (see released_readers) */
-	bool		seq_proven;		/* lock engine: the last create's sequence
-								 * number proved no foreign create since the
-								 * path was listed (worker/handover_numbering.c) */
-	int			nonode_retries;
-	int			lost_retries;
-	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
-													 * being checked */
-	/* per recipe: a request uses only the part of its own op */
-	union
-	{
-		struct
-		{
-			bool		ready_seen; /* P/ready existed */
-			char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
-															 * watch once ours is
-															 * deleted ("": none,
-															 * we are done) */
-		}			dbarrier;
-		struct
-		{
-			int64		written;	/* holders' nodes written */
-		}			revoke;
-		struct
-		{
-			int64		pending;	/* the value being written */
-			int			retries;	/* an add's writes refused so far */
-		}			counter;
-		struct					/* the listing and the data, in order */
-		{
-			char		dir[ZKLOCK_NODE_PATH_SIZE];
-			int			kind;
-			int			n;
-			int			done;
-			char	  **names;
-			char	  **data;
-			int		   *len;
-		}			participants;
-	}			rcp;
-	MemoryContext cxt;			/* the request's own allocations
-								 * (zklock_req_memory), or NULL */
-} WorkerReq;
-
-/* Is the request waiting for the connection (either parked state)? */
-static inline bool
-zklock_req_parked(const WorkerReq *req)
-{
-	return req->wait == ZKWS_PARKED || req->wait == ZKWS_PARKED_RECOVER;
-}
 
 /*
  * Process-local state of an entry of the shared pending-delete table
@@ -171,19 +85,14 @@ struct ZklockLocalLayer
 	bool		(*may_skip) (int idx, const LockTarget *t);
 };
 
-/* the lock engine's steps, which lock recipes name in their descriptors */
-extern void zklock_lk_resume(int idx, bool recover);
-
 /*
- * State of the worker process (defined in worker/event_loop.c): the client
- * handle, whether it is connected, and the process-local state beside
- * each request slot and each entry of the pending-delete table.
+ * State of the worker process (defined in worker/event_loop.c), besides
+ * what recipes/recipe.h declares (the handle, whether it is connected,
+ * the request records): the open handle's hosts and serial, and the
+ * process-local state beside each entry of the pending-delete table.
  */
-extern zhandle_t *zklock_zh;
-extern bool zklock_connected;
 extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
-extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
 extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
 
 /*
@@ -298,17 +207,7 @@ extern int	zklock_pathidx_next(int i);
 extern int	zklock_pathidx_check(void);
 
 /* worker/zkio.c */
-extern void zklock_create_containers(const char *path, bool include_self);
 extern const void *zklock_make_tag(int idx, uint32 serial);
-extern bool zklock_new_uuid(char *out);
-extern struct ACL_vector *zklock_node_acl(void);
-extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
-							 size_t len);
-extern const void *zklock_slot_tag(int idx);
-extern int zklock_tag_current(const void *tag);
-extern bool zklock_rc_refused(int rc);
-extern bool zklock_rc_retryable(int rc);
-extern bool zklock_rc_session_gone(int rc);
 extern int zklock_rc_sqlstate(int rc);
 
 /* worker/delete_table.c: the entries of the pending-delete table */
@@ -332,13 +231,9 @@ extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
 extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
-extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen, int64 czxid,
-							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
 extern void (*zklock_node_gone_hook) (const char *path);
 extern void zklock_deletes_load(void);
-extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
 
 /* worker/batch.c */
@@ -348,47 +243,12 @@ extern bool zklock_batch_create(const char *path, const char *data, int len,
 extern void zklock_batch_flush(void);
 extern void zklock_batch_send_ready(void);
 
-/* worker/ghosts.c */
-extern void zklock_delete_ghosts(const char *base, char *const *children,
-								 int n);
-extern void zklock_note_doubt(int idx, bool aux);
-extern void zklock_sweep_doubted(int idx, bool aux_only);
-
-
 /* worker/request.c */
-extern void zklock_call_failed(int idx, int rc, const char *what);
-extern void zklock_call_sent(int idx, int rc);
-extern int zklock_completion_begin(const void *data);
-extern int zklock_create_begin(int rc, const char *value, const void *data);
-extern void zklock_create_took(int idx, const char *value, char *node,
-							   Size node_size, bool *create_sent);
-extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-								 bool fixed_name, bool listing_follows,
-								 const char *what);
 extern void zklock_continue_request(int idx);
-extern void zklock_give_up_try(int idx);
-extern int zklock_listing_begin(const void *data);
-extern void zklock_grant(int idx);
-extern void zklock_park(int idx, bool recover);
-extern void zklock_req_clear_nodes(ZklockSlot *slot);
-extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
-extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
-extern MemoryContext zklock_req_memory(int idx);
 extern void zklock_req_reset(int idx);
 extern void zklock_req_withdraw(int idx);
-extern void zklock_req_set_wait(int idx, ZklockWaitState to);
-extern bool zklock_retry_with_parents(int idx);
-extern bool zklock_send_exists_watch(int idx, const char *path,
-									 stat_completion_t done, bool recover);
-extern void zklock_send_listing(int idx, const char *path,
-								strings_completion_t done, bool watch,
-								bool recover);
 extern void zklock_send_listing2(int idx, const char *path,
 								 strings_stat_completion_t done);
-extern bool zklock_settle_cancel(int idx);
-extern void zklock_start_request(int idx);
-extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
-								const char *path, void *ctx);
 
 /* worker/dispatch.c */
 extern void zklock_fail_auth_rejected(int idx);
@@ -397,18 +257,10 @@ extern void zklock_sweep_lost_session(const char *why);
 
 /* worker/lock_engine.c */
 extern uint64 zklock_lk_creates_sent;
-extern void zklock_adopt_check(int idx, const char *base, const char *name);
-extern void zklock_lk_create(int idx);
-extern void zklock_lk_list(int idx);
 extern void zklock_lk_target(int idx, LockTarget *t);
-extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
-								 bool rw, bool read);
 extern void zklock_lk_granted(int idx);
 
 /* worker/handover.c: the lock engine's local layer */
-extern const ZklockLocalLayer zklock_local_layer;
-extern int	zklock_lk_hand_over(const char *base, const char *node, bool held_mutex);
-extern void zklock_lk_released(int idx);
 extern void zklock_lk_check_local_waits(void);
 
 /* worker/handover_numbering.c: what a listing taught, to skip the next ones */
