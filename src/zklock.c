@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * zklock.c
- *	  Module entry point: defines the settings (common/settings.c),
- *	  installs the shared memory hooks and the backend's loss hooks, and
- *	  registers the ZooKeeper worker.
+ *	  Module entry point: defines the settings (common/settings.c), checks
+ *	  the recipe registry (recipes/registry.c), installs the shared memory
+ *	  hooks and the backend's loss hooks, and registers the ZooKeeper
+ *	  worker.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +16,7 @@
 #include "storage/ipc.h"
 
 #include "zklock.h"
+#include "recipes/recipe.h"
 
 PG_MODULE_MAGIC;
 
@@ -84,6 +86,7 @@ _PG_init(void)
 
 	zklock_define_settings();
 	(void) zklock_session_timeout_ok(ERROR);
+	zklock_registry_check();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = zklock_shmem_request_hook;

@@ -106,6 +106,8 @@ typedef enum ZklockOp
 								 * path) still exist in our session? */
 } ZklockOp;
 
+#define ZKOP_LAST	ZKOP_CONFIRM
+
 /* What a counter request does (ZKOP_COUNTER) */
 typedef enum ZklockCounterAction
 {
@@ -156,6 +158,46 @@ typedef union ZklockRecipeArgs
 		bool		cluster;	/* scope 'cluster': owned by no backend */
 	}			latch;
 } ZklockRecipeArgs;
+
+/*
+ * A request's own state in the slot, by recipe, beside its arguments
+ * (ZklockRecipeArgs).  Only the member of the slot's recipe is valid:
+ * latch for ZKOP_LATCH, dbarrier for ZKOP_DBARRIER_ENTER and _LEAVE (a
+ * membership keeps it from its enter to its leave), counter for
+ * ZKOP_COUNTER; for any other slot the bytes are another recipe's, so
+ * code that reads a member of a slot it did not pick by its op tests the
+ * op first (or a serial it took from a slot of that op).  The claim
+ * (backend/channel.c) zeroes the whole union.  A new recipe adds its
+ * member here.
+ */
+typedef union ZklockRecipeState
+{
+	struct						/* a leader latch member's state */
+	{
+		bool		member;		/* our node is in the election (the first
+								 * listing after its create was decided) */
+		bool		leader;		/* it is first and proven ours in the
+								 * current session (exists: ephemeralOwner) */
+		uint64		epoch;		/* bumped whenever leader changes */
+	}			latch;
+	struct						/* the double barrier's state */
+	{
+		bool		own_delete_sent;	/* a delete of our member node was
+										 * sent (its reply may be lost) */
+		int64		ready_czxid;	/* creation zxid of the P/ready its enter
+									 * passed, 0 if unknown; the leave
+									 * deletes only that one */
+		int64		ready_ctime;	/* ... and its creation time */
+	}			dbarrier;
+	struct						/* a counter request's state */
+	{
+		bool		write_sent; /* a setData or create of it left and its
+								 * answer has not come: it may have been
+								 * applied.  Set before it is sent, so a
+								 * worker that takes the request over
+								 * knows (recipes/counter.c) */
+	}			counter;
+} ZklockRecipeState;
 
 /* What a slot is to the user: zk_locks' recipe column, the local key */
 typedef enum ZklockKind
@@ -211,51 +253,30 @@ typedef enum ZklockConnState
 								 * every zklock.connect_timeout */
 } ZklockConnState;
 
-struct ZklockAsk;
-struct LocalLockKey;
-struct LocalLock;
-
 /*
- * What the backend side says of a kind of hold (recipes/registry.c): its
- * names in zk_locks, whether waiting for it is an acquire (the wait event
- * ZkLockAcquire rather than ZkLockRequest), and where its node lives
- * below P.
+ * A node of a request: its protection id and its name.  A slot has two
+ * (ZklockSlot.nodes): its own, and the P/locks node a lease holds while
+ * it waits for a lease (the semaphore's mutex, its first step).
  */
-typedef struct ZklockKindInfo
+typedef struct ZklockNodeRef
 {
-	const char *recipe;			/* zk_locks.recipe */
-	const char *mode;			/* zk_locks.mode */
-	bool		acquire;		/* waiting for it is an acquire */
-	const char *node_dir;		/* "leases/" or NULL: directly under P */
-	int			token_rank;		/* 0: no fencing token; else zk_lock_token
-								 * looks at lower ranks first */
+	char		uuid[ZKLOCK_UUID_LEN + 1];	/* protection id, "" if none */
+	char		name[ZKLOCK_NODE_NAME_SIZE];	/* the node's name below its
+												 * parent, "" if none */
+	bool		deleted;		/* known gone: a double barrier member's
+								 * delete was confirmed (leave, or an enter
+								 * given up); the cleanup plan skips it */
+} ZklockNodeRef;
 
-	/*
-	 * The recipe's rules before an acquire (backend, no lock held): held is
-	 * this session's hold of the same lock, or NULL.  It may refuse (ERROR)
-	 * or fill in the ask.
-	 */
-	void		(*before_acquire) (struct ZklockAsk *ask,
-								   const struct LocalLockKey *key, int user_off,
-								   struct LocalLock *held);
-} ZklockKindInfo;
-
-/* the kind table (recipes/registry.c) */
-extern const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1];
-
-/*
- * What the backend side says of a kind of hold.
- */
-static inline const ZklockKindInfo *
-zklock_kind_info(ZklockKind kind)
+/* The nodes of a slot, by index */
+typedef enum ZklockNodeIndex
 {
-	if ((int) kind < 0 || (int) kind > ZKK_LAST)
-		kind = ZKK_NONE;
-	return &zklock_kind_table[kind];
-}
-
-/* recipes/registry.c: zk_locks' state of a running request of this op */
-extern const char *zklock_op_state_name(ZklockOp op);
+	ZKN_MAIN = 0,				/* the request's node: a lock node, a lease,
+								 * a member (below P or P/leases) */
+	ZKN_LEASE_LOCK,				/* a lease's P/locks node (the semaphore's
+								 * mutex) */
+	ZKN_COUNT
+} ZklockNodeIndex;
 
 typedef struct ZklockSlot
 {
@@ -268,32 +289,8 @@ typedef struct ZklockSlot
 	bool		revoke_requested;	/* someone wrote __REVOKE__ into it */
 	char		downgrade_seq[12];	/* read lock of a write holder: its seq */
 	ZklockRecipeArgs args;		/* the recipe's own arguments, from the ask */
-	struct						/* a leader latch member's state */
-	{
-		bool		member;		/* our node is in the election (the first
-								 * listing after its create was decided) */
-		bool		leader;		/* it is first and proven ours in the
-								 * current session (exists: ephemeralOwner) */
-		uint64		epoch;		/* bumped whenever leader changes */
-	}			latch;
-	struct						/* the double barrier's state */
-	{
-		bool		node_deleted;	/* leave: ours is gone */
-		bool		own_delete_sent;	/* ... a delete of ours was sent (its
-										 * reply may be lost) */
-		int64		ready_czxid;	/* creation zxid of the P/ready its enter
-									 * passed, 0 if unknown; the leave
-									 * deletes only that one */
-		int64		ready_ctime;	/* ... and its creation time */
-	}			dbarrier;
-	struct						/* a counter request's state */
-	{
-		bool		write_sent; /* a setData or create of it left and its
-								 * answer has not come: it may have been
-								 * applied.  Set before it is sent, so a
-								 * worker that takes the request over
-								 * knows (recipes/counter.c) */
-	}			counter;
+	ZklockRecipeState rstate;	/* the recipe's own state: only the
+									 * member of the slot's op is valid */
 	int64		result_value;	/* ZKR_OK: count or flag */
 	uint32		result_dsm;		/* participants: dsm_handle for the answer */
 	uint32		result_size;	/* ... its size; the worker says what it
@@ -304,7 +301,8 @@ typedef struct ZklockSlot
 	ZklockResult result;
 	int			sqlerrcode;
 	char		errmsg[ZKLOCK_ERRMSG_SIZE];
-	char		uuid[ZKLOCK_UUID_LEN + 1];	/* protection id of our node */
+	ZklockNodeRef nodes[ZKN_COUNT];	/* its nodes: ZKN_MAIN, and a lease's
+									 * P/locks node */
 	int64		czxid;			/* creation zxid of our node, once created */
 	uint64		session_gen;	/* worker session generation of the node */
 	TimestampTz since;			/* when requested; when granted */
@@ -312,12 +310,9 @@ typedef struct ZklockSlot
 	int32		xact_count;
 	int			user_path_off;	/* where the user's path starts in path */
 	char		path[ZKLOCK_FULL_PATH_SIZE];	/* full lock path in ZooKeeper */
-	char		node[ZKLOCK_NODE_NAME_SIZE];	/* our child node, "" if none */
 	char		waits_on[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node
 													 * a waiter waits behind,
 													 * "" if none */
-	char		aux_uuid[ZKLOCK_UUID_LEN + 1];	/* lease: our P/locks node's id */
-	char		aux_node[ZKLOCK_NODE_NAME_SIZE];	/* lease: our P/locks node */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
 
 	/*

@@ -139,10 +139,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->try_only = ask->try_only;
 		slot->revocable = ask->revocable;
 		slot->revoke_requested = false;
-		slot->dbarrier.node_deleted = false;
-		slot->dbarrier.own_delete_sent = false;
-		slot->counter.write_sent = false;
-		memset(&slot->latch, 0, sizeof(slot->latch));
+		memset(&slot->rstate, 0, sizeof(slot->rstate));
 		slot->waits_on[0] = '\0';
 		slot->args = ask->args;
 		strlcpy(slot->downgrade_seq, ask->downgrade_seq ? ask->downgrade_seq : "",
@@ -158,10 +155,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->result = ZKR_NONE;
 		slot->sqlerrcode = 0;
 		slot->errmsg[0] = '\0';
-		slot->uuid[0] = '\0';
-		slot->node[0] = '\0';
-		slot->aux_uuid[0] = '\0';
-		slot->aux_node[0] = '\0';
+		memset(slot->nodes, 0, sizeof(slot->nodes));
 		slot->czxid = 0;
 		slot->session_gen = 0;
 		slot->since = GetCurrentTimestamp();
@@ -568,7 +562,7 @@ zklock_confirm_hold(int slot_idx, char *why, size_t whylen)
 	user_off = slot->user_path_off;
 	snprintf(rel, sizeof(rel), "%s%s",
 			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
-			 slot->node);
+			 slot->nodes[ZKN_MAIN].name);
 	LWLockRelease(zklock_shared->lock);
 
 	memset(&ask, 0, sizeof(ask));

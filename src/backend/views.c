@@ -340,14 +340,15 @@ zk_locks(PG_FUNCTION_ARGS)
 		if (s->kind == ZKK_LATCH)
 		{
 			scope = s->args.latch.cluster ? "cluster" : "session";
-			mode = (s->latch.leader && lease_ok) ? "leader" : "member";
+			mode = (s->op == ZKOP_LATCH && s->rstate.latch.leader && lease_ok) ?
+				"leader" : "member";
 		}
 
 		values[0] = Int32GetDatum(s->pid);
 		values[1] = CStringGetTextDatum(recipe);
 		values[2] = zklock_utf8_text_datum(s->path + s->user_path_off);
-		values[3] = zklock_utf8_text_datum(s->node);
-		nulls[3] = (s->node[0] == '\0');
+		values[3] = zklock_utf8_text_datum(s->nodes[ZKN_MAIN].name);
+		nulls[3] = (s->nodes[ZKN_MAIN].name[0] == '\0');
 		values[4] = CStringGetTextDatum(mode);
 		values[5] = CStringGetTextDatum(scope);
 		values[6] = Int32GetDatum(s->session_count + s->xact_count);

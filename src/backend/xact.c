@@ -308,7 +308,8 @@ check_locks_at_commit(void)
 
 		relies = true;
 		if (!(slot->serial == l->serial && slot->state == ZKS_ACTIVE &&
-			  slot->latch.leader && slot->latch.epoch == l->epoch &&
+			  slot->op == ZKOP_LATCH && slot->rstate.latch.leader &&
+			  slot->rstate.latch.epoch == l->epoch &&
 			  sh->have_session && slot->session_gen == sh->session_gen))
 			ereport(ERROR,
 					(errcode(ERRCODE_TRANSACTION_ROLLBACK),

@@ -484,8 +484,9 @@ zklock_give_up_new_request(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	if (slot->node[0] == '\0' && slot->uuid[0] == '\0' &&
-		slot->aux_uuid[0] == '\0')
+	if (slot->nodes[ZKN_MAIN].name[0] == '\0' &&
+		slot->nodes[ZKN_MAIN].uuid[0] == '\0' &&
+		slot->nodes[ZKN_LEASE_LOCK].uuid[0] == '\0')
 	{
 		zklock_slot_drop(slot);
 		return false;

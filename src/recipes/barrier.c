@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "utils/builtins.h"
 
 static void barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data);
@@ -138,8 +137,8 @@ barrier_wait_done(int rc, const struct Stat *stat, const void *data)
  * Start setting the barrier: create P (its parents as containers once a
  * create found them missing).
  */
-void
-zklock_barrier_set_start(int idx)
+static void
+barrier_set_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -158,8 +157,8 @@ zklock_barrier_set_start(int idx)
  * Start removing the barrier: look at P first (only a persistent node
  * without children is a barrier, and only the version looked at goes).
  */
-void
-zklock_barrier_remove_start(int idx)
+static void
+barrier_remove_start(int idx)
 {
 	zklock_call_sent(idx, zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
 					 barrier_remove_stat_done, zklock_slot_tag(idx)));
@@ -169,8 +168,8 @@ zklock_barrier_remove_start(int idx)
  * Start (or go on) waiting on the barrier: exists with a watch on P; a
  * look only (zero timeout) leaves no watch behind.
  */
-void
-zklock_barrier_wait_start(int idx)
+static void
+barrier_wait_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	int			rc;
@@ -260,3 +259,23 @@ zk_barrier_wait(PG_FUNCTION_ARGS)
 	value = zklock_path_request(fcinfo, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, &timed_out);
 	PG_RETURN_BOOL(!timed_out && value == 1);
 }
+
+/*
+ * The barrier's descriptor: three one-step requests; a waiter is a kind
+ * of hold (zk_locks shows it) that takes no lock.
+ */
+static const ZklockWorkerOps barrier_ops[] = {
+	{.op = ZKOP_BARRIER_SET, .start = barrier_set_start},
+	{.op = ZKOP_BARRIER_REMOVE, .start = barrier_remove_start},
+	{.op = ZKOP_BARRIER_WAIT, .start = barrier_wait_start},
+};
+
+static const ZklockKindInfo barrier_kinds[] = {
+	{.kind = ZKK_BARRIER, .recipe = "barrier", .mode = "wait"},
+};
+
+const ZklockRecipe zklock_recipe_barrier = {
+	.name = "barrier",
+	.ops = barrier_ops, .nops = lengthof(barrier_ops),
+	.kinds = barrier_kinds, .nkinds = lengthof(barrier_kinds),
+};

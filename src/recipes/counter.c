@@ -6,7 +6,7 @@
  *	  8-byte long in node P): the worker's steps.  Their SQL functions are
  *	  recipes/counter_sql.c.
  *
- *	  zklock_counter_start		first step of a counter request (ZKOP_COUNTER)
+ *	  counter_start		first step of a counter request (ZKOP_COUNTER)
  *
  *	  A read goes through the leader first (sync, then getData behind it
  *	  on the session), so it is never older than a write acknowledged
@@ -20,7 +20,7 @@
  *	  fence "not written") after it was applied, a set undo a write made
  *	  since.  The call fails with 08006 saying its outcome is unknown
  *	  (Curator retries it).  That a write left is recorded in the slot
- *	  (slot->counter.write_sent) before it is sent and cleared by a
+ *	  (slot->rstate.counter.write_sent) before it is sent and cleared by a
  *	  definite answer, so it holds whichever way the answer is lost: with
  *	  the connection (connection loss, the same session resumed: the
  *	  client sends nothing again by itself), with the session (an expiry,
@@ -48,7 +48,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static void counter_read(int idx, bool sync);
 static void counter_write(int idx, int version, int64 value);
@@ -113,8 +113,8 @@ counter_pack(int32 value, int32 version)
  * run again (see the banner): it fails with 08006.  Caller holds the
  * lock.
  */
-void
-zklock_counter_start(int idx)
+static void
+counter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -200,7 +200,8 @@ counter_write_fenced(int idx)
 
 		if (!(l->serial == slot->args.counter.lead_serial &&
 			  l->state == ZKS_ACTIVE && l->op == ZKOP_LATCH &&
-			  l->latch.leader && l->latch.epoch == slot->args.counter.lead_epoch &&
+			  l->rstate.latch.leader &&
+			  l->rstate.latch.epoch == slot->args.counter.lead_epoch &&
 			  zklock_write_fence(false, l->session_gen, current) == ZKLOCK_FENCE_PASS))
 		{
 			zklock_req_fail(idx, ERRCODE_TRANSACTION_ROLLBACK,
@@ -248,11 +249,11 @@ counter_write(int idx, int version, int64 value)
 		return;
 	len = counter_encode(slot, value, buf);
 	zklock_reqs[idx].rcp.counter.pending = value;
-	slot->counter.write_sent = true;
+	slot->rstate.counter.write_sent = true;
 	rc = zoo_aset(zklock_zh, slot->path, (const char *) buf, len, version,
 				  counter_set_done, zklock_slot_tag(idx));
 	if (rc != ZOK)
-		slot->counter.write_sent = false;	/* the client did not take it */
+		slot->rstate.counter.write_sent = false;	/* the client did not take it */
 	zklock_call_sent(idx, rc);
 }
 
@@ -279,11 +280,11 @@ counter_create(int idx, int64 value)
 	}
 	len = counter_encode(slot, value, buf);
 	req->rcp.counter.pending = value;
-	slot->counter.write_sent = true;
+	slot->rstate.counter.write_sent = true;
 	rc = zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
 					 zklock_node_acl(), 0, counter_create_done, zklock_slot_tag(idx));
 	if (rc != ZOK)
-		slot->counter.write_sent = false;	/* the client did not take it */
+		slot->rstate.counter.write_sent = false;	/* the client did not take it */
 	zklock_call_sent(idx, rc);
 }
 
@@ -296,7 +297,8 @@ counter_create(int idx, int64 value)
 static bool
 counter_write_in_doubt(const ZklockSlot *slot)
 {
-	return slot->counter.write_sent && slot->args.counter.action != ZKC_COUNT_GET;
+	return slot->rstate.counter.write_sent &&
+		slot->args.counter.action != ZKC_COUNT_GET;
 }
 
 /*
@@ -458,7 +460,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 
 		/* a definite answer: not applied (ZOK: done) */
 		if (rc == ZBADVERSION || rc == ZNONODE)
-			slot->counter.write_sent = false;
+			slot->rstate.counter.write_sent = false;
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK,
 							  action == ZKC_LONG_ADD ? req->rcp.counter.pending : 1);
@@ -503,15 +505,15 @@ counter_create_done(int rc, const char *value, const void *data)
 		else if (rc == ZNODEEXISTS)
 		{
 			/* made meanwhile by someone else: not ours, start again */
-			slot->counter.write_sent = false;
+			slot->rstate.counter.write_sent = false;
 			if (action == ZKC_LONG_ADD)
 				counter_read(idx, true);	/* fresh this time */
 			else
-				zklock_counter_start(idx);
+				counter_start(idx);
 		}
 		else if (rc == ZNONODE)
 		{
-			slot->counter.write_sent = false;
+			slot->rstate.counter.write_sent = false;
 			if (zklock_retry_with_parents(idx))
 				counter_create(idx, req->rcp.counter.pending);
 		}
@@ -520,3 +522,16 @@ counter_create_done(int rc, const char *value, const void *data)
 	}
 	LWLockRelease(zklock_shared->lock);
 }
+
+/*
+ * The counters' descriptor: one request, no hold (its SQL functions are
+ * in recipes/counter_sql.c).
+ */
+static const ZklockWorkerOps counter_ops[] = {
+	{.op = ZKOP_COUNTER, .start = counter_start},
+};
+
+const ZklockRecipe zklock_recipe_counter = {
+	.name = "counter",
+	.ops = counter_ops, .nops = lengthof(counter_ops),
+};

@@ -17,7 +17,7 @@
 #include "funcapi.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 
 static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,
 							 int64 a, int64 b, int32 version);

@@ -10,11 +10,11 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 
 static bool denter_watch_ready(int idx);
 static void leave_finish(int idx);
+static void leave_list(int idx);
 
 static void denter_ready_done(int rc, const struct Stat *stat,
 							  const void *data);
@@ -56,17 +56,18 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 		if (rc == ZOK)
 		{
 			req->rcp.dbarrier.ready_seen = true;
-			slot->dbarrier.ready_czxid = stat->czxid;	/* the P/ready we pass */
-			slot->dbarrier.ready_ctime = stat->ctime;
-			if (req->inflight == 0 && !req->create_sent)
+			slot->rstate.dbarrier.ready_czxid = stat->czxid;	/* the P/ready we pass */
+			slot->rstate.dbarrier.ready_ctime = stat->ctime;
+			if (req->inflight == 0 && !req->nodes[ZKN_MAIN].create_sent)
 				zklock_grant(idx);		/* member node made, barrier ready */
 		}
 		else if (rc == ZNONODE)
 		{
 			req->rcp.dbarrier.ready_seen = false;
 			/* while waiting for P/ready its absence changes nothing */
-			if (req->wait != ZKWS_WATCHING && req->inflight == 0 && !req->create_sent &&
-				slot->node[0] != '\0')
+			if (req->wait != ZKWS_WATCHING && req->inflight == 0 &&
+				!req->nodes[ZKN_MAIN].create_sent &&
+				slot->nodes[ZKN_MAIN].name[0] != '\0')
 				denter_list(idx);
 		}
 		else
@@ -105,15 +106,15 @@ denter_create_done(int rc, const char *value, const void *data)
 
 		req->inflight--;
 		if (rc == ZOK || rc == ZNODEEXISTS)
-			req->create_sent = false;
+			req->nodes[ZKN_MAIN].create_sent = false;
 		else if (zklock_rc_refused(rc))
 		{
 			/* no member node was made: a retry takes a fresh id */
 			ZklockSlot *slot = &zklock_shared->slots[idx];
 
-			req->create_sent = false;
-			slot->node[0] = '\0';
-			slot->uuid[0] = '\0';
+			req->nodes[ZKN_MAIN].create_sent = false;
+			slot->nodes[ZKN_MAIN].name[0] = '\0';
+			slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 		}
 		if (zklock_settle_cancel(idx))
 			;
@@ -153,8 +154,8 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 	{
 		if (rc == ZOK)
 		{
-			zklock_shared->slots[idx].dbarrier.ready_czxid = stat->czxid;
-			zklock_shared->slots[idx].dbarrier.ready_ctime = stat->ctime;
+			zklock_shared->slots[idx].rstate.dbarrier.ready_czxid = stat->czxid;
+			zklock_shared->slots[idx].rstate.dbarrier.ready_ctime = stat->ctime;
 			zklock_grant(idx);
 		}
 		else if (rc == ZNODEEXISTS)
@@ -222,12 +223,12 @@ denter_give_up(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	if (slot->node[0] == '\0' || !zklock_connected)
+	if (slot->nodes[ZKN_MAIN].name[0] == '\0' || !zklock_connected)
 	{
 		zklock_give_up_try(idx);
 		return;
 	}
-	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
 	if (zoo_adelete(zklock_zh, buf, -1, denter_given_up, zklock_slot_tag(idx)) != ZOK)
 	{
 		zklock_give_up_try(idx);
@@ -249,7 +250,7 @@ denter_given_up(int rc, const void *data)
 	if (idx >= 0)
 	{
 		if (rc == ZOK || rc == ZNONODE)
-			zklock_shared->slots[idx].dbarrier.node_deleted = true;
+			zklock_shared->slots[idx].nodes[ZKN_MAIN].deleted = true;
 		zklock_give_up_try(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
@@ -269,24 +270,25 @@ denter_list(int idx)
  * Start entering: exists+watch on P/ready, then create our member node,
  * pipelined.  Caller holds the lock.
  */
-void
-zklock_denter_start(int idx)
+static void
+denter_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 	int			rc;
 
-	if (slot->uuid[0] == '\0')
+	if (slot->nodes[ZKN_MAIN].uuid[0] == '\0')
 	{
-		slot->dbarrier.ready_czxid = 0;
-		slot->dbarrier.ready_ctime = 0;
-		if (!zklock_new_uuid(slot->uuid))
+		slot->rstate.dbarrier.ready_czxid = 0;
+		slot->rstate.dbarrier.ready_ctime = 0;
+		if (!zklock_new_uuid(slot->nodes[ZKN_MAIN].uuid))
 		{
 			zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
 			return;
 		}
-		strlcpy(slot->node, slot->uuid, sizeof(slot->node));
+		strlcpy(slot->nodes[ZKN_MAIN].name, slot->nodes[ZKN_MAIN].uuid,
+				sizeof(slot->nodes[ZKN_MAIN].name));
 	}
 	if (req->need_parents)
 	{
@@ -295,7 +297,7 @@ zklock_denter_start(int idx)
 	}
 	if (!denter_watch_ready(idx))
 		return;
-	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
 	rc = zoo_acreate(zklock_zh, buf, slot->data, strlen(slot->data), zklock_node_acl(),
 					 ZOO_EPHEMERAL, denter_create_done, zklock_slot_tag(idx));
 	if (rc != ZOK)
@@ -304,7 +306,7 @@ zklock_denter_start(int idx)
 		return;
 	}
 	slot->session_gen = zklock_shared->session_gen;
-	req->create_sent = true;
+	req->nodes[ZKN_MAIN].create_sent = true;
 	req->inflight++;
 }
 
@@ -321,7 +323,7 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 		if (rc == ZOK)
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else if (rc == ZNONODE)
-			zklock_leave_list(idx);
+			leave_list(idx);
 		else
 			zklock_call_failed(idx, rc, "leave the double barrier");
 	}
@@ -334,7 +336,7 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 static void
 leave_done(int idx)
 {
-	zklock_shared->slots[idx].node[0] = '\0';
+	zklock_shared->slots[idx].nodes[ZKN_MAIN].name[0] = '\0';
 	zklock_req_finish(idx, ZKR_OK, 1);
 }
 
@@ -356,7 +358,8 @@ leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		if (rc == ZNONODE ||
-			(rc == ZOK && slot->dbarrier.ready_czxid != 0 && stat->czxid != slot->dbarrier.ready_czxid))
+			(rc == ZOK && slot->rstate.dbarrier.ready_czxid != 0 &&
+			 stat->czxid != slot->rstate.dbarrier.ready_czxid))
 			leave_done(idx);
 		else if (rc == ZOK)
 		{
@@ -415,8 +418,8 @@ leave_finish(int idx)
 	{
 		slot->phase = ZKP_READY;
 		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen,
-								 slot->dbarrier.ready_czxid,
-								 slot->dbarrier.ready_ctime);
+								 slot->rstate.dbarrier.ready_czxid,
+								 slot->rstate.dbarrier.ready_ctime);
 	}
 	if (!zklock_connected ||
 		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_slot_tag(idx)) != ZOK)
@@ -445,7 +448,7 @@ leave_member_deleted(int rc, const void *data)
 		{
 			char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-			slot->dbarrier.node_deleted = true;
+			slot->nodes[ZKN_MAIN].deleted = true;
 			if (req->rcp.dbarrier.leave_watch[0] == '\0')
 				leave_finish(idx);
 			else if (slot->try_only)
@@ -490,8 +493,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 			if (n > 0)
 				memcpy(children, strings->data, sizeof(char *) * n);
 			action = zklock_double_barrier_leave_decide(children, n,
-														slot->dbarrier.node_deleted ? NULL : slot->node,
-														slot->dbarrier.own_delete_sent,
+														slot->nodes[ZKN_MAIN].deleted ? NULL : slot->nodes[ZKN_MAIN].name,
+														slot->rstate.dbarrier.own_delete_sent,
 														&watch);
 			switch (action)
 			{
@@ -508,8 +511,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					strlcpy(zklock_reqs[idx].rcp.dbarrier.leave_watch,
 							action == ZKLOCK_LEAVE_DELETE_OURS_DONE ? "" : watch,
 							sizeof(zklock_reqs[idx].rcp.dbarrier.leave_watch));
-					zklock_node_path(slot, slot->node, buf, sizeof(buf));
-					slot->dbarrier.own_delete_sent = true;
+					zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
+					slot->rstate.dbarrier.own_delete_sent = true;
 					zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
 									 zklock_slot_tag(idx)));
 					break;
@@ -535,8 +538,8 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 /*
  * List P while leaving.  Caller holds the lock.
  */
-void
-zklock_leave_list(int idx)
+static void
+leave_list(int idx)
 {
 	zklock_send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
 				 false, false);
@@ -545,8 +548,8 @@ zklock_leave_list(int idx)
 /*
  * A watch of an enter fired (P/ready, or a member): look at P/ready again.
  */
-void
-zklock_denter_next(int idx)
+static void
+denter_next(int idx)
 {
 	(void) denter_watch_ready(idx);
 }
@@ -555,25 +558,25 @@ zklock_denter_next(int idx)
  * The connection is back during an enter: create our member node again
  * (NodeExists is fine) and look at P/ready again.
  */
-void
-zklock_denter_resume(int idx, bool recover)
+static void
+denter_resume(int idx, bool recover)
 {
-	if (zklock_shared->slots[idx].node[0] != '\0')
+	if (zklock_shared->slots[idx].nodes[ZKN_MAIN].name[0] != '\0')
 		zklock_reqs[idx].rcp.dbarrier.ready_seen = false;
-	zklock_denter_start(idx);
+	denter_start(idx);
 }
 
 /*
  * The connection is back during a leave: list again, unless only the
  * delete of P/ready was left.
  */
-void
-zklock_leave_resume(int idx, bool recover)
+static void
+leave_resume(int idx, bool recover)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_READY)
 		leave_finish(idx);
 	else
-		zklock_leave_list(idx);
+		leave_list(idx);
 }
 
 /* ---------------------------------------------------------------------
@@ -676,3 +679,31 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 							   key.path + user_off, NULL, NULL);
 	PG_RETURN_BOOL(outcome == WAIT_DONE);
 }
+
+/*
+ * The double barrier's descriptor: enter makes a member node (no
+ * protection prefix), leave works on it.
+ */
+static const ZklockWorkerOps dbarrier_ops[] = {
+	{
+		.op = ZKOP_DBARRIER_ENTER,
+		.start = denter_start, .next = denter_next,
+		.resume = denter_resume, .flags = ZKW_PLAIN_NAMES,
+	},
+	{
+		.op = ZKOP_DBARRIER_LEAVE,
+		.start = leave_list, .next = leave_list,
+		.resume = leave_resume,
+		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES, .state_name = "leaving",
+	},
+};
+
+static const ZklockKindInfo dbarrier_kinds[] = {
+	{.kind = ZKK_DOUBLE_BARRIER, .recipe = "double_barrier", .mode = "member"},
+};
+
+const ZklockRecipe zklock_recipe_double_barrier = {
+	.name = "double_barrier",
+	.ops = dbarrier_ops, .nops = lengthof(dbarrier_ops),
+	.kinds = dbarrier_kinds, .nkinds = lengthof(dbarrier_kinds),
+};

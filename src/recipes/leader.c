@@ -15,8 +15,8 @@
  *	    sequential, id as data                  with lock_name "latch-"
  *	  checkLeadership: index 0 leads, else    the lock engine's decision
  *	    getData watch on the predecessor        (zklock_lock_decide, one
- *	                                            holder), zklock_latch_waits
- *	  5.7 (CURATOR-696): leadership only      zklock_latch_granted: exists
+ *	                                            holder), latch_waits
+ *	  5.7 (CURATOR-696): leadership only      latch_granted: exists
  *	    when our node's ephemeralOwner is       with a watch on our node; it
  *	    our session                             leads only if the owner is
  *	                                            this session
@@ -58,8 +58,7 @@
 #include "utils/guc.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 /* how often a wait for leadership looks again without a wake-up (ms) */
 #define LATCH_POLL_MS	100
@@ -76,8 +75,8 @@ static void latch_set_leader(int idx, bool leader);
  * The lock engine works for a latch member on latch nodes directly under
  * P, in the slot's main node.
  */
-void
-zklock_latch_lock_target(int idx, LockTarget *t)
+static void
+latch_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_LATCH_NAME, false, false);
 }
@@ -92,10 +91,10 @@ latch_set_leader(int idx, bool leader)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	if (slot->latch.leader != leader)
+	if (slot->rstate.latch.leader != leader)
 	{
-		slot->latch.leader = leader;
-		slot->latch.epoch++;
+		slot->rstate.latch.leader = leader;
+		slot->rstate.latch.epoch++;
 		if (leader)
 			slot->since = GetCurrentTimestamp();
 	}
@@ -108,13 +107,13 @@ latch_set_leader(int idx, bool leader)
  * exists also leaves a watch on the node, so its deletion ends the
  * leadership.  Caller holds the lock.
  */
-void
-zklock_latch_granted(int idx)
+static void
+latch_granted(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		path[ZKLOCK_NODE_PATH_SIZE];
 
-	snprintf(path, sizeof(path), "%s/%s", slot->path, slot->node);
+	snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
 	(void) zklock_send_exists_watch(idx, path, latch_owner_done, false);
 }
 
@@ -135,7 +134,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			stat->ephemeralOwner == cid->client_id &&
 			slot->session_gen == zklock_shared->session_gen)
 		{
-			slot->latch.member = true;
+			slot->rstate.latch.member = true;
 			zklock_reqs[idx].lost_retries = 0;
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 			latch_set_leader(idx, true);
@@ -145,7 +144,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			char		path[ZKLOCK_NODE_PATH_SIZE];
 
 			/* a node of another session: not ours to lead with */
-			snprintf(path, sizeof(path), "%s/%s", slot->path, slot->node);
+			snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
 			zklock_queue_delete(path, NULL);
 			latch_set_leader(idx, false);
 			zklock_req_clear_nodes(slot);
@@ -166,10 +165,10 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
  * The lock engine put us behind a predecessor and watches it: we are a
  * member, not the leader.  Caller holds the lock.
  */
-void
-zklock_latch_waits(int idx)
+static void
+latch_waits(int idx)
 {
-	zklock_shared->slots[idx].latch.member = true;
+	zklock_shared->slots[idx].rstate.latch.member = true;
 	/* a membership lives long: only losses in a row count */
 	zklock_reqs[idx].lost_retries = 0;
 	latch_set_leader(idx, false);
@@ -180,8 +179,8 @@ zklock_latch_waits(int idx)
  * ends until a new listing and exists prove it again.  Caller holds the
  * lock.
  */
-void
-zklock_latch_next(int idx)
+static void
+latch_next(int idx)
 {
 	latch_set_leader(idx, false);
 	zklock_lk_list(idx);
@@ -192,13 +191,13 @@ zklock_latch_next(int idx)
  * election and joins again with a new node once a session is there
  * (LeaderLatch's reset on RECONNECTED).  Caller holds the lock.
  */
-void
-zklock_latch_lost_session(int idx)
+static void
+latch_lost_session(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	latch_set_leader(idx, false);
-	slot->latch.member = false;
+	slot->rstate.latch.member = false;
 	zklock_req_clear_nodes(slot);
 	slot->czxid = 0;
 	zklock_park(idx, false);
@@ -305,11 +304,11 @@ latch_leads(int idx, uint32 serial, uint64 *epoch)
 
 	zklock_lock_table(LW_SHARED);
 	leads = slot->serial == serial && slot->state == ZKS_ACTIVE &&
-		slot->op == ZKOP_LATCH && slot->latch.leader &&
+		slot->op == ZKOP_LATCH && slot->rstate.latch.leader &&
 		sh->have_session && slot->session_gen == sh->session_gen &&
 		sh->conn_state == ZKC_CONNECTED;
 	if (epoch)
-		*epoch = slot->latch.epoch;
+		*epoch = leads ? slot->rstate.latch.epoch : 0;
 	LWLockRelease(sh->lock);
 	return leads && zklock_lease_valid(zklock_mono_now(), NULL);
 }
@@ -386,7 +385,7 @@ latch_wait_joined(int idx, uint32 serial, const char *user_path, bool cluster)
 
 			zklock_lock_table(LW_EXCLUSIVE);
 			state = slot->state;
-			member = slot->latch.member;
+			member = slot->rstate.latch.member;
 			cs = zklock_shared->conn_state;
 			if (slot->serial != serial)
 				state = ZKS_FREE;
@@ -640,3 +639,28 @@ zk_leader_xact(PG_FUNCTION_ARGS)
 	zklock_rely_on_leadership(idx, serial, epoch, key.path + user_off);
 	PG_RETURN_BOOL(true);
 }
+
+/*
+ * The leader latch's descriptor: a membership is the lock engine on
+ * latch- nodes, whose hooks make it a member or the leader; it outlives a
+ * lost session (session_lost joins again).  No handover layer.
+ */
+static const ZklockWorkerOps latch_ops[] = {
+	{
+		.op = ZKOP_LATCH,
+		.start = zklock_lk_create, .next = latch_next,
+		.resume = zklock_lk_resume, .lock_target = latch_lock_target,
+		.lock_granted = latch_granted, .lock_waits = latch_waits,
+		.session_lost = latch_lost_session, .state_name = "member",
+	},
+};
+
+static const ZklockKindInfo latch_kinds[] = {
+	{.kind = ZKK_LATCH, .recipe = "leader_latch", .mode = "member"},
+};
+
+const ZklockRecipe zklock_recipe_leader_latch = {
+	.name = "leader_latch",
+	.ops = latch_ops, .nops = lengthof(latch_ops),
+	.kinds = latch_kinds, .nkinds = lengthof(latch_kinds),
+};

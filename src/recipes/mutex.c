@@ -12,8 +12,7 @@
 #include "utils/guc.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);
@@ -242,8 +241,35 @@ zk_multi_lock_release(PG_FUNCTION_ARGS)
 /*
  * The lock engine's part of a mutex: all of it, lock- nodes under P.
  */
-void
-zklock_mutex_lock_target(int idx, LockTarget *t)
+static void
+mutex_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_LOCK_NAME, false, false);
 }
+
+/*
+ * The mutex's descriptor: InterProcessMutex (and the multi-lock, which
+ * takes mutexes) is the lock engine alone, with the handover layer.
+ */
+static const ZklockWorkerOps mutex_ops[] = {
+	{
+		.op = ZKOP_MUTEX,
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = mutex_lock_target,
+		.lock_granted = zklock_grant,
+		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+	},
+};
+
+static const ZklockKindInfo mutex_kinds[] = {
+	{
+		.kind = ZKK_MUTEX, .recipe = "mutex", .mode = "exclusive",
+		.acquire = true, .token_rank = 1,
+	},
+};
+
+const ZklockRecipe zklock_recipe_mutex = {
+	.name = "mutex",
+	.ops = mutex_ops, .nops = lengthof(mutex_ops),
+	.kinds = mutex_kinds, .nkinds = lengthof(mutex_kinds),
+};

@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 
@@ -224,8 +223,8 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
  * Start collecting participants: list P (a semaphore's P/leases is listed
  * next, when P has it).
  */
-void
-zklock_participants_start(int idx)
+static void
+participants_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -517,3 +516,13 @@ zk_participants(PG_FUNCTION_ARGS)
 	}
 	return (Datum) 0;
 }
+
+/* The participants' descriptor: one request, no hold */
+static const ZklockWorkerOps participants_ops[] = {
+	{.op = ZKOP_PARTICIPANTS, .start = participants_start},
+};
+
+const ZklockRecipe zklock_recipe_participants = {
+	.name = "participants",
+	.ops = participants_ops, .nops = lengthof(participants_ops),
+};

@@ -1,127 +1,149 @@
 /*-------------------------------------------------------------------------
  *
  * recipes/registry.c
- *	  The tables of the recipes: which worker steps run each kind of
- *	  request (ZklockOp), and what the backend side says of each kind of
- *	  hold (ZklockKind).  Adding a recipe adds its entries here; the
- *	  generic files call the hooks and test no op or kind.
+ *	  The list of the recipes, and the lookups the generic layers make in
+ *	  it: which worker steps run a kind of request (zklock_worker_ops),
+ *	  what the backend side says of a kind of hold (zklock_kind_info), and
+ *	  zk_locks' name for a running request (zklock_op_state_name).
  *
- *	  The tables are data: the files below (the request layer, the lock
- *	  engine, the delete table) read them through zklock_worker_ops() and
- *	  zklock_kind_info(), inline in the headers, and so never call up into
- *	  a recipe by name.  This file is the top of the call graph.
+ *	  Each recipe file ends with its descriptor (recipes/recipe.h); adding
+ *	  a recipe adds one line to ZKLOCK_RECIPE_LIST below (as PostgreSQL's
+ *	  rmgrlist.h lists the resource managers).  The commit confirmation's
+ *	  request is not a recipe but is run the same way: its descriptor is
+ *	  the worker's own (worker/commit_confirm.c) and is listed here too.
+ *	  A request that is no hold (kind ZKK_NONE) is described here.
+ *
+ *	  The lookups are on hot paths, so the descriptors are indexed once
+ *	  per process, by op and by kind (zklock_registry_check, from
+ *	  _PG_init, and on first use): a duplicate entry, an op no recipe runs
+ *	  or a kind no recipe gives is an ERROR then.  The descriptors are
+ *	  data: the generic files reach a recipe's steps through the lookups,
+ *	  never by name, and this file calls nothing of ours (the bottom of
+ *	  the call graph, where the old tables were its top).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
-const ZklockKindInfo zklock_kind_table[ZKK_LAST + 1] = {
-	[ZKK_NONE] = {
-		.recipe = "request", .mode = "",
-	},
-	[ZKK_MUTEX] = {
-		.recipe = "mutex", .mode = "exclusive", .acquire = true,
-		.token_rank = 1,
-	},
-	[ZKK_READ] = {
-		.recipe = "read", .mode = "shared", .acquire = true,
-		.token_rank = 3,
-		.before_acquire = zklock_read_before_acquire,
-	},
-	[ZKK_WRITE] = {
-		.recipe = "write", .mode = "exclusive", .acquire = true,
-		.token_rank = 2,
-		.before_acquire = zklock_write_before_acquire,
-	},
-	[ZKK_SEMAPHORE_MUTEX] = {
-		.recipe = "semaphore_mutex", .mode = "exclusive", .acquire = true,
-		.node_dir = "leases/", .token_rank = 4,
-		.before_acquire = zklock_semaphore_mutex_before_acquire,
-	},
-	[ZKK_SEMAPHORE] = {
-		.recipe = "semaphore", .mode = "lease", .acquire = true,
-		.node_dir = "leases/",
-	},
-	[ZKK_DOUBLE_BARRIER] = {
-		.recipe = "double_barrier", .mode = "member",
-	},
-	[ZKK_BARRIER] = {
-		.recipe = "barrier", .mode = "wait",
-	},
-	[ZKK_LATCH] = {
-		.recipe = "leader_latch", .mode = "member",
-	},
+/* the recipes, one line each (their descriptors end their files) */
+#define ZKLOCK_RECIPE_LIST(R) \
+	R(mutex) \
+	R(read_write_lock) \
+	R(semaphore) \
+	R(barrier) \
+	R(double_barrier) \
+	R(revoke) \
+	R(participants) \
+	R(counter) \
+	R(leader_latch) \
+	R(commit_confirm)
+
+#define ZKLOCK_RECIPE_EXTERN(name) extern const ZklockRecipe zklock_recipe_##name;
+#define ZKLOCK_RECIPE_ENTRY(name) &zklock_recipe_##name,
+
+ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_EXTERN)
+
+static const ZklockRecipe *const recipes[] = {
+	ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_ENTRY)
 };
 
-StaticAssertDecl(lengthof(zklock_kind_table) == ZKK_LAST + 1,
-				 "every ZklockKind has an entry in kind_info");
-
-const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
-	[ZKOP_MUTEX] = {
-		.start = zklock_lk_create, .next = zklock_lk_list,
-		.resume = zklock_lk_resume, .lock_target = zklock_mutex_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .local = &zklock_local_layer,
-	},
-	[ZKOP_READ] = {
-		.start = zklock_lk_create, .next = zklock_lk_list,
-		.resume = zklock_lk_resume, .lock_target = zklock_read_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .local = &zklock_local_layer,
-	},
-	[ZKOP_WRITE] = {
-		.start = zklock_lk_create, .next = zklock_lk_list,
-		.resume = zklock_lk_resume, .lock_target = zklock_write_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .local = &zklock_local_layer,
-	},
-	[ZKOP_LEASE] = {
-		.start = zklock_lease_start, .next = zklock_lease_next,
-		.resume = zklock_lease_resume, .lock_target = zklock_lease_lock_target,
-		.lock_granted = zklock_lease_create, .adopted = zklock_lease_adopted,
-		.local = &zklock_local_layer, .flags = ZKW_NODE_IN_LEASES,
-	},
-	[ZKOP_BARRIER_SET] = {
-		.start = zklock_barrier_set_start,
-	},
-	[ZKOP_BARRIER_REMOVE] = {
-		.start = zklock_barrier_remove_start,
-	},
-	[ZKOP_BARRIER_WAIT] = {
-		.start = zklock_barrier_wait_start,
-	},
-	[ZKOP_DBARRIER_ENTER] = {
-		.start = zklock_denter_start, .next = zklock_denter_next,
-		.resume = zklock_denter_resume, .flags = ZKW_PLAIN_NAMES,
-	},
-	[ZKOP_DBARRIER_LEAVE] = {
-		.start = zklock_leave_list, .next = zklock_leave_list,
-		.resume = zklock_leave_resume,
-		.flags = ZKW_KEEPS_NODES | ZKW_PLAIN_NAMES, .state_name = "leaving",
-	},
-	[ZKOP_REVOKE] = {
-		.start = zklock_revoke_start,
-	},
-	[ZKOP_PARTICIPANTS] = {
-		.start = zklock_participants_start,
-	},
-	[ZKOP_COUNTER] = {
-		.start = zklock_counter_start,
-	},
-	[ZKOP_LATCH] = {
-		.start = zklock_lk_create, .next = zklock_latch_next,
-		.resume = zklock_lk_resume, .lock_target = zklock_latch_lock_target,
-		.lock_granted = zklock_latch_granted, .lock_waits = zklock_latch_waits,
-		.session_lost = zklock_latch_lost_session, .state_name = "member",
-	},
-	[ZKOP_CONFIRM] = {
-		.start = zklock_confirm_start,
-	},
+/* a request that is no hold (zk_locks' recipe "request") */
+static const ZklockKindInfo request_kind = {
+	.kind = ZKK_NONE, .recipe = "request", .mode = "",
 };
+
+/* the index, built once per process */
+static bool indexed = false;
+static const ZklockWorkerOps *op_index[ZKOP_LAST + 1];
+static const ZklockKindInfo *kind_index[ZKK_LAST + 1];
+
+/*
+ * Index the descriptors by op and by kind, checking that every op has
+ * exactly one entry (with a start step) and every kind one.
+ */
+static void
+registry_index(void)
+{
+	int			r;
+	int			i;
+
+	memset(op_index, 0, sizeof(op_index));
+	memset(kind_index, 0, sizeof(kind_index));
+	kind_index[ZKK_NONE] = &request_kind;
+	for (r = 0; r < lengthof(recipes); r++)
+	{
+		const ZklockRecipe *rc = recipes[r];
+
+		for (i = 0; i < rc->nops; i++)
+		{
+			int			op = (int) rc->ops[i].op;
+
+			if (op <= 0 || op > ZKOP_LAST || op_index[op] != NULL ||
+				rc->ops[i].start == NULL)
+				elog(ERROR, "zklock: recipe %s: op %d is out of range, has no start step or is run by another recipe",
+					 rc->name, op);
+			op_index[op] = &rc->ops[i];
+		}
+		for (i = 0; i < rc->nkinds; i++)
+		{
+			int			kind = (int) rc->kinds[i].kind;
+
+			if (kind <= 0 || kind > ZKK_LAST || kind_index[kind] != NULL)
+				elog(ERROR, "zklock: recipe %s: kind %d is out of range or given by another recipe",
+					 rc->name, kind);
+			kind_index[kind] = &rc->kinds[i];
+		}
+	}
+	for (i = 1; i <= ZKOP_LAST; i++)
+		if (op_index[i] == NULL)
+			elog(ERROR, "zklock: no recipe runs op %d", i);
+	for (i = 0; i <= ZKK_LAST; i++)
+		if (kind_index[i] == NULL)
+			elog(ERROR, "zklock: no recipe gives kind %d", i);
+	indexed = true;
+}
+
+/*
+ * Index the descriptors now (from _PG_init): a recipe list that
+ * contradicts itself fails the load, not a request.
+ */
+void
+zklock_registry_check(void)
+{
+	if (!indexed)
+		registry_index();
+}
+
+/*
+ * The worker steps of a kind of request.  Every entry has a start step;
+ * one without next or resume starts again instead.
+ */
+const ZklockWorkerOps *
+zklock_worker_ops(ZklockOp op)
+{
+	if (unlikely(!indexed))
+		registry_index();
+	if ((int) op <= 0 || (int) op > ZKOP_LAST)
+		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
+	return op_index[op];
+}
+
+/*
+ * What the backend side says of a kind of hold (ZKK_NONE's entry for a
+ * kind out of range).
+ */
+const ZklockKindInfo *
+zklock_kind_info(ZklockKind kind)
+{
+	if (unlikely(!indexed))
+		registry_index();
+	if ((int) kind < 0 || (int) kind > ZKK_LAST)
+		kind = ZKK_NONE;
+	return kind_index[kind];
+}
 
 /*
  * What zk_locks says of a request of this kind while it runs, or NULL when
@@ -130,7 +152,9 @@ const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1] = {
 const char *
 zklock_op_state_name(ZklockOp op)
 {
-	if ((int) op <= 0 || (int) op > ZKOP_CONFIRM)
+	if (unlikely(!indexed))
+		registry_index();
+	if ((int) op <= 0 || (int) op > ZKOP_LAST)
 		return NULL;
-	return zklock_ops_table[op].state_name;
+	return op_index[op]->state_name;
 }

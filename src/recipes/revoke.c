@@ -10,8 +10,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "funcapi.h"
 
 static void revoke_children_done(int rc, const struct String_vector *strings, const void *data);
@@ -120,8 +119,8 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 /*
  * Start a revocation: list P to find its holders.
  */
-void
-zklock_revoke_start(int idx)
+static void
+revoke_start(int idx)
 {
 	zklock_call_sent(idx, zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
 					   revoke_children_done, zklock_slot_tag(idx)));
@@ -193,3 +192,13 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 	list_free_deep(listed);
 	return (Datum) 0;
 }
+
+/* The revoker's descriptor: one request, no hold */
+static const ZklockWorkerOps revoke_ops[] = {
+	{.op = ZKOP_REVOKE, .start = revoke_start},
+};
+
+const ZklockRecipe zklock_recipe_revoke = {
+	.name = "revoke",
+	.ops = revoke_ops, .nops = lengthof(revoke_ops),
+};

@@ -9,8 +9,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "backend/backend.h"
-#include "worker/worker.h"
+#include "recipes/recipe.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);
@@ -111,8 +110,8 @@ zk_write_lock_release(PG_FUNCTION_ARGS)
  * The lock engine's part of a read lock: __READ__ nodes under P, decided
  * by the read predicate.
  */
-void
-zklock_read_lock_target(int idx, LockTarget *t)
+static void
+read_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_READ_LOCK_NAME, true, true);
 }
@@ -120,8 +119,8 @@ zklock_read_lock_target(int idx, LockTarget *t)
 /*
  * The lock engine's part of a write lock: __WRIT__ nodes under P.
  */
-void
-zklock_write_lock_target(int idx, LockTarget *t)
+static void
+write_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_WRITE_LOCK_NAME, true, false);
 }
@@ -131,9 +130,9 @@ zklock_write_lock_target(int idx, LockTarget *t)
  * its writer's place (the downgrade node carries the write node's
  * sequence number).
  */
-void
-zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-						   int user_off, LocalLock *held)
+static void
+read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+					int user_off, LocalLock *held)
 {
 	static char seq[12];		/* read by claim_slot within this call */
 	LocalLockKey other = *key;
@@ -145,7 +144,7 @@ zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
 	ol = zklock_find_hold(&other, user_off);
 	if (ol != NULL)
 	{
-		const char *wnode = zklock_shared->slots[ol->slot].node;
+		const char *wnode = zklock_shared->slots[ol->slot].nodes[ZKN_MAIN].name;
 		size_t		len = strlen(wnode);
 
 		strlcpy(seq, len >= 10 ? wnode + len - 10 : wnode, sizeof(seq));
@@ -157,9 +156,9 @@ zklock_read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
  * Before a write acquire: a read holder asking for the write lock without
  * a timeout would wait behind its own read lock forever; refuse it.
  */
-void
-zklock_write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-							int user_off, LocalLock *held)
+static void
+write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+					 int user_off, LocalLock *held)
 {
 	LocalLockKey other = *key;
 
@@ -174,3 +173,43 @@ zklock_write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
 				 errdetail("This session holds the read lock; its write request would wait behind its own read lock forever."),
 				 errhint("Release the read lock first, or pass a timeout.")));
 }
+
+/*
+ * The read/write lock's descriptor: each side is the lock engine with its
+ * own node names and predicate, with the handover layer.
+ */
+static const ZklockWorkerOps rw_ops[] = {
+	{
+		.op = ZKOP_READ,
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = read_lock_target,
+		.lock_granted = zklock_grant,
+		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+	},
+	{
+		.op = ZKOP_WRITE,
+		.start = zklock_lk_create, .next = zklock_lk_list,
+		.resume = zklock_lk_resume, .lock_target = write_lock_target,
+		.lock_granted = zklock_grant,
+		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+	},
+};
+
+static const ZklockKindInfo rw_kinds[] = {
+	{
+		.kind = ZKK_READ, .recipe = "read", .mode = "shared",
+		.acquire = true, .token_rank = 3,
+		.before_acquire = read_before_acquire,
+	},
+	{
+		.kind = ZKK_WRITE, .recipe = "write", .mode = "exclusive",
+		.acquire = true, .token_rank = 2,
+		.before_acquire = write_before_acquire,
+	},
+};
+
+const ZklockRecipe zklock_recipe_read_write_lock = {
+	.name = "read_write_lock",
+	.ops = rw_ops, .nops = lengthof(rw_ops),
+	.kinds = rw_kinds, .nkinds = lengthof(rw_kinds),
+};

@@ -12,12 +12,12 @@
 #include "postgres.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
-#include "backend/backend.h"
+#include "recipes/recipe.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
 static void lease_list(int idx);
+static void lease_create(int idx);
 
 static void lease_create_done(int rc, const char *value,
 							  const struct Stat *stat, const void *data);
@@ -46,14 +46,16 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 
 		if (rc == ZOK)
 		{
-			zklock_create_took(idx, value, slot->node, sizeof(slot->node),
-							   &req->create_sent);
+			zklock_create_took(idx, value, slot->nodes[ZKN_MAIN].name,
+							   sizeof(slot->nodes[ZKN_MAIN].name),
+							   &req->nodes[ZKN_MAIN].create_sent);
 			slot->czxid = stat ? stat->czxid : 0;
 			(void) zklock_settle_cancel(idx);
 		}
-		else if (zklock_create_failed(idx, rc, slot->uuid, &req->create_sent,
+		else if (zklock_create_failed(idx, rc, slot->nodes[ZKN_MAIN].uuid,
+									  &req->nodes[ZKN_MAIN].create_sent,
 									  false, true, "create a lease node for"))
-			zklock_lease_create(idx);
+			lease_create(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -62,8 +64,8 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
  * Create our lease node, with the pipelined watched listing of the leases
  * behind it.  Caller holds the lock.
  */
-void
-zklock_lease_create(int idx)
+static void
+lease_create(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -76,7 +78,8 @@ zklock_lease_create(int idx)
 		zklock_park(idx, false);
 		return;
 	}
-	if (slot->uuid[0] == '\0' && !zklock_new_uuid(slot->uuid))
+	if (slot->nodes[ZKN_MAIN].uuid[0] == '\0' &&
+		!zklock_new_uuid(slot->nodes[ZKN_MAIN].uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
 		return;
@@ -88,7 +91,8 @@ zklock_lease_create(int idx)
 		req->need_parents = false;
 	}
 	strlcat(name, "/", sizeof(name));
-	zklock_protected_name(slot->uuid, ZKLOCK_LEASE_NAME, name + strlen(name),
+	zklock_protected_name(slot->nodes[ZKN_MAIN].uuid, ZKLOCK_LEASE_NAME,
+						  name + strlen(name),
 						  sizeof(name) - strlen(name));
 	rc = zoo_acreate2(zklock_zh, name, slot->data, strlen(slot->data),
 					  zklock_node_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
@@ -100,7 +104,7 @@ zklock_lease_create(int idx)
 	}
 	slot->session_gen = zklock_shared->session_gen;
 	req->inflight++;
-	req->create_sent = true;
+	req->nodes[ZKN_MAIN].create_sent = true;
 	lease_list(idx);
 }
 
@@ -129,11 +133,11 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			 */
 			zklock_recipe_path(leases, sizeof(leases), slot->path, ZKLOCK_LEASES_DIR, NULL);
 			zklock_delete_ghosts(leases, strings->data, strings->count);
-			if (slot->node[0] == '\0')
+			if (slot->nodes[ZKN_MAIN].name[0] == '\0')
 			{
 				char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
-				zklock_protected_prefix(slot->uuid, prefix);
+				zklock_protected_prefix(slot->nodes[ZKN_MAIN].uuid, prefix);
 				zklock_note_doubt(idx, false);
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
@@ -144,7 +148,8 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				}
 			}
 			else
-				found = zklock_find_child(strings->data, strings->count, slot->node);
+				found = zklock_find_child(strings->data, strings->count,
+										  slot->nodes[ZKN_MAIN].name);
 
 			if (found < 0)
 			{
@@ -155,9 +160,9 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 							  slot->path + slot->user_path_off);
 				else
 				{
-					slot->node[0] = '\0';
-					slot->uuid[0] = '\0';
-					zklock_lease_create(idx);
+					slot->nodes[ZKN_MAIN].name[0] = '\0';
+					slot->nodes[ZKN_MAIN].uuid[0] = '\0';
+					lease_create(idx);
 				}
 			}
 			else if (strings->count <= slot->args.lease.max_leases)
@@ -168,13 +173,14 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				zklock_grant(idx);
 				/* the next acquirer of this worker may be waiting for it */
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-				(void) zklock_handover_choose(buf, slot->aux_node, true);
-				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, slot->aux_node);
+				(void) zklock_handover_choose(buf, slot->nodes[ZKN_LEASE_LOCK].name, true);
+				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR,
+								   slot->nodes[ZKN_LEASE_LOCK].name);
 				zklock_queue_delete(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */
 				zklock_sweep_doubted(idx, true);
-				slot->aux_node[0] = '\0';
-				slot->aux_uuid[0] = '\0';
+				slot->nodes[ZKN_LEASE_LOCK].name[0] = '\0';
+				slot->nodes[ZKN_LEASE_LOCK].uuid[0] = '\0';
 			}
 			else if (slot->try_only)
 				zklock_give_up_try(idx);
@@ -185,9 +191,9 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 		{
 			/* P/leases went away with our node: start the lease again */
 			req->need_parents = true;
-			slot->node[0] = '\0';
-			slot->uuid[0] = '\0';
-			zklock_lease_create(idx);
+			slot->nodes[ZKN_MAIN].name[0] = '\0';
+			slot->nodes[ZKN_MAIN].uuid[0] = '\0';
+			lease_create(idx);
 		}
 		else
 			zklock_call_failed(idx, rc, "list the leases of");
@@ -211,16 +217,16 @@ lease_list(int idx)
  * The lock engine's part of a lease: the P/locks mutex, in the slot's aux
  * node; a step of the request, not what it asks for.
  */
-void
-zklock_lease_lock_target(int idx, LockTarget *t)
+static void
+lease_lock_target(int idx, LockTarget *t)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	zklock_recipe_path(t->base, sizeof(t->base), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-	t->node = slot->aux_node;
-	t->uuid = slot->aux_uuid;
+	t->node = slot->nodes[ZKN_LEASE_LOCK].name;
+	t->uuid = slot->nodes[ZKN_LEASE_LOCK].uuid;
 	t->lock_name = ZKLOCK_LOCK_NAME;
-	t->create_sent = &zklock_reqs[idx].aux_create_sent;
+	t->create_sent = &zklock_reqs[idx].nodes[ZKN_LEASE_LOCK].create_sent;
 	t->rw = false;
 	t->read = false;
 	t->final = false;
@@ -230,11 +236,11 @@ zklock_lease_lock_target(int idx, LockTarget *t)
  * First step of a lease, and its step after a watch fired: the P/locks
  * mutex (the lock engine), then the lease itself.
  */
-void
-zklock_lease_start(int idx)
+static void
+lease_start(int idx)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
-		zklock_lease_create(idx);
+		lease_create(idx);
 	else
 		zklock_lk_create(idx);
 }
@@ -242,8 +248,8 @@ zklock_lease_start(int idx)
 /*
  * A watch of a lease request fired: list again what it waits on.
  */
-void
-zklock_lease_next(int idx)
+static void
+lease_next(int idx)
 {
 	if (zklock_shared->slots[idx].phase == ZKP_LEASE)
 		lease_list(idx);
@@ -255,17 +261,18 @@ zklock_lease_next(int idx)
  * The connection is back: look for the node of the current step (by name,
  * or by prefix when its create's reply was lost) or create it.
  */
-void
-zklock_lease_resume(int idx, bool recover)
+static void
+lease_resume(int idx, bool recover)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	if (slot->phase != ZKP_LEASE)
 		zklock_lk_resume(idx, recover);
-	else if (slot->node[0] != '\0' || (recover && slot->uuid[0] != '\0'))
+	else if (slot->nodes[ZKN_MAIN].name[0] != '\0' ||
+			 (recover && slot->nodes[ZKN_MAIN].uuid[0] != '\0'))
 		lease_list(idx);
 	else
-		zklock_lease_create(idx);
+		lease_create(idx);
 }
 
 /*
@@ -274,8 +281,8 @@ zklock_lease_resume(int idx, bool recover)
  * lease is taken on or made anew here; in the P/locks step the lock
  * engine decides (false).
  */
-bool
-zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
+static bool
+lease_adopted(int idx, const struct Stat *ours, bool exists)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -284,8 +291,9 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 		return false;
 	if (ours)
 	{
-		strlcpy(slot->node, req->adopt_name, sizeof(slot->node));
-		req->create_sent = false;
+		strlcpy(slot->nodes[ZKN_MAIN].name, req->adopt_name,
+				sizeof(slot->nodes[ZKN_MAIN].name));
+		req->nodes[ZKN_MAIN].create_sent = false;
 		slot->czxid = ours->czxid;
 		lease_list(idx);
 		return true;
@@ -297,9 +305,9 @@ zklock_lease_adopted(int idx, const struct Stat *ours, bool exists)
 		zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LEASES_DIR, req->adopt_name);
 		zklock_queue_delete(buf, NULL);
 	}
-	slot->node[0] = '\0';
-	slot->uuid[0] = '\0';
-	zklock_lease_create(idx);
+	slot->nodes[ZKN_MAIN].name[0] = '\0';
+	slot->nodes[ZKN_MAIN].uuid[0] = '\0';
+	lease_create(idx);
 	return true;
 }
 
@@ -440,7 +448,8 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
 	{
 		LocalLockKey lk = key;
 
-		strlcpy(lk.lease, zklock_shared->slots[slots[i]].node, sizeof(lk.lease));
+		strlcpy(lk.lease, zklock_shared->slots[slots[i]].nodes[ZKN_MAIN].name,
+				sizeof(lk.lease));
 		names[i] = CStringGetTextDatum(lk.lease);
 		(void) zklock_add_granted_hold(&lk, slots[i], serials[i], xact);
 	}
@@ -531,9 +540,9 @@ zk_semaphore_release_all(PG_FUNCTION_ARGS)
  * Before a semaphore mutex acquire: it is not reentrant, so a second
  * acquire by its holder is refused rather than waiting on itself.
  */
-void
-zklock_semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-									  int user_off, LocalLock *held)
+static void
+semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
+							   int user_off, LocalLock *held)
 {
 	if (held != NULL)
 		ereport(ERROR,
@@ -542,3 +551,37 @@ zklock_semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
 						key->path + user_off),
 				 errhint("The semaphore mutex is not reentrant; zk_mutex_acquire gives a reentrant lock.")));
 }
+
+/*
+ * The semaphore's descriptor: a lease is the lock engine on P/locks (with
+ * the handover layer), then its own steps on P/leases.  The semaphore mutex
+ * is a semaphore of one lease: the same op, a kind of its own.
+ */
+static const ZklockWorkerOps semaphore_ops[] = {
+	{
+		.op = ZKOP_LEASE,
+		.start = lease_start, .next = lease_next,
+		.resume = lease_resume, .lock_target = lease_lock_target,
+		.lock_granted = lease_create, .adopted = lease_adopted,
+		.handover = &zklock_handover_layer, .flags = ZKW_NODE_IN_LEASES,
+	},
+};
+
+static const ZklockKindInfo semaphore_kinds[] = {
+	{
+		.kind = ZKK_SEMAPHORE_MUTEX, .recipe = "semaphore_mutex",
+		.mode = "exclusive", .acquire = true,
+		.node_dir = "leases/", .token_rank = 4,
+		.before_acquire = semaphore_mutex_before_acquire,
+	},
+	{
+		.kind = ZKK_SEMAPHORE, .recipe = "semaphore", .mode = "lease",
+		.acquire = true, .node_dir = "leases/",
+	},
+};
+
+const ZklockRecipe zklock_recipe_semaphore = {
+	.name = "semaphore",
+	.ops = semaphore_ops, .nops = lengthof(semaphore_ops),
+	.kinds = semaphore_kinds, .nkinds = lengthof(semaphore_kinds),
+};

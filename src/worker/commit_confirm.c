@@ -2,7 +2,9 @@
  *
  * worker/commit_confirm.c
  *	  zklock.commit_confirm's request: a sync, so the answer comes through
- *	  the leader, then an exists of the held node.
+ *	  the leader, then an exists of the held node.  Not a recipe, but run
+ *	  like one: its descriptor (zklock_recipe_commit_confirm, the file's
+ *	  only export) is listed in recipes/registry.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,8 +64,8 @@ confirm_stat_done(int rc, const struct Stat *stat, const void *data)
  * answer an exists from its stale copy), then an exists of the held node,
  * whose path below P the slot's data names.
  */
-void
-zklock_confirm_start(int idx)
+static void
+confirm_start(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
@@ -77,3 +79,16 @@ zklock_confirm_start(int idx)
 	zklock_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, confirm_stat_done,
 					 zklock_slot_tag(idx)));
 }
+
+/*
+ * The commit confirmation's descriptor: not a recipe, but listed with
+ * them (recipes/registry.c) so the request layer runs it the same way.
+ */
+static const ZklockWorkerOps confirm_ops[] = {
+	{.op = ZKOP_CONFIRM, .start = confirm_start},
+};
+
+const ZklockRecipe zklock_recipe_commit_confirm = {
+	.name = "commit_confirm",
+	.ops = confirm_ops, .nops = lengthof(confirm_ops),
+};

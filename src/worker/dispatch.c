@@ -4,10 +4,11 @@
  *	  The worker's pass over the request table: take what backends gave
  *	  back, pick up new requests, resume parked ones when the connection
  *	  is back, re-arm revocation watches an earlier worker left, run the
- *	  local layer's periodic check; and the sweep when the session is lost.
+ *	  handover layer's periodic check; and the sweep when the session is lost.
  *	  This is the top of the worker's request handling: it calls the
- *	  request layer (worker/request.c), the recipes through the ops table,
- *	  the lock engine and the local layer; nothing below calls it.
+ *	  request layer (worker/request.c), the recipes through their
+ *	  descriptors (zklock_worker_ops), the lock engine and the local
+ *	  layer; nothing below calls it.
  *
  *-------------------------------------------------------------------------
  */
@@ -74,7 +75,7 @@ pickup(int i)
 	zklock_req_reset(i);
 	req->serial = slot->serial;
 	zklock_slot_start(slot);
-	/* its lock's base, for the local layer (before its first step) */
+	/* its lock's base, for the handover layer (before its first step) */
 	zklock_pathidx_add(i);
 	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 	{
@@ -179,7 +180,8 @@ zklock_run_requests(void)
 			 */
 			zklock_req_reset(i);
 			req->serial = slot->serial;
-			zklock_park(i, slot->uuid[0] != '\0' || slot->aux_uuid[0] != '\0');
+			zklock_park(i, slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
+						slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0');
 			if (zklock_connected)
 				resume(i);
 		}
@@ -259,8 +261,9 @@ zklock_sweep_lost_session(const char *why)
 					zklock_reqs[i].serial = slot->serial;
 					zklock_worker_ops(slot->op)->session_lost(i);
 				}
-				else if (slot->node[0] != '\0' || slot->uuid[0] != '\0' ||
-					slot->aux_uuid[0] != '\0' ||
+				else if (slot->nodes[ZKN_MAIN].name[0] != '\0' ||
+						 slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
+					slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0' ||
 					slot->downgrade_seq[0] != '\0' ||
 					(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
 				{

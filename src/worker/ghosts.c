@@ -63,16 +63,17 @@ zklock_delete_ghosts(const char *base, char *const *children, int n)
 		if (slot->state == ZKS_FREE || strncmp(base, slot->path, plen) != 0)
 			continue;
 		in_leases = (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES) != 0;
-		if (slot->uuid[0] != '\0' && strcmp(rest, in_leases ? "/leases" : "") == 0)
+		if (slot->nodes[ZKN_MAIN].uuid[0] != '\0' &&
+			strcmp(rest, in_leases ? "/leases" : "") == 0)
 		{
-			live[nlive].uuid = slot->uuid;
-			live[nlive].node = slot->node;
+			live[nlive].uuid = slot->nodes[ZKN_MAIN].uuid;
+			live[nlive].node = slot->nodes[ZKN_MAIN].name;
 			nlive++;
 		}
-		if (slot->aux_uuid[0] != '\0' && strcmp(rest, "/locks") == 0)
+		if (slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0' && strcmp(rest, "/locks") == 0)
 		{
-			live[nlive].uuid = slot->aux_uuid;
-			live[nlive].node = slot->aux_node;
+			live[nlive].uuid = slot->nodes[ZKN_LEASE_LOCK].uuid;
+			live[nlive].node = slot->nodes[ZKN_LEASE_LOCK].name;
 			nlive++;
 		}
 	}
@@ -114,9 +115,9 @@ void
 zklock_note_doubt(int idx, bool aux)
 {
 	if (aux)
-		zklock_reqs[idx].aux_doubt = true;
+		zklock_reqs[idx].nodes[ZKN_LEASE_LOCK].doubt = true;
 	else
-		zklock_reqs[idx].node_doubt = true;
+		zklock_reqs[idx].nodes[ZKN_MAIN].doubt = true;
 }
 
 /*
@@ -142,23 +143,26 @@ zklock_sweep_doubted(int idx, bool aux_only)
 
 	if (req->serial != slot->serial)
 		return;
-	if (!aux_only && req->node_doubt && slot->uuid[0] != '\0' &&
-		slot->node[0] != '\0')
+	if (!aux_only && req->nodes[ZKN_MAIN].doubt &&
+		slot->nodes[ZKN_MAIN].uuid[0] != '\0' &&
+		slot->nodes[ZKN_MAIN].name[0] != '\0')
 	{
 		if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
 			zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LEASES_DIR, NULL);
 		else
 			strlcpy(parent, slot->path, sizeof(parent));
-		zklock_protected_prefix(slot->uuid, prefix);
+		zklock_protected_prefix(slot->nodes[ZKN_MAIN].uuid, prefix);
 		zklock_queue_delete(parent, prefix);
 	}
-	if (req->aux_doubt && slot->aux_uuid[0] != '\0' && slot->aux_node[0] != '\0')
+	if (req->nodes[ZKN_LEASE_LOCK].doubt &&
+		slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0' &&
+		slot->nodes[ZKN_LEASE_LOCK].name[0] != '\0')
 	{
 		zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LOCKS_DIR, NULL);
-		zklock_protected_prefix(slot->aux_uuid, prefix);
+		zklock_protected_prefix(slot->nodes[ZKN_LEASE_LOCK].uuid, prefix);
 		zklock_queue_delete(parent, prefix);
 	}
 	if (!aux_only)
-		req->node_doubt = false;
-	req->aux_doubt = false;
+		req->nodes[ZKN_MAIN].doubt = false;
+	req->nodes[ZKN_LEASE_LOCK].doubt = false;
 }

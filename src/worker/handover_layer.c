@@ -13,7 +13,7 @@
  *	  ("Local handover") gives the argument for the local waits, joins and
  *	  placements; doc/failure-model.md what a user may rely on.
  *
- *	  zklock_local_layer		the table the lock engine calls (.local)
+ *	  zklock_handover_layer		the table the lock engine calls (.handover)
  *	  zklock_node_gone_hook		told by the delete table of a node going
  *								away (registered here, where it is defined)
  *	  zklock_lk_released		a release: choose the next holder, remember
@@ -73,8 +73,8 @@ static int	released_readers_next = 0;
  */
 void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
 
-/* what the lock engine calls, for the recipes that opt in (.local) */
-const ZklockLocalLayer zklock_local_layer = {
+/* what the lock engine calls, for the recipes that opt in (.handover) */
+const ZklockHandoverLayer zklock_handover_layer = {
 	.create_alone = local_create_alone,
 	.placed = lk_placed,
 	.wait_behind = local_wait_behind,
@@ -254,8 +254,9 @@ local_node_owner(const char *base, const char *name, int except)
 
 		/* a lock target's node is the slot's node or its aux node */
 		if (i == except || (slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD) ||
-			(strcmp(slot->node, name) != 0 && strcmp(slot->aux_node, name) != 0) ||
-			zklock_worker_ops(slot->op)->local == NULL)
+			(strcmp(slot->nodes[ZKN_MAIN].name, name) != 0 &&
+			 strcmp(slot->nodes[ZKN_LEASE_LOCK].name, name) != 0) ||
+			zklock_worker_ops(slot->op)->handover == NULL)
 			continue;
 		zklock_lk_target(i, &t);
 		if (!t.rw && t.node[0] != '\0' && strcmp(t.node, name) == 0 &&
@@ -311,7 +312,7 @@ local_tail_owner(int idx, const char *base, const char *after, bool reader)
 		if (i == idx ||
 			(slot->state != ZKS_ACTIVE && slot->state != ZKS_HELD &&
 			 slot->state != ZKS_RELEASE) ||
-			zklock_worker_ops(slot->op)->local == NULL)
+			zklock_worker_ops(slot->op)->handover == NULL)
 			continue;
 		/* what the rule refuses anyway, before the target is worked out */
 		if (slot->session_gen != sh->session_gen || zklock_req_parked(req))

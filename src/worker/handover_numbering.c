@@ -136,7 +136,8 @@ known_child_ours(const char *base, const char *child)
 
 		if (slot->state == ZKS_FREE || slot->state == ZKS_NEW ||
 			zklock_worker_ops(slot->op)->lock_target == NULL ||
-			(strcmp(slot->node, child) != 0 && strcmp(slot->aux_node, child) != 0))
+			(strcmp(slot->nodes[ZKN_MAIN].name, child) != 0 &&
+			 strcmp(slot->nodes[ZKN_LEASE_LOCK].name, child) != 0))
 			continue;
 		zklock_lk_target(i, &t);
 		if (strcmp(t.node, child) == 0 && strcmp(t.base, base) == 0)
@@ -233,7 +234,7 @@ known_watch_done(int rc, const struct Stat *stat, const void *data)
  * taught still holds and no other request of this worker waits for or
  * holds the lock there: then it most likely is first.  (Nodes whose
  * delete is recorded are gone before the create is applied: their deletes
- * leave first.)  With a request of ours there, the local layer's own rules
+ * leave first.)  With a request of ours there, the handover layer's own rules
  * decide, and a write node lists, as a listing behind a create costs no
  * round trip and a create alone behind a node of ours would then list.
  * Caller holds the lock.

@@ -36,15 +36,15 @@
  *	                                            (record_slot_deletes)
  *	  releaseLock: deleteOurPath              the same, on withdraw
  *
- *	  Where zklock does more than Curator can, it is the local layer
+ *	  Where zklock does more than Curator can, it is the handover layer
  *	  (worker/handover_layer.c), reached only through the recipe's ops entry
- *	  (.local, lk_local() below): a create sent without its listing
+ *	  (.handover, lk_handover() below): a create sent without its listing
  *	  (create_alone, then placed; also when the path's sequence numbers
  *	  can prove it first: listed, created, forget,
  *	  worker/handover_numbering.c), a wait without a watch behind a node
  *	  of this worker (wait_behind), a reader's answer shared with the readers
  *	  right behind it (settle_followers), and a node going away
- *	  (node_gone).  Without .local this file is Curator's engine alone.
+ *	  (node_gone).  Without .handover this file is Curator's engine alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -69,14 +69,14 @@ static void lk_children_done(int rc, const struct String_vector *strings,
 uint64		zklock_lk_creates_sent = 0;
 
 /*
- * The local layer of the recipe of slot idx, or NULL when the recipe did
- * not opt in (its ops entry's .local): then this file is Curator's
+ * The handover layer of the recipe of slot idx, or NULL when the recipe did
+ * not opt in (its ops entry's .handover): then this file is Curator's
  * LockInternals alone.
  */
-static inline const ZklockLocalLayer *
-lk_local(int idx)
+static inline const ZklockHandoverLayer *
+lk_handover(int idx)
 {
-	return zklock_worker_ops(zklock_shared->slots[idx].op)->local;
+	return zklock_worker_ops(zklock_shared->slots[idx].op)->handover;
 }
 
 /*
@@ -101,10 +101,10 @@ zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
 	strlcpy(t->base, slot->path, sizeof(t->base));
-	t->node = slot->node;
-	t->uuid = slot->uuid;
+	t->node = slot->nodes[ZKN_MAIN].name;
+	t->uuid = slot->nodes[ZKN_MAIN].uuid;
 	t->lock_name = lock_name;
-	t->create_sent = &zklock_reqs[idx].create_sent;
+	t->create_sent = &zklock_reqs[idx].nodes[ZKN_MAIN].create_sent;
 	t->rw = rw;
 	t->read = read;
 	t->final = true;
@@ -120,10 +120,10 @@ zklock_lk_granted(int idx)
 	LockTarget	t;
 
 	zklock_worker_ops(zklock_shared->slots[idx].op)->lock_granted(idx);
-	/* only read nodes are followed (the local layer's placed) */
+	/* only read nodes are followed (the handover layer's placed) */
 	zklock_lk_target(idx, &t);
-	if (t.read && lk_local(idx) != NULL)
-		lk_local(idx)->settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
+	if (t.read && lk_handover(idx) != NULL)
+		lk_handover(idx)->settle_followers(idx, zklock_shared->slots[idx].state == ZKS_HELD);
 }
 
 /*
@@ -174,10 +174,10 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 							   t.create_sent);
 			/* count it in the path's numbering (a fixed name is not counted) */
 			zklock_reqs[idx].seq_proven = false;
-			if (lk_local(idx) != NULL && downgrade)
-				lk_local(idx)->forget(t.base);
-			else if (lk_local(idx) != NULL)
-				zklock_reqs[idx].seq_proven = lk_local(idx)->created(t.base, t.node);
+			if (lk_handover(idx) != NULL && downgrade)
+				lk_handover(idx)->forget(t.base);
+			else if (lk_handover(idx) != NULL)
+				zklock_reqs[idx].seq_proven = lk_handover(idx)->created(t.base, t.node);
 			if (t.final)
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
@@ -187,14 +187,14 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 			else if (downgrade)
 				zklock_grant(idx);
 			else if (!zklock_reqs[idx].list_piped)
-				lk_local(idx)->placed(idx); /* only it sends a create alone */
+				lk_handover(idx)->placed(idx); /* only it sends a create alone */
 			/* otherwise the pipelined listing decides */
 		}
 		else
 		{
 			/* the parent may be gone, or a create of ours lost: list again */
-			if (lk_local(idx) != NULL)
-				lk_local(idx)->forget(t.base);
+			if (lk_handover(idx) != NULL)
+				lk_handover(idx)->forget(t.base);
 			if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
 									 zklock_reqs[idx].list_piped,
 									 "create a lock node for"))
@@ -231,7 +231,8 @@ lk_downgrade_allowed(int idx)
 			w->pid != slot->pid || w->procno != slot->procno ||
 			strcmp(w->path, slot->path) != 0 || zklock_give_back_pending(w))
 			continue;
-		if (zklock_downgrade_may_create(true, w->session_gen, current, w->node,
+		if (zklock_downgrade_may_create(true, w->session_gen, current,
+										w->nodes[ZKN_MAIN].name,
 										slot->downgrade_seq))
 			return true;
 	}
@@ -302,17 +303,18 @@ zklock_lk_create(int idx)
 	{
 		/* a write holder's read lock sorts at the writer's place */
 		strlcat(name, slot->downgrade_seq, sizeof(name));
-		strlcpy(slot->node, strrchr(name, '/') + 1, sizeof(slot->node));
+		strlcpy(slot->nodes[ZKN_MAIN].name, strrchr(name, '/') + 1,
+				sizeof(slot->nodes[ZKN_MAIN].name));
 		mode = ZOO_EPHEMERAL;
 	}
 	/* the path's numbering will tell whether it is first (worker/handover_numbering.c) */
-	by_numbers = (slot->downgrade_seq[0] == '\0' && lk_local(idx) != NULL &&
-				  lk_local(idx)->may_skip(idx, &t));
+	by_numbers = (slot->downgrade_seq[0] == '\0' && lk_handover(idx) != NULL &&
+				  lk_handover(idx)->may_skip(idx, &t));
 	if (slot->downgrade_seq[0] != '\0' || by_numbers)
 		list_piped = false;
 	else
-		list_piped = (lk_local(idx) == NULL ||
-					  !lk_local(idx)->create_alone(idx, &t));
+		list_piped = (lk_handover(idx) == NULL ||
+					  !lk_handover(idx)->create_alone(idx, &t));
 
 	/*
 	 * A create that goes alone on the path's numbering waits for the end
@@ -364,8 +366,8 @@ lk_start_fresh(int idx)
 
 		/* our node is gone: whoever waits on it locally looks again */
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, t.node);
-		if (lk_local(idx) != NULL)
-			lk_local(idx)->node_gone(buf);
+		if (lk_handover(idx) != NULL)
+			lk_handover(idx)->node_gone(buf);
 	}
 	t.node[0] = '\0';
 	t.uuid[0] = '\0';
@@ -507,8 +509,8 @@ lk_decide(int idx, char **children, int n)
 		d = zklock_lock_decide(children, n, t.node, 1);
 
 	/* a reader's answer is its followers' too */
-	if (t.read && !d.holds && lk_local(idx) != NULL)
-		lk_local(idx)->settle_followers(idx, false);
+	if (t.read && !d.holds && lk_handover(idx) != NULL)
+		lk_handover(idx)->settle_followers(idx, false);
 	if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
@@ -522,8 +524,8 @@ lk_decide(int idx, char **children, int n)
 		zklock_lk_granted(idx);
 	else if (slot->try_only)
 		zklock_give_up_try(idx);
-	else if (lk_local(idx) != NULL &&
-			 lk_local(idx)->wait_behind(idx, &t, children[d.watch_index], d.blockers))
+	else if (lk_handover(idx) != NULL &&
+			 lk_handover(idx)->wait_behind(idx, &t, children[d.watch_index], d.blockers))
 		;						/* behind a node of this worker: no watch */
 	else
 	{
@@ -570,8 +572,8 @@ lk_children_done(int rc, const struct String_vector *strings,
 			zklock_lk_target(idx, &t);
 			zklock_delete_ghosts(t.base, strings->data, n);
 			/* what the next creates may skip (worker/handover_numbering.c) */
-			if (lk_local(idx) != NULL)
-				lk_local(idx)->listed(t.base, stat, strings->data, n);
+			if (lk_handover(idx) != NULL)
+				lk_handover(idx)->listed(t.base, stat, strings->data, n);
 			/* sort a copy of the pointers; the client frees the strings */
 			children = palloc(sizeof(char *) * Max(n, 1));
 			memcpy(children, strings->data, sizeof(char *) * n);

@@ -3,7 +3,7 @@
  * worker/path_index.c
  *	  The worker's index of its lock engine slots by the parent of their
  *	  lock nodes (LockTarget.base: P for a mutex or a read/write lock,
- *	  P/locks for a semaphore's lock, ...), so that the local layer finds
+ *	  P/locks for a semaphore's lock, ...), so that the handover layer finds
  *	  the nodes of this worker under one lock without looking at every
  *	  slot of the table: its cost per create, grant and release grows with
  *	  the requests on that lock, not with zklock.max_requests.
@@ -26,7 +26,7 @@
  *	  until the iteration passes it (a FREE slot is unlinked there) or the
  *	  slot is picked up again.  So a list may hold slots that no longer
  *	  belong to it (FREE ones are skipped, and a slot claimed again is NEW
- *	  until its pickup): the local layer's scans keep their own test of
+ *	  until its pickup): the handover layer's scans keep their own test of
  *	  each slot (state, serial, base, node names), and the index only has
  *	  to hold every slot that can pass them, which it does: those are
  *	  slots the worker took on or found at its start, never NEW ones it

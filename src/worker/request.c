@@ -53,11 +53,14 @@ zklock_req_memory(int idx)
 void
 zklock_req_clear_nodes(ZklockSlot *slot)
 {
+	int			k;
+
 	slot->waits_on[0] = '\0';
-	slot->node[0] = '\0';
-	slot->uuid[0] = '\0';
-	slot->aux_node[0] = '\0';
-	slot->aux_uuid[0] = '\0';
+	for (k = 0; k < ZKN_COUNT; k++)
+	{
+		slot->nodes[k].name[0] = '\0';
+		slot->nodes[k].uuid[0] = '\0';
+	}
 }
 
 /*
@@ -359,7 +362,8 @@ zklock_give_up_try(int idx)
 }
 
 /* ---------------------------------------------------------------------
- * Starting and continuing a request through the ops table
+ * Starting and continuing a request through its recipe's descriptor
+ * (zklock_worker_ops)
  * ---------------------------------------------------------------------
  */
 
@@ -513,11 +517,11 @@ record_slot_deletes(int idx, bool can_wait)
 		return true;
 	in.lease = (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES) != 0;
 	in.protected_names = !(zklock_worker_ops(slot->op)->flags & ZKW_PLAIN_NAMES);
-	in.node = slot->node;
-	in.uuid = slot->uuid;
-	in.node_deleted = slot->dbarrier.node_deleted;
-	in.aux_node = slot->aux_node;
-	in.aux_uuid = slot->aux_uuid;
+	in.node = slot->nodes[ZKN_MAIN].name;
+	in.uuid = slot->nodes[ZKN_MAIN].uuid;
+	in.node_deleted = slot->nodes[ZKN_MAIN].deleted;
+	in.aux_node = slot->nodes[ZKN_LEASE_LOCK].name;
+	in.aux_uuid = slot->nodes[ZKN_LEASE_LOCK].uuid;
 	n = zklock_cleanup_plan(&in, steps);
 	if (can_wait && !zklock_deletes_have_room(n))
 		return false;

@@ -92,7 +92,7 @@ zklock_revoke_watch(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	zklock_node_path(slot, slot->node, buf, sizeof(buf));
+	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
 	zklock_reqs[idx].revoke_armed =
 		zoo_awget(zklock_zh, buf, revoke_watcher, (void *) zklock_slot_tag(idx),
 				  revoke_data_done, zklock_slot_tag(idx)) == ZOK;

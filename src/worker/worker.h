@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * worker/worker.h
- *	  What the files of the zklock worker share: the process-local state of
- *	  a request (WorkerReq), the handle and the flags of the event loop, and
- *	  the functions one file of the worker calls in another.  Only the
+ *	  What the files of the zklock worker share among themselves: the flags
+ *	  of the event loop, the handover layer's table, the pending deletes'
+ *	  local state, and the functions one file of the worker calls in
+ *	  another.  What the recipes may use of the worker (the request record
+ *	  WorkerReq, the handle, the request calls) is declared in the recipe
+ *	  contract, recipes/recipe.h, which this header includes.  Only the
  *	  worker process includes it.
  *
  *-------------------------------------------------------------------------
@@ -18,99 +21,12 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "recipes/recipe.h"
 
-/* how often a request may find its parent missing before we give up */
-#define MAX_NONODE_RETRIES	5
-/* how often our own node may vanish under us before we give up */
-#define MAX_LOST_RETRIES	10
 /* most readers one release hands the lock to at once */
 #define ZKLOCK_HANDOVER_MAX	64
 /* how often the worker checks the waits on its own nodes (ms) */
 #define LOCAL_WAIT_CHECK_MS	1000
-
-/*
- * Process-local state of one request slot (zklock_reqs[i], beside
- * zklock_shared->slots[i]).  What it waits for (wait, a ZklockWaitState of
- * core/handover_rules.h) is set only with zklock_req_set_wait, which
- * asserts the move is one of zklock_wait_move_ok's.
- */
-typedef struct WorkerReq
-{
-	uint32		serial;			/* slot serial this belongs to, 0 = none */
-	int			inflight;		/* async calls whose completion is due */
-	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
-	bool		create_sent;	/* a create of our node may have reached the
-								 * server */
-	bool		aux_create_sent;	/* same for a lease's P/locks node */
-	bool		need_parents;	/* create the parents before the node */
-	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
-												 * latest listing made us
-												 * wait on ("": none) */
-	bool		pred_last;		/* pred is the only node keeping us out */
-	struct						/* the handover layer's own (worker/handover_layer.c) */
-	{
-		int			owner;		/* waiting locally: the slot owning pred */
-		uint32		owner_serial;	/* ... and its serial then */
-	}			local;
-	bool		revoke_armed;	/* a revocable lock: the getData watch on our
-								 * node is registered (or on its way) */
-	int			skip_lists;		/* pipelined listings to ignore */
-	bool		list_piped;		/* lock engine: the listing went out right
-								 * behind the create being answered */
-	uint64		create_no;		/* lock engine: number of the create sent
-								 * last (see released_readers) */
-	bool		seq_proven;		/* lock engine: the last create's sequence
-								 * number proved no foreign create since the
-								 * path was listed (worker/handover_numbering.c) */
-	int			nonode_retries;
-	int			lost_retries;
-	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
-													 * being checked */
-	/* per recipe: a request uses only the part of its own op */
-	union
-	{
-		struct
-		{
-			bool		ready_seen; /* P/ready existed */
-			char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
-															 * watch once ours is
-															 * deleted ("": none,
-															 * we are done) */
-		}			dbarrier;
-		struct
-		{
-			int64		written;	/* holders' nodes written */
-		}			revoke;
-		struct
-		{
-			int64		pending;	/* the value being written */
-			int			retries;	/* an add's writes refused so far */
-		}			counter;
-		struct					/* the listing and the data, in order */
-		{
-			char		dir[ZKLOCK_NODE_PATH_SIZE];
-			int			kind;
-			int			n;
-			int			done;
-			char	  **names;
-			char	  **data;
-			int		   *len;
-		}			participants;
-	}			rcp;
-	MemoryContext cxt;			/* the request's own allocations
-								 * (zklock_req_memory), or NULL */
-	bool		node_doubt;		/* a create of our node was in doubt: a
-								 * late one may make a second node with
-								 * its prefix (worker/ghosts.c) */
-	bool		aux_doubt;		/* same for a lease's P/locks node */
-} WorkerReq;
-
-/* Is the request waiting for the connection (either parked state)? */
-static inline bool
-zklock_req_parked(const WorkerReq *req)
-{
-	return req->wait == ZKWS_PARKED || req->wait == ZKWS_PARKED_RECOVER;
-}
 
 /*
  * Process-local state of an entry of the shared pending-delete table
@@ -140,30 +56,12 @@ typedef struct DeleteLocal
 #define DELETE_RETRY_MAX_MS		10000
 
 /*
- * Where the lock engine works for a slot: the mutex-like part of a recipe,
- * as the recipe's lock_target hook describes it.
- */
-typedef struct LockTarget
-{
-	char		base[ZKLOCK_NODE_PATH_SIZE];	/* parent of the lock nodes */
-	char	   *node;			/* our node's name */
-	char	   *uuid;			/* our protection id */
-	const char *lock_name;		/* "lock-", "__READ__", "__WRIT__" */
-	bool	   *create_sent;
-	bool		rw;				/* read/write lock nodes: sorted by sequence */
-	bool		read;			/* decide with the read predicate */
-	bool		final;			/* the lock is what the request asks for (its
-								 * node gives the fencing token and may be
-								 * revocable), not a step of it */
-} LockTarget;
-
-/*
- * The local layer as the lock engine calls it (worker/handover_layer.c defines
- * zklock_local_layer).  A recipe opts in by naming it in its ops entry
- * (.local); without it the lock engine runs Curator's protocol alone,
+ * The handover layer as the lock engine calls it (worker/handover_layer.c defines
+ * zklock_handover_layer).  A recipe opts in by naming it in its ops entry
+ * (.handover); without it the lock engine runs Curator's protocol alone,
  * round trip for round trip.  A new recipe is off until it opts in.
  */
-typedef struct ZklockLocalLayer
+struct ZklockHandoverLayer
 {
 	/* may the create of idx's node go without the listing behind it? */
 	bool		(*create_alone) (int idx, const LockTarget *t);
@@ -185,109 +83,16 @@ typedef struct ZklockLocalLayer
 	void		(*forget) (const char *base);
 	/* may idx's create go alone, its number to tell whether it is first? */
 	bool		(*may_skip) (int idx, const LockTarget *t);
-} ZklockLocalLayer;
+};
 
 /*
- * What the worker does for one kind of request (ZklockOp).  The table of
- * them (recipes/registry.c) is the only place that says which recipe runs
- * which steps: the generic files call these hooks and test no op.
+ * State of the worker process (defined in worker/event_loop.c), besides
+ * what recipes/recipe.h declares (the handle, whether it is connected,
+ * the request records): the open handle's hosts and serial, and the
+ * process-local state beside each entry of the pending-delete table.
  */
-typedef struct ZklockWorkerOps
-{
-	void		(*start) (int idx);	/* first step; caller holds the lock */
-	void		(*next) (int idx);	/* a watch fired: look again */
-	void		(*resume) (int idx, bool recover);	/* the connection is
-													 * back: redo the step */
-	/* users of the lock engine */
-	void		(*lock_target) (int idx, LockTarget *t);
-	void		(*lock_granted) (int idx);	/* the engine got the lock */
-	/* the engine waits behind a predecessor, its watch sent (NULL: nothing
-	 * to do then) */
-	void		(*lock_waits) (int idx);
-	/*
-	 * the session was lost while the request was active (its nodes went
-	 * with it): NULL fails the request; a membership that outlives the
-	 * session (a leader latch) joins again in the next one
-	 */
-	void		(*session_lost) (int idx);
-	/*
-	 * a node found by its prefix was checked (ours: its Stat, else NULL;
-	 * exists: it is there): true when a step of the recipe's own took it
-	 * on, false to leave it to the lock engine
-	 */
-	bool		(*adopted) (int idx, const struct Stat *ours, bool exists);
-	/* a held lock was released; its deletes are recorded, not yet sent */
-	void		(*released) (int idx);
-	/* the local layer, for a recipe that opts in (NULL: Curator's alone) */
-	const ZklockLocalLayer *local;
-	uint32		flags;			/* ZKW_* */
-	const char *state_name;		/* zk_locks.state while it runs, or NULL
-								 * for the slot's state */
-} ZklockWorkerOps;
-
-/*
- * The request works on nodes an earlier request of its slot made (a double
- * barrier leave works on its membership): pickup keeps them, and the loss
- * of the session fails the request.
- */
-#define ZKW_KEEPS_NODES		0x01
-/* its main node lives under P/leases */
-#define ZKW_NODE_IN_LEASES	0x02
-/* its nodes carry no protection prefix (double barrier members) */
-#define ZKW_PLAIN_NAMES		0x04
-
-/* the ops table (recipes/registry.c) */
-extern const ZklockWorkerOps zklock_ops_table[ZKOP_CONFIRM + 1];
-
-/*
- * The operations of a kind of request.  Every entry has a start step; one
- * without next or resume starts again instead.
- */
-static inline const ZklockWorkerOps *
-zklock_worker_ops(ZklockOp op)
-{
-	if ((int) op <= 0 || (int) op > ZKOP_CONFIRM ||
-		zklock_ops_table[op].start == NULL)
-		elog(ERROR, "zklock: request of unknown kind %d", (int) op);
-	return &zklock_ops_table[op];
-}
-
-/* the steps of the recipes (the table's entries) */
-extern void zklock_lk_resume(int idx, bool recover);
-extern void zklock_confirm_start(int idx);
-extern void zklock_counter_start(int idx);
-extern void zklock_mutex_lock_target(int idx, LockTarget *t);
-extern void zklock_read_lock_target(int idx, LockTarget *t);
-extern void zklock_write_lock_target(int idx, LockTarget *t);
-extern void zklock_lease_lock_target(int idx, LockTarget *t);
-extern void zklock_lease_start(int idx);
-extern void zklock_lease_next(int idx);
-extern void zklock_lease_resume(int idx, bool recover);
-extern bool zklock_lease_adopted(int idx, const struct Stat *ours, bool exists);
-extern void zklock_barrier_set_start(int idx);
-extern void zklock_barrier_remove_start(int idx);
-extern void zklock_barrier_wait_start(int idx);
-extern void zklock_denter_next(int idx);
-extern void zklock_denter_resume(int idx, bool recover);
-extern void zklock_leave_resume(int idx, bool recover);
-extern void zklock_revoke_start(int idx);
-extern void zklock_participants_start(int idx);
-extern void zklock_latch_lock_target(int idx, LockTarget *t);
-extern void zklock_latch_granted(int idx);
-extern void zklock_latch_waits(int idx);
-extern void zklock_latch_next(int idx);
-extern void zklock_latch_lost_session(int idx);
-
-/*
- * State of the worker process (defined in worker/event_loop.c): the client
- * handle, whether it is connected, and the process-local state beside
- * each request slot and each entry of the pending-delete table.
- */
-extern zhandle_t *zklock_zh;
-extern bool zklock_connected;
 extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
-extern WorkerReq *zklock_reqs;	/* beside zklock_shared->slots */
 extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
 
 /*
@@ -402,17 +207,7 @@ extern int	zklock_pathidx_next(int i);
 extern int	zklock_pathidx_check(void);
 
 /* worker/zkio.c */
-extern void zklock_create_containers(const char *path, bool include_self);
 extern const void *zklock_make_tag(int idx, uint32 serial);
-extern bool zklock_new_uuid(char *out);
-extern struct ACL_vector *zklock_node_acl(void);
-extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
-							 size_t len);
-extern const void *zklock_slot_tag(int idx);
-extern int zklock_tag_current(const void *tag);
-extern bool zklock_rc_refused(int rc);
-extern bool zklock_rc_retryable(int rc);
-extern bool zklock_rc_session_gone(int rc);
 extern int zklock_rc_sqlstate(int rc);
 
 /* worker/delete_table.c: the entries of the pending-delete table */
@@ -436,12 +231,8 @@ extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
 extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
-extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen, int64 czxid,
-							  int64 ctime);
 extern bool zklock_deletes_due(TimestampTz now);
 extern void zklock_deletes_load(void);
-extern void zklock_queue_delete(const char *path, const char *prefix);
 extern void zklock_send_deletes(void);
 
 /* worker/batch.c */
@@ -451,47 +242,12 @@ extern bool zklock_batch_create(const char *path, const char *data, int len,
 extern void zklock_batch_flush(void);
 extern void zklock_batch_send_ready(void);
 
-/* worker/ghosts.c */
-extern void zklock_delete_ghosts(const char *base, char *const *children,
-								 int n);
-extern void zklock_note_doubt(int idx, bool aux);
-extern void zklock_sweep_doubted(int idx, bool aux_only);
-
-
 /* worker/request.c */
-extern void zklock_call_failed(int idx, int rc, const char *what);
-extern void zklock_call_sent(int idx, int rc);
-extern int zklock_completion_begin(const void *data);
-extern int zklock_create_begin(int rc, const char *value, const void *data);
-extern void zklock_create_took(int idx, const char *value, char *node,
-							   Size node_size, bool *create_sent);
-extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-								 bool fixed_name, bool listing_follows,
-								 const char *what);
 extern void zklock_continue_request(int idx);
-extern void zklock_give_up_try(int idx);
-extern int zklock_listing_begin(const void *data);
-extern void zklock_grant(int idx);
-extern void zklock_park(int idx, bool recover);
-extern void zklock_req_clear_nodes(ZklockSlot *slot);
-extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
-extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
-extern MemoryContext zklock_req_memory(int idx);
 extern void zklock_req_reset(int idx);
 extern void zklock_req_withdraw(int idx);
-extern void zklock_req_set_wait(int idx, ZklockWaitState to);
-extern bool zklock_retry_with_parents(int idx);
-extern bool zklock_send_exists_watch(int idx, const char *path,
-									 stat_completion_t done, bool recover);
-extern void zklock_send_listing(int idx, const char *path,
-								strings_completion_t done, bool watch,
-								bool recover);
 extern void zklock_send_listing2(int idx, const char *path,
 								 strings_stat_completion_t done);
-extern bool zklock_settle_cancel(int idx);
-extern void zklock_start_request(int idx);
-extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
-								const char *path, void *ctx);
 
 /* worker/dispatch.c */
 extern void zklock_fail_auth_rejected(int idx);
@@ -500,23 +256,14 @@ extern void zklock_sweep_lost_session(const char *why);
 
 /* worker/lock_engine.c */
 extern uint64 zklock_lk_creates_sent;
-extern void zklock_adopt_check(int idx, const char *base, const char *name);
-extern void zklock_lk_create(int idx);
-extern void zklock_lk_list(int idx);
 extern void zklock_lk_target(int idx, LockTarget *t);
-extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
-								 bool rw, bool read);
 extern void zklock_lk_granted(int idx);
 
 /* worker/handover_layer.c: the lock engine's handover layer */
-extern const ZklockLocalLayer zklock_local_layer;
 extern void (*const zklock_node_gone_hook) (const char *path);
-extern void zklock_lk_released(int idx);
 extern void zklock_lk_check_local_waits(void);
 
 /* worker/handover.c: local handover, its steps and safety net */
-extern int	zklock_handover_choose(const char *base, const char *node,
-								   bool held_mutex);
 extern void zklock_handover_node_gone(int idx, const LockTarget *t);
 extern void zklock_handover_safety_net(void);
 
@@ -527,13 +274,6 @@ extern bool zklock_known_may_skip(int idx, const LockTarget *t);
 extern bool zklock_known_created(const char *base, const char *node);
 extern void zklock_known_forget(const char *base);
 extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
-
-/* recipes/semaphore.c */
-extern void zklock_lease_create(int idx);
-
-/* recipes/double_barrier.c */
-extern void zklock_denter_start(int idx);
-extern void zklock_leave_list(int idx);
 
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);

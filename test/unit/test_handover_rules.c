@@ -1,5 +1,5 @@
 /*
- * Unit tests of the local layer's pure decisions (src/core/handover_rules.c):
+ * Unit tests of the handover layer's pure decisions (src/core/handover_rules.c):
  * where a lock node created behind a node of this worker goes without a
  * listing, which nodes of this worker may decide for a new one (the
  * reader predicate, the downgrade twin), when a create skips its listing,
