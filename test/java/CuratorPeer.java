@@ -113,6 +113,10 @@
  *   selector_parts ID           -> "selectorparts ID id:leader ..."
  *   selector_close ID           -> "selector ID closed"
  *   ping                        -> "pong"
+ *   expire SESSION_HEX PASSWD_HEX
+ *                               close that session from outside, as ZkTool's
+ *                               expire does (compiled with it), without the
+ *                               start of a JVM: -> "expired 0x<id> attempts=<n>"
  *   states                      from now on print "state NAME US" (epoch
  *                               microseconds) on every connection state Curator
  *                               reports (SUSPENDED, RECONNECTED, LOST, ...):
@@ -212,6 +216,7 @@ public class CuratorPeer {
     private static final Object OUT_LOCK = new Object();
     private static final Map<String, Owner> owners = new ConcurrentHashMap<>();
     private static CuratorFramework client;
+    private static String connectString;
 
     /** Print one reply line and flush; replies from several threads never interleave. */
     static void reply(String line) {
@@ -232,6 +237,7 @@ public class CuratorPeer {
             System.err.println("usage: CuratorPeer <connectString>");
             System.exit(2);
         }
+        connectString = args[0];
         client = CuratorFrameworkFactory.builder()
                 .connectString(args[0])
                 .sessionTimeoutMs(10_000)
@@ -272,6 +278,9 @@ public class CuratorPeer {
         switch (w[0]) {
         case "ping":
             reply("pong");
+            return true;
+        case "expire":
+            ZkTool.expire(connectString, w[1], w[2]);
             return true;
         case "states":
             client.getConnectionStateListenable().addListener((c, st) -> reply("state " + st.name() + " " + nowMicros()));

@@ -912,7 +912,8 @@ sub _compile
 	IPC::Run::run(
 		[
 			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
-			"$ZklockTest::REPO/test/java/CuratorPeer.java"
+			"$ZklockTest::REPO/test/java/CuratorPeer.java",
+			"$ZklockTest::REPO/test/java/ZkTool.java"    # the peer's expire
 		],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
 	  or BAIL_OUT("javac CuratorPeer.java failed: $out $err");
