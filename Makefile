@@ -3,8 +3,8 @@
 MODULE_big = zklock
 # one folder per layer (src/README, "Layers"); test/callgraph.pl checks
 # which folder may call which
-CORE_OBJS = $(addprefix src/core/, curator_rules.o names.o lease_rules.o \
-	handover_rules.o)
+CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
+	lease_rules.o handover_rules.o)
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
 BACKEND_OBJS = $(addprefix src/backend/, args.o channel.o cancel_on_loss.o \
 	xact.o holds.o acquire.o views.o)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/names.h"
+#include "core/value_codec.h"
 
 extern const char *zklock_sort_key(const char *name, const char *lock_name);
 extern void zklock_sort_children(char **names, int n, const char *lock_name);
@@ -132,19 +133,8 @@ extern bool zklock_delete_may_add(int used, int size, int need, bool can_wait,
  */
 extern int	zklock_retry_delay_ms(int attempt, int base_ms, int cap_ms);
 
-/*
- * Counters (issue 21): SharedCount keeps a 4-byte big-endian int,
- * DistributedAtomicLong an 8-byte big-endian long (a missing node or empty
- * data reads as 0).  The decoders return false for data of any other
- * length (Curator fails on it too).
- */
+/* a LeaderLatch member's node name, before its sequence number */
 #define ZKLOCK_LATCH_NAME "latch-"
-extern void zklock_count_encode(int32_t value, unsigned char out[4]);
-extern bool zklock_count_decode(const char *data, int len, int32_t *value);
-extern void zklock_long_encode(int64_t value, unsigned char out[8]);
-extern bool zklock_long_decode(const char *data, int len, int64_t *value);
-/* a + b, or false when it does not fit in 64 bits */
-extern bool zklock_long_add(int64_t a, int64_t b, int64_t *sum);
 
 /*
  * The fence of a counter write: the worker sends a write of a backend that

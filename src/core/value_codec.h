@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * core/value_codec.h
+ *	  Curator's value formats (core/value_codec.c).  SharedCount keeps a
+ *	  4-byte big-endian int, DistributedAtomicLong an 8-byte big-endian
+ *	  long (a missing node or empty data reads as 0).  The decoders return
+ *	  false for data of any other length (Curator fails on it too).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_VALUE_CODEC_H
+#define ZKLOCK_VALUE_CODEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+extern void zklock_count_encode(int32_t value, unsigned char out[4]);
+extern bool zklock_count_decode(const char *data, int len, int32_t *value);
+extern void zklock_long_encode(int64_t value, unsigned char out[8]);
+extern bool zklock_long_decode(const char *data, int len, int64_t *value);
+/* a + b, or false when it does not fit in 64 bits */
+extern bool zklock_long_add(int64_t a, int64_t b, int64_t *sum);
+
+#endif							/* ZKLOCK_VALUE_CODEC_H */
