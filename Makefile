@@ -25,9 +25,6 @@ PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
-# header dependencies as the compiler saw them (-MMD, read at the end): an
-# object is rebuilt when a header it includes changes, and only then
-PG_CPPFLAGS += -MMD -MP
 EXTRA_CLEAN += $(OBJS:.o=.d) $(OBJS:.o=.bc)
 
 # pg_regress runs against a private cluster started by test/run-user-tests.sh
@@ -43,6 +40,11 @@ include $(PGXS)
 unittest:
 	$(MAKE) -C test/unit check
 
+# header dependencies as the compiler saw them: an object is rebuilt when
+# a header it includes changes, and only then.  -MMD on the objects only:
+# the bitcode (.bc) of the same source would write the same .d naming
+# itself, and the objects would lose their dependencies.
+$(OBJS): override CFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
 
 # the inner test loop, without root (test/check.sh): build, install into a

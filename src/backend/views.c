@@ -336,13 +336,9 @@ zk_locks(PG_FUNCTION_ARGS)
 			state = zklock_slot_state_name(ZKS_LOST);
 		if (zklock_op_state_name(s->op) != NULL)
 			state = zklock_op_state_name(s->op);
-		/* an election's member: whose it is, and whether it leads now */
-		if (s->kind == ZKK_LATCH)
-		{
-			scope = s->args.latch.cluster ? "cluster" : "session";
-			mode = (s->op == ZKOP_LATCH && s->rstate.latch.leader && lease_ok) ?
-				"leader" : "member";
-		}
+		/* what the recipe says more (an election's member: leader or not) */
+		if (zklock_kind_info(s->kind)->describe != NULL)
+			zklock_kind_info(s->kind)->describe(s, lease_ok, &mode, &scope);
 
 		values[0] = Int32GetDatum(s->pid);
 		values[1] = CStringGetTextDatum(recipe);

@@ -13,8 +13,9 @@
  *	  zklock_xact_note_lost		a lock was found lost: fail COMMIT if relied on
  *	  zklock_xact_release_due	release the holds of ended transactions
  *	  zklock_xact_lost_lock		the lost lock this transaction relied on
- *	  zklock_rely_on_leadership	COMMIT is to check a leadership
- *	  zklock_xact_leadership	the leadership relied on last
+ *	  zklock_rely_on_state		COMMIT is to check a recipe's state (a
+ *								leadership)
+ *	  zklock_xact_relied_state	the state relied on last
  *	  zklock_drop_hold			drop one hold; the last releases the lock
  *	  zklock_publish_counts		show a lock's hold counts in zk_locks
  *
@@ -46,18 +47,20 @@ static bool xact_lost = false;
 static char xact_lost_path[ZKLOCK_FULL_PATH_SIZE];
 
 /*
- * A leadership this transaction relies on (zk_leader_xact): the member's
- * slot, its serial and the leadership epoch seen.  Its COMMIT fails when
- * the member no longer leads in that same epoch.
+ * A recipe's state this transaction relies on (a leadership, through
+ * zk_leader_xact): the slot, its serial and kind, and the epoch seen.  Its
+ * COMMIT fails unless the kind's still_relied_on hook says the slot still
+ * gives it in that same epoch.
  */
-typedef struct XactLeadership
+typedef struct XactReliance
 {
 	int			slot;
 	uint32		serial;
+	ZklockKind	kind;
 	uint64		epoch;
 	char		path[ZKLOCK_FULL_PATH_SIZE];	/* the user's path */
-} XactLeadership;
-static List *xact_leaderships = NIL;
+} XactReliance;
+static List *xact_reliances = NIL;
 
 static void release_due_holds(void);
 static bool xact_relies_on(LocalLock *ll);
@@ -300,23 +303,24 @@ check_locks_at_commit(void)
 		if (lost_path == NULL && ll != NULL && zklock_hold_lost(ll))
 			lost_path = h->key.path;
 	}
-	foreach(lc, xact_leaderships)
+	foreach(lc, xact_reliances)
 	{
-		XactLeadership *l = (XactLeadership *) lfirst(lc);
+		XactReliance *l = (XactReliance *) lfirst(lc);
+		const ZklockKindInfo *ki = zklock_kind_info(l->kind);
 		ZklockSlot *slot = &zklock_shared->slots[l->slot];
 		ZklockShared *sh = zklock_shared;
 
 		relies = true;
 		if (!(slot->serial == l->serial && slot->state == ZKS_ACTIVE &&
-			  slot->op == ZKOP_LATCH && slot->rstate.latch.leader &&
-			  slot->rstate.latch.epoch == l->epoch &&
+			  slot->kind == l->kind && ki->still_relied_on != NULL &&
+			  ki->still_relied_on(slot, l->epoch) &&
 			  sh->have_session && slot->session_gen == sh->session_gen))
 			ereport(ERROR,
 					(errcode(ERRCODE_TRANSACTION_ROLLBACK),
-					 errmsg("leadership of the election at \"%s\" was lost before commit",
-							l->path),
-					 errdetail("The transaction relied on it (zk_leader_xact)."),
-					 errhint("Retry the transaction; it commits only while this cluster leads.")));
+					 errmsg("%s at \"%s\" was lost before commit",
+							ki->relied_on, l->path),
+					 errdetail("The transaction relied on it."),
+					 errhint("Retry the transaction.")));
 	}
 	if (!relies)
 		return;
@@ -379,12 +383,16 @@ xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (xact_leaderships != NIL)
+			if (xact_reliances != NIL)
+			{
+				XactReliance *l = (XactReliance *) linitial(xact_reliances);
+
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that relies on leadership"),
-						 errdetail("It called zk_leader_xact."),
-						 errhint("COMMIT PREPARED could run after the leadership ended; commit the transaction instead.")));
+						 errmsg("cannot PREPARE a transaction that relies on %s at \"%s\"",
+								zklock_kind_info(l->kind)->relied_on, l->path),
+						 errhint("COMMIT PREPARED could run after it ended; commit the transaction instead.")));
+			}
 			if (xact_holds != NIL || xact_session_keys != NIL || xact_lost)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -420,8 +428,8 @@ xact_callback(XactEvent event, void *arg)
 					((XactHold *) lfirst(lc))->due = true;
 			list_free_deep(xact_session_keys);
 			xact_session_keys = NIL;
-			list_free_deep(xact_leaderships);
-			xact_leaderships = NIL;
+			list_free_deep(xact_reliances);
+			xact_reliances = NIL;
 			xact_lost = false;
 			break;
 	}
@@ -490,45 +498,50 @@ zklock_xact_register_callbacks(void)
 }
 
 /*
- * The current transaction relies on the leadership of the member in slot
- * idx (of serial) in epoch: its COMMIT checks it is still the same.
+ * The current transaction relies on the state of the slot idx (of serial
+ * and kind; its kind has a still_relied_on hook) as it was in epoch (a
+ * leader latch member's leadership): its COMMIT checks it is still the
+ * same.
  */
 void
-zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
-						  const char *user_path)
+zklock_rely_on_state(ZklockKind kind, int idx, uint32 serial, uint64 epoch,
+					 const char *user_path)
 {
-	XactLeadership *l;
+	XactReliance *l;
 	ListCell   *lc;
 	MemoryContext old;
 
-	foreach(lc, xact_leaderships)
+	Assert(zklock_kind_info(kind)->still_relied_on != NULL);
+	foreach(lc, xact_reliances)
 	{
-		l = (XactLeadership *) lfirst(lc);
+		l = (XactReliance *) lfirst(lc);
 		if (l->slot == idx && l->serial == serial && l->epoch == epoch)
 			return;
 	}
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	l = palloc0(sizeof(XactLeadership));
+	l = palloc0(sizeof(XactReliance));
 	l->slot = idx;
 	l->serial = serial;
+	l->kind = kind;
 	l->epoch = epoch;
 	strlcpy(l->path, user_path, sizeof(l->path));
-	xact_leaderships = lappend(xact_leaderships, l);
+	xact_reliances = lappend(xact_reliances, l);
 	MemoryContextSwitchTo(old);
 }
 
 /*
- * The leadership the current transaction relied on last (zk_leader_xact),
- * for the fence of a counter write: false when it relied on none.
+ * The state the current transaction relied on last (a leadership, through
+ * zk_leader_xact), for the fence of a counter write: false when it relied
+ * on none.
  */
 bool
-zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch)
+zklock_xact_relied_state(int *idx, uint32 *serial, uint64 *epoch)
 {
-	XactLeadership *l;
+	XactReliance *l;
 
-	if (xact_leaderships == NIL)
+	if (xact_reliances == NIL)
 		return false;
-	l = (XactLeadership *) llast(xact_leaderships);
+	l = (XactReliance *) llast(xact_reliances);
 	*idx = l->slot;
 	*serial = l->serial;
 	*epoch = l->epoch;

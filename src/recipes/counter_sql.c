@@ -64,7 +64,7 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 	ask.args.counter.b = b;
 	ask.args.counter.version = version;
 	ask.args.counter.lead_slot = -1;
-	if (zklock_xact_leadership(&lead_slot, &ask.args.counter.lead_serial,
+	if (zklock_xact_relied_state(&lead_slot, &ask.args.counter.lead_serial,
 							   &ask.args.counter.lead_epoch))
 		ask.args.counter.lead_slot = lead_slot;
 	if (action == ZKC_COUNT_GET || action == ZKC_LONG_GET)

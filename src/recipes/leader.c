@@ -636,7 +636,7 @@ zk_leader_xact(PG_FUNCTION_ARGS)
 	idx = latch_member(fcinfo, &key, &user_off, &serial);
 	if (!latch_leads(idx, serial, &epoch))
 		PG_RETURN_BOOL(false);
-	zklock_rely_on_leadership(idx, serial, epoch, key.path + user_off);
+	zklock_rely_on_state(ZKK_LATCH, idx, serial, epoch, key.path + user_off);
 	PG_RETURN_BOOL(true);
 }
 
@@ -655,8 +655,40 @@ static const ZklockWorkerOps latch_ops[] = {
 	},
 };
 
+/*
+ * zk_locks of a member: whose it is (the cluster's or the session's), and
+ * whether it leads now (proven only within the lease).  On a copy of the
+ * slot taken under the shared lock (zk_locks).
+ */
+static void
+latch_describe(const ZklockSlot *slot, bool lease_ok, const char **mode,
+			   const char **scope)
+{
+	*scope = slot->args.latch.cluster ? "cluster" : "session";
+	*mode = (slot->op == ZKOP_LATCH && slot->rstate.latch.leader && lease_ok) ?
+		"leader" : "member";
+}
+
+/*
+ * COMMIT of a transaction that relied on this member's leadership
+ * (zk_leader_xact) in epoch: it must still lead in that same epoch (the
+ * caller matched the serial, the state and the session).  Read without
+ * the lock, as the COMMIT check reads the slot: epoch moves with every
+ * change of leader.
+ */
+static bool
+latch_still_leads(const ZklockSlot *slot, uint64 epoch)
+{
+	return slot->op == ZKOP_LATCH && slot->rstate.latch.leader &&
+		slot->rstate.latch.epoch == epoch;
+}
+
 static const ZklockKindInfo latch_kinds[] = {
-	{.kind = ZKK_LATCH, .recipe = "leader_latch", .mode = "member"},
+	{
+		.kind = ZKK_LATCH, .recipe = "leader_latch", .mode = "member",
+		.describe = latch_describe, .still_relied_on = latch_still_leads,
+		.relied_on = "leadership of the election",
+	},
 };
 
 const ZklockRecipe zklock_recipe_leader_latch = {

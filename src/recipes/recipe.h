@@ -95,6 +95,28 @@ typedef struct ZklockKindInfo
 	void		(*before_acquire) (struct ZklockAsk *ask,
 								   const struct LocalLockKey *key, int user_off,
 								   struct LocalLock *held);
+
+	/*
+	 * zk_locks' mode and scope of a slot of this kind, when the kind says
+	 * more than its mode and the hold counts (a leader latch member: leader
+	 * or member, its 'cluster' or 'session' scope); lease_ok says whether
+	 * the worker's lease is good.  Backend, on a copy of the slot taken
+	 * under the shared lock; NULL: mode above, scope from the counts.
+	 */
+	void		(*describe) (const ZklockSlot *slot, bool lease_ok,
+							 const char **mode, const char **scope);
+
+	/*
+	 * A transaction relied on a slot of this kind (zk_leader_xact, through
+	 * zklock_rely_on_state): whether the slot, still of the serial relied
+	 * on, ACTIVE and of the current session, still gives what was relied
+	 * on at epoch.  Its COMMIT fails with "<relied_on> at <path> was lost
+	 * before commit" otherwise.  Backend, without the shared lock, as the
+	 * COMMIT check reads the slot: the worker changes epoch with every
+	 * change of what is relied on, so a torn read fails the check.
+	 */
+	bool		(*still_relied_on) (const ZklockSlot *slot, uint64 epoch);
+	const char *relied_on;		/* what it gives, for that message */
 } ZklockKindInfo;
 
 /*
@@ -432,9 +454,9 @@ extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 
 /* backend/xact.c */
 extern const char *zklock_xact_lost_lock(void);
-extern void zklock_rely_on_leadership(int idx, uint32 serial, uint64 epoch,
-									  const char *user_path);
-extern bool zklock_xact_leadership(int *idx, uint32 *serial, uint64 *epoch);
+extern void zklock_rely_on_state(ZklockKind kind, int idx, uint32 serial,
+								 uint64 epoch, const char *user_path);
+extern bool zklock_xact_relied_state(int *idx, uint32 *serial, uint64 *epoch);
 extern void zklock_drop_hold(LocalLock *ll, bool xact);
 
 /* backend/cancel_on_loss.c */
