@@ -29,18 +29,60 @@
  *	                lost reply (deletes retried from the table, creates
  *	                recovered by their protection prefix)
  *
- *	  Nothing waits for more ops: a pass batches what it produced.  A
- *	  delete queued this way has not left yet, so whatever must reach the
- *	  server behind it (the exists of a local handover, the watch a
- *	  listing's decision sends after deleting a ghost, a request that
- *	  starts or resumes, a create sent at once with its listing) calls
- *	  zklock_batch_flush first; everything else is at worst conservative (a
- *	  node about to go is seen a little longer, and its watch fires).  A
+ *	  Which deletes: a plain delete by name of an ephemeral node (not by
+ *	  prefix, not limited to a czxid, not persistent, never refused by the
+ *	  server); persistent entries (P/ready) and deletes by prefix are sent
+ *	  at once.  Which creates: a lock node's create that goes without its
+ *	  listing (the handover layer's create_alone, or a path whose
+ *	  numbering proves it, worker/handover_numbering.c), other than a read
+ *	  node's or a downgrade's: a reader that shares the answer of a reader
+ *	  released after its create left (released_readers) counts on the
+ *	  create leaving when it is numbered.  Nothing waits for more ops: a
+ *	  pass batches what it produced.
+ *
+ *	  A multi is all or nothing.  For its deletes:
+ *
+ *	    ZOK                        every entry is freed (its node is gone)
+ *	    connection loss, session   each entry is retried like a lost single
+ *	    gone, or the client        delete (delete_retry; the send, like a
+ *	    refusing the send          refused single send)
+ *	    any other answer (one op   each entry is sent again alone and gets
+ *	    failed: NoNode of a node   the answer it would have had alone
+ *	    deleted from outside, ...) (NoNode frees it); a refused entry goes
+ *	                               alone from then on
+ *
+ *	  For its creates: every node one multi creates gets the multi's zxid
+ *	  as its creation zxid, the lock's fencing token, so two creates under
+ *	  one parent never share a multi (zklock_batch_take, unit-tested):
+ *	  tokens of one lock must grow.  The C client has no create2 in a
+ *	  multi, hence the exists of batch_stat_done.  A create queued on a
+ *	  connection that has ended meanwhile never leaves and is answered as a
+ *	  lost reply (after the lock is let go: each completion takes it).  The
+ *	  batch (ops, results, entry indexes and serials) is worker memory; an
+ *	  entry freed or reused meanwhile (its serial changed) is skipped.
+ *	  zk_status() counts batches, batched_deletes, batched_creates and
+ *	  batches_failed.
+ *
+ *	  Ordering: a queued delete has not left yet, so a request sent later
+ *	  in the same pass would reach the server ahead of it.  Whatever relies
+ *	  on a delete being ahead of its own request calls zklock_batch_flush
+ *	  (caller holds the lock) right before sending:
+ *	  zklock_handover_node_gone (its exists must be answered after the
+ *	  released node's delete, worker/handover.c), zklock_delete_ghosts (the
+ *	  decision's watch must find the ghost gone), and a create sent at once
+ *	  with its listing.  Pickup and resume flush too, so a request that
+ *	  starts or restarts goes behind every delete queued before it, as
+ *	  unbatched: a backend's release reaches ZooKeeper before its next
+ *	  acquire (whose listing would otherwise show its own released node and
+ *	  wait on it), and a request resumed after a reconnect lists after the
+ *	  deletes zklock_send_deletes queued.  The give-backs of a pass are all
+ *	  withdrawn before its first pickup, so they still share a multi.
+ *	  Nothing else relies on the order: any other request that may overtake
+ *	  a queued delete sees the node a little longer, which is conservative
+ *	  (a listing that still shows it waits behind it, with a watch that
+ *	  fires when the batch applies), never a node gone that is not.  A
  *	  queued create may leave after a delete queued after it (deletes go
- *	  first): it then only finds fewer nodes ahead of it, never more.  Two
- *	  creates under one parent never share a multi (zklock_batch_take):
- *	  their nodes would share a creation zxid, and tokens of one lock must
- *	  grow.  src/README, "Batched creates and deletes".
+ *	  first): it then only finds fewer nodes ahead of it, never more.
  *
  *-------------------------------------------------------------------------
  */
