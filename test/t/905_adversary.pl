@@ -69,7 +69,9 @@
 #     double barrier enter never passes alone;
 #   - zk_revoke never asks more than one holder of a mutex; a reentrant
 #     acquire and a downgrade are granted; an upgrade is never granted;
-#   - no statement runs past its timeouts plus the holds it asked for, every
+#   - no statement runs past its timeouts plus the holds it asked for plus
+#     75 s (a session timeout and zklock.connect_timeout), counted from its
+#     start and from the last fault on its cluster or ZooKeeper, every
 #     error carries a documented SQLSTATE, and once everything is released
 #     no lock, lease, member or latch node is left in ZooKeeper.
 # A session closed from outside by ZkTool (with its password) is not an
@@ -132,7 +134,10 @@ use ZklockClock;
 
 my $SECONDS = $ENV{ZKLOCK_ADVERSARY_SECONDS} // 150;
 my $SESSIONS = 8;            # per cluster
-my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this (> the longest session timeout)
+my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this (the longest
+                             # session timeout, 60 s, + zklock.connect_timeout, 15 s), counted
+                             # from its start or from the last fault on its cluster or on
+                             # ZooKeeper during it, whichever is later (last_fault)
 my $CALM_SECS = 10;
 my @CLUSTERS = ('A', 'B');
 my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
@@ -443,6 +448,25 @@ sub ival { my ($s) = @_; return sprintf("'%.3fs'", $s); }
 # waits under way by its size.  steps_back($cluster, $since): the seconds
 # the clock of $cluster was stepped back since $since.
 my @clock_steps;    # [ time, cluster, delta ]
+# last_fault($c, $since): when (epoch) the latest fault that touched cluster
+# $c (its own, or one of ZooKeeper's servers) was noted since $since, its
+# end for a fault that lasts (a black hole healed, a worker continued, a
+# server back), or 0.  Every fault lasts at most 30 s, and after it a
+# request waits at most for the lease to run out (a session timeout) and
+# zklock.connect_timeout: a statement still running later than its bound
+# after both its start and that fault hangs.
+sub last_fault
+{
+	my ($c, $since) = @_;
+	for my $f (reverse faults())
+	{
+		my $at = $t0 + $f->[1];
+		last if $at < $since;
+		return $at if $f->[0] =~ /^(\Q$c\E|ZooKeeper): / && $f->[0] !~ /skipped|aimed|already|nothing to change/;
+	}
+	return 0;
+}
+
 sub steps_back
 {
 	my ($c, $since) = @_;
@@ -567,12 +591,15 @@ sub pump_sessions
 		{
 			if (!$c->{sess}->done)
 			{
-				if (!$c->{hung} && $c->{op} && time - $c->{op}{start} > $c->{op}{bound} + steps_back($c->{cluster}, $c->{op}{start}))
+				if (!$c->{hung} && $c->{op} && time - $c->{op}{start} > $c->{op}{bound} + steps_back($c->{cluster}, $c->{op}{start})
+					&& time - last_fault($c->{cluster}, $c->{op}{start}) > $c->{op}{bound} + steps_back($c->{cluster}, $c->{op}{start}))
 				{
+					my $lf = last_fault($c->{cluster}, $c->{op}{start});
 					$c->{hung} = 1;
-					push @hangs, sprintf('%s (pid %d) op %d %s on %s: still running after %.0f s (bound %.0f s)',
+					push @hangs, sprintf('%s (pid %d) op %d %s on %s: still running after %.0f s (bound %.0f s%s)',
 						$c->{name}, $c->{sess}->pid, $c->{op}{id}, $c->{op}{kind}, $c->{op}{path},
-						time - $c->{op}{start}, $c->{op}{bound});
+						time - $c->{op}{start}, $c->{op}{bound},
+						$lf ? sprintf(', %.0f s after the last fault on its cluster', time - $lf) : '');
 					diag($hangs[-1]);
 				}
 				next;
@@ -1468,7 +1495,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 	  or do { history("wrong answer: $wrong[0][0]", $wrong[0][1]{start} - 20, $wrong[0][1]{end}, qr/^\Q$wrong[0][1]{path}\E$/); };
 	my @not_granted = grep { $_->{kind} eq 'downgrade' && ($_->{lines}[1] // '') eq 'downgrade-false' && !defined $_->{sqlstate} } @ops;
 	note('downgrades that said false (the write lock lost meanwhile): ' . scalar(@not_granted));
-	is(scalar @hangs, 0, 'no statement ran past its timeouts and holds plus ' . $HANG_SLACK . ' s (and the steps back of its clock)') or diag(join("\n", @hangs));
+	is(scalar @hangs, 0, 'no statement ran past its timeouts and holds plus ' . $HANG_SLACK . ' s after its start and after the last fault on its cluster (and the steps back of its clock)') or diag(join("\n", @hangs));
 	my @bad = grep { !$DOCUMENTED{$_} } sort keys %err_count;
 	is(scalar @bad, 0, 'every error carries a documented SQLSTATE (' . join(', ', map { "$_ x$err_count{$_}" } sort keys %err_count) . ')')
 	  or diag(join("\n", map { "$_: $err_example{$_}" } @bad));
