@@ -16,6 +16,7 @@
 # The platform, from /etc/os-release (ZKLOCK_PG_MAJOR overrides it):
 #   Debian 12 (bookworm)  PostgreSQL 15, ZooKeeper 3.8, Curator 5.4, JDK 17
 #   Debian 13 (trixie)    PostgreSQL 17, ZooKeeper 3.9, Curator 5.7, JDK 21
+#   Debian forky (testing) PostgreSQL 18, ZooKeeper 3.9, Curator 5.7, JDK 25
 # Exported: ZKLOCK_DEBIAN (codename), PG_MAJOR, PGBIN, PG_CONFIG.
 # ZKLOCK_PGBIN points them at another (relocated) copy of the server, so
 # a developer can test a build without installing it system-wide.
@@ -38,6 +39,7 @@ zklock_default_pg_major() {
 	case "$ZKLOCK_DEBIAN" in
 		bookworm) echo 15 ;;
 		trixie) echo 17 ;;
+		forky) echo 18 ;;
 		*)
 			# another release: the newest server headers installed, else 15
 			local d

@@ -49,7 +49,7 @@ run_prove() {
 	shift
 	export TESTDIR="$WORK/tap"
 	mkdir -p "$TESTDIR"
-	if ! timeout "$limit" prove -v -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl "$@"; then
+	if ! timeout "$limit" prove -v --timer -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl "$@"; then
 		status=1
 		for f in "$TESTDIR"/tmp_check/log/*; do
 			[ -f "$f" ] || continue
