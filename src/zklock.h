@@ -24,6 +24,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "core/curator_rules.h"
 
 /* most entries of the shared request table (zklock.max_requests) */
@@ -513,30 +514,6 @@ extern int	zklock_persistent_deletes_read(ZklockDelete *out, int max,
 
 /* worker/event_loop.c */
 extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
-
-/*
- * Version differences of PostgreSQL's C API, kept here so that no other
- * file tests PG_VERSION_NUM.
- *
- * ZKLOCK_MY_PROCNO: this process's index in ProcGlobal->allProcs (17
- * replaced PGPROC.pgprocno with the global MyProcNumber).
- */
-#if PG_VERSION_NUM >= 170000
-#define ZKLOCK_MY_PROCNO	((int) MyProcNumber)
-#else
-#define ZKLOCK_MY_PROCNO	(MyProc->pgprocno)
-#endif
-
-/*
- * ZKLOCK_CREATE_WAIT_EVENT_SET: a wait event set that lives until it is
- * freed explicitly (17 takes a resource owner, NULL meaning none, where 15
- * took the memory context to allocate in).
- */
-#if PG_VERSION_NUM >= 170000
-#define ZKLOCK_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(NULL, (nevents))
-#else
-#define ZKLOCK_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(TopMemoryContext, (nevents))
-#endif
 
 /* backend/cancel_on_loss.c */
 extern void zklock_loss_init(void);

@@ -94,8 +94,7 @@ static void loss_set_timer(long ms);
 static void loss_arm_timer(void);
 static void loss_error_callback(void *arg);
 static void enter_statement(ErrorContextCallback *cb);
-static void loss_executor_run(QueryDesc *queryDesc, ScanDirection direction,
-							  uint64 count, bool execute_once);
+static void loss_executor_run(ZKLOCK_EXECUTOR_RUN_PARAMS);
 static void loss_process_utility(PlannedStmt *pstmt, const char *queryString,
 								 bool readOnlyTree, ProcessUtilityContext context,
 								 ParamListInfo params, QueryEnvironment *queryEnv,
@@ -314,13 +313,12 @@ enter_statement(ErrorContextCallback *cb)
  * The next ExecutorRun: the previous hook's, or PostgreSQL's own.
  */
 static void
-call_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-				  bool execute_once)
+call_executor_run(ZKLOCK_EXECUTOR_RUN_PARAMS)
 {
 	if (prev_executor_run)
-		prev_executor_run(queryDesc, direction, count, execute_once);
+		prev_executor_run(ZKLOCK_EXECUTOR_RUN_ARGS);
 	else
-		standard_ExecutorRun(queryDesc, direction, count, execute_once);
+		standard_ExecutorRun(ZKLOCK_EXECUTOR_RUN_ARGS);
 }
 
 /*
@@ -345,21 +343,20 @@ call_process_utility(PlannedStmt *pstmt, const char *queryString,
  * counted as running.
  */
 static void
-loss_executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-				  bool execute_once)
+loss_executor_run(ZKLOCK_EXECUTOR_RUN_PARAMS)
 {
 	ErrorContextCallback cb;
 
 	if (!zklock_cancel_on_loss)
 	{
 		/* not asked for: no frame, no counting, nothing on the hot path */
-		call_executor_run(queryDesc, direction, count, execute_once);
+		call_executor_run(ZKLOCK_EXECUTOR_RUN_ARGS);
 		return;
 	}
 	enter_statement(&cb);
 	PG_TRY();
 	{
-		call_executor_run(queryDesc, direction, count, execute_once);
+		call_executor_run(ZKLOCK_EXECUTOR_RUN_ARGS);
 	}
 	PG_FINALLY();
 	{

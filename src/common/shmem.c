@@ -667,14 +667,14 @@ zklock_lock_table(LWLockMode mode)
 
 /*
  * The wait event to report while waiting for the given kind of thing.
- * PostgreSQL 17 registers extension wait events by name in shared memory;
- * the id is looked up once per process and kept.  Earlier versions have
- * only the generic Extension event.
+ * Where PostgreSQL registers extension wait events by name (src/compat.h),
+ * the id is looked up once per process and kept; elsewhere it is the
+ * generic Extension event.
  */
 uint32
 zklock_wait_event(ZklockWaitKind kind)
 {
-#if PG_VERSION_NUM >= 170000
+#if ZKLOCK_HAVE_NAMED_WAIT_EVENTS
 	static const char *const names[ZKLOCK_WAIT_KINDS] = {
 		[ZKLOCK_WAIT_ACQUIRE] = "ZkLockAcquire",
 		[ZKLOCK_WAIT_REQUEST] = "ZkLockRequest",

@@ -205,6 +205,26 @@ typedef struct ZklockRecipe
 	int			nkinds;
 } ZklockRecipe;
 
+/*
+ * The descriptors, one line each (recipes/registry.c indexes them).  The
+ * commit confirmation is the worker's own request (worker/commit_confirm.c),
+ * run the same way.
+ */
+#define ZKLOCK_RECIPE_LIST(R) \
+	R(mutex) \
+	R(read_write_lock) \
+	R(semaphore) \
+	R(barrier) \
+	R(double_barrier) \
+	R(revoke) \
+	R(participants) \
+	R(counter) \
+	R(leader_latch) \
+	R(commit_confirm)
+
+#define ZKLOCK_RECIPE_EXTERN(name) extern const ZklockRecipe zklock_recipe_##name;
+ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_EXTERN)
+
 /* recipes/registry.c: the lookups of the generic layers */
 extern const ZklockWorkerOps *zklock_worker_ops(ZklockOp op);
 extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);

@@ -6,11 +6,11 @@
  *	  what the backend side says of a kind of hold (zklock_kind_info), and
  *	  zk_locks' name for a running request (zklock_op_state_name).
  *
- *	  Each recipe file ends with its descriptor (recipes/recipe.h); adding
- *	  a recipe adds one line to ZKLOCK_RECIPE_LIST below (as PostgreSQL's
+ *	  Each recipe file ends with its descriptor; adding a recipe adds one
+ *	  line to ZKLOCK_RECIPE_LIST in recipes/recipe.h (as PostgreSQL's
  *	  rmgrlist.h lists the resource managers).  The commit confirmation's
  *	  request is not a recipe but is run the same way: its descriptor is
- *	  the worker's own (worker/commit_confirm.c) and is listed here too.
+ *	  the worker's own (worker/commit_confirm.c) and is listed there too.
  *	  A request that is no hold (kind ZKK_NONE) is described here.
  *
  *	  The lookups are on hot paths, so the descriptors are indexed once
@@ -28,23 +28,7 @@
 #include "zklock.h"
 #include "recipes/recipe.h"
 
-/* the recipes, one line each (their descriptors end their files) */
-#define ZKLOCK_RECIPE_LIST(R) \
-	R(mutex) \
-	R(read_write_lock) \
-	R(semaphore) \
-	R(barrier) \
-	R(double_barrier) \
-	R(revoke) \
-	R(participants) \
-	R(counter) \
-	R(leader_latch) \
-	R(commit_confirm)
-
-#define ZKLOCK_RECIPE_EXTERN(name) extern const ZklockRecipe zklock_recipe_##name;
 #define ZKLOCK_RECIPE_ENTRY(name) &zklock_recipe_##name,
-
-ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_EXTERN)
 
 static const ZklockRecipe *const recipes[] = {
 	ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_ENTRY)
