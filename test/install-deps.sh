@@ -3,7 +3,9 @@
 # packages: PostgreSQL 15 on Debian 12, PostgreSQL 17 on Debian 13 (see
 # test/env.sh), pg_cron for it (postgresql-NN-cron: 1.4.2 on Debian 12,
 # 1.6.5 on Debian 13; test 195 schedules jobs with it), the ZooKeeper
-# server and C client, Curator, a JDK, cmocka and Perl's IPC::Run.  Run
+# server (its jar, libzookeeper-java: the package zookeeper adds only a
+# system service, and on forky pulls a desktop JRE) and C client, Curator,
+# a JDK, cmocka and Perl's IPC::Run.  Run
 # as root.  Idempotent: packages already present are left alone, and
 # nothing is fetched when all are there.
 #   install-deps.sh --check   install nothing: list the missing packages
@@ -14,7 +16,7 @@ set -euo pipefail
 
 PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
       postgresql-client-$PG_MAJOR postgresql-$PG_MAJOR-cron
-      libzookeeper-st-dev zookeeper
+      libzookeeper-st-dev libzookeeper-java
       libcurator-recipes-java libslf4j-java default-jdk-headless
       libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
       nftables faketime"
