@@ -42,21 +42,75 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# run_prove SECONDS FILES...: the TAP files, bounded in time; on a failure
-# the status is 1 and the tail of every server log is shown
+# slow_first FILES...: the same files, those that take longest first (as
+# measured on Debian 12, doc/testing.md), so that files running side by
+# side end at about the same time; the others keep their order
+slow_first() {
+	local slow="905 195 304 900 502 901 405 503 400" n f
+	for n in $slow; do
+		for f in "$@"; do
+			case "$(basename "$f")" in "${n}"_*) echo "$f" ;; esac
+		done
+	done
+	for f in "$@"; do
+		case " $slow " in *" $(basename "$f" | cut -d_ -f1) "*) ;; *) echo "$f" ;; esac
+	done
+}
+
+# run_prove SECONDS FILES...: the TAP files, bounded in time, ZKLOCK_TAP_JOBS
+# of them at once (default 2).  A file spends most of its time waiting on
+# timers (session timeouts, leases, ZooKeeper's ticks) rather than on a
+# CPU, and each has servers, ports and folders of its own, so two of them
+# do not meet.  One at a time (ZKLOCK_TAP_JOBS=1, or a single file), prove
+# shows every test point as it comes; several at a time, only each file's
+# result, and on a failure the failed files' own logs are shown.  On a
+# failure the status is 1.
 run_prove() {
-	local limit=$1 f
+	local limit=$1 jobs=${ZKLOCK_TAP_JOBS:-2} rc f name failed
 	shift
 	export TESTDIR="$WORK/tap"
 	mkdir -p "$TESTDIR"
-	if ! timeout "$limit" prove -v --timer -I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl "$@"; then
-		status=1
+	local inc=(-I "$(dirname "$(dirname "$PGXS")")/test/perl" -I test/perl)
+	if [ "$jobs" -le 1 ] || [ $# -le 1 ]; then
+		timeout "$limit" prove -v --timer "${inc[@]}" "$@"
+		rc=$?
+		failed=""
+	else
+		# shellcheck disable=SC2046
+		timeout "$limit" prove -j"$jobs" --timer "${inc[@]}" $(slow_first "$@") | tee "$WORK/prove.out"
+		rc=${PIPESTATUS[0]}
+		failed=$(sed -n '/^Test Summary Report/,$p' "$WORK/prove.out" | grep -oE '^test/t/[^ ]+\.pl' | sort -u)
+	fi
+	[ $rc -ne 0 ] || return 0
+	status=1
+	if [ -n "$failed" ]; then
+		for f in $failed; do
+			name=$(basename "$f" .pl)
+			echo "--- the output of $f (tmp_check/log/regress_log_$name)"
+			cat "$TESTDIR/tmp_check/log/regress_log_$name" 2>/dev/null | tail -n 300
+			for f in "$TESTDIR/tmp_check/log/${name}"_*; do
+				[ -f "$f" ] || continue
+				echo "--- tail of $f"
+				tail -n 40 "$f"
+			done
+		done
+	else
 		for f in "$TESTDIR"/tmp_check/log/*; do
 			[ -f "$f" ] || continue
 			echo "--- tail of $f"
 			tail -n 40 "$f"
 		done
 	fi
+}
+
+# the Java peers of test/java, compiled once for every TAP file
+# (ZklockTest::java_classes)
+compile_java() {
+	export ZKLOCK_JAVA_CLASSES="$WORK/java"
+	mkdir -p "$ZKLOCK_JAVA_CLASSES"
+	javac -nowarn -encoding UTF-8 -cp "${CURATOR_JAR:-/usr/share/java/curator-recipes.jar}" \
+		-d "$ZKLOCK_JAVA_CLASSES" test/java/CuratorPeer.java test/java/ZkTool.java ||
+		{ echo "javac of test/java failed"; exit 1; }
 }
 
 if [[ " $what " == *" regress "* ]]; then
@@ -88,6 +142,7 @@ fi
 
 if [[ " $what " == *" tap "* ]]; then
 	echo "=== TAP tests (PostgreSQL::Test::Cluster, ZooKeeper, Curator) ==="
+	compile_java
 	run_prove 2400 ${TAP_TESTS:-test/t/*.pl}
 fi
 
@@ -96,6 +151,7 @@ if [[ " $what " == *" adversary "* ]]; then
 	[ -n "$adv_minutes" ] && export ZKLOCK_ADVERSARY_SECONDS=$(( adv_minutes * 60 ))
 	[ -n "$adv_seed" ] && export ZKLOCK_ADVERSARY_SEED=$adv_seed
 	[ -n "$adv_mode" ] && export ZKLOCK_ADVERSARY_MODE=$adv_mode
+	compile_java
 	run_prove $(( ${ZKLOCK_ADVERSARY_SECONDS:-150} + 900 )) test/t/905_adversary.pl
 fi
 

@@ -68,24 +68,6 @@ our @EXPORT = qw(
 # ZkTool (test/java/ZkTool.java)
 ############################################################################
 
-my $zktool_dir;
-
-sub _compile_zktool
-{
-	return $zktool_dir if defined $zktool_dir;
-	my $dir = PostgreSQL::Test::Utils::tempdir('zktool');
-	my ($out, $err) = ('', '');
-	IPC::Run::run(
-		[
-			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
-			"$ZklockTest::REPO/test/java/ZkTool.java"
-		],
-		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
-	  or BAIL_OUT("javac ZkTool.java failed: $out $err");
-	$zktool_dir = $dir;
-	return $dir;
-}
-
 # zktool(@args): run ZkTool with @args (bounded by $opts{timeout}, default
 # 60 s when the last argument is a hash ref { timeout => N }). Returns
 # ($rc, [stdout lines], $stderr). A timeout gives rc -1.
@@ -93,7 +75,7 @@ sub zktool
 {
 	my @args = @_;
 	my $opts = ref $args[-1] eq 'HASH' ? pop @args : {};
-	my $dir = _compile_zktool();
+	my $dir = ZklockTest::java_classes();
 	my ($out, $err) = ('', '');
 	my $ok = eval {
 		IPC::Run::run(

@@ -651,6 +651,31 @@ sub curator_version
 
 sub new_peer { return ZklockTest::Peer->new(@_); }
 
+# java_classes(): the folder of the compiled Java peers of test/java
+# (CuratorPeer, and ZkTool that it includes).  test/run-user-tests.sh
+# compiles them once for all TAP files and names the folder in
+# ZKLOCK_JAVA_CLASSES; a test file run on its own compiles them itself, once
+# per process.
+my $java_classes;
+
+sub java_classes
+{
+	return $java_classes if defined $java_classes;
+	my $pre = $ENV{ZKLOCK_JAVA_CLASSES};
+	return $java_classes = $pre
+	  if defined $pre && -f "$pre/CuratorPeer.class" && -f "$pre/ZkTool.class";
+	my $dir = PostgreSQL::Test::Utils::tempdir('java');
+	my ($out, $err) = ('', '');
+	IPC::Run::run(
+		[
+			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
+			"$ZklockTest::REPO/test/java/CuratorPeer.java", "$ZklockTest::REPO/test/java/ZkTool.java"
+		],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
+	  or BAIL_OUT("javac of test/java failed: $out $err");
+	return $java_classes = $dir;
+}
+
 # missing_functions($node, @names): the names among @names that no function
 # in the installed extension has (the C side may still be incomplete).
 sub missing_functions
@@ -902,29 +927,10 @@ use IPC::Run;
 use Test::More;
 use File::Path qw(make_path);
 
-my $build_dir;    # CuratorPeer.class, compiled once per test process
-
-sub _compile
-{
-	return $build_dir if defined $build_dir;
-	my $dir = PostgreSQL::Test::Utils::tempdir('curator');
-	my ($out, $err) = ('', '');
-	IPC::Run::run(
-		[
-			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
-			"$ZklockTest::REPO/test/java/CuratorPeer.java",
-			"$ZklockTest::REPO/test/java/ZkTool.java"    # the peer's expire
-		],
-		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
-	  or BAIL_OUT("javac CuratorPeer.java failed: $out $err");
-	$build_dir = $dir;
-	return $dir;
-}
-
 sub new
 {
 	my ($class, $connect, $name) = @_;
-	my $dir = _compile();
+	my $dir = ZklockTest::java_classes();
 	my $self = bless {
 		name => $name // 'peer',
 		in => '',

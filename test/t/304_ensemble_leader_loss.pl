@@ -109,7 +109,7 @@ for my $kind ('mutex', 'semaphore')
 	$cur{$kind}{h} = IPC::Run::start(
 		[
 			'java', '-Xmx128m', '-cp',
-			ZklockFault::_compile_zktool() . ":$ZklockTest::CURATOR_JAR",
+			ZklockTest::java_classes() . ":$ZklockTest::CURATOR_JAR",
 			'ZkTool', 'hammer', $zk, $kind, $p, 2, $dur * 1000,
 			$kind eq 'mutex' ? 20 : 50, $max_leases, $cur{$kind}{file}
 		],

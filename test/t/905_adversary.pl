@@ -927,7 +927,7 @@ sub do_fault
 		my ($id, $pw) = session_file($n);
 		return fault_note("$c: expire skipped (no session file)") unless $id;
 		my ($out, $err) = ('', '');
-		my $dir = ZklockFault::_compile_zktool();
+		my $dir = ZklockTest::java_classes();
 		my $h = IPC::Run::start([ 'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR", 'ZkTool', 'expire', $zk, $id, $pw ],
 			'>', \$out, '2>', \$err, IPC::Run::timeout(60));
 		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time };
