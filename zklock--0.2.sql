@@ -413,7 +413,10 @@ COMMENT ON FUNCTION zk_leader(text) IS
 -- lock, writes into ZooKeeper) or reads ZooKeeper is not for PUBLIC: grant
 -- the role zklock_user to the roles that coordinate through zklock.
 -- zk_status(), zk_locks, zk_lock_token() and zk_revocation_requested()
--- stay open: they only show this cluster's own state.
+-- stay open: they only show this cluster's own state.  Only the
+-- extension's own functions are touched (0.1 also took PUBLIC's EXECUTE
+-- from any zk_ function that was already in the schema).  A later version
+-- that adds a function grants it in its update script as here.
 DO $$
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'zklock_user') THEN
@@ -429,6 +432,10 @@ BEGIN
 	FOR f IN
 		SELECT p.oid::regprocedure
 		  FROM pg_proc p
+		  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+		                  AND d.refclassid = 'pg_extension'::regclass
+		                  AND d.deptype = 'e'
+		  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zklock'
 		 WHERE p.pronamespace = '@extschema@'::regnamespace
 		   AND p.proname LIKE 'zk\_%'
 		   AND p.proname NOT IN ('zk_status', 'zk_locks', 'zk_lock_token',

@@ -22,7 +22,9 @@
 #     as pg_upgrade runs it (--binary-upgrade, OIDs masked), writes the
 #     same for both;
 #   - from 0.2 on, zk_leader works whatever the caller's search_path (0.1
-#     called zk_participants unqualified).
+#     called zk_participants unqualified), and CREATE EXTENSION grants and
+#     revokes on the extension's own functions only (0.1 took PUBLIC's
+#     EXECUTE from any zk_ function already in the schema).
 # Every version and every update path is listed in @VERSIONS below; the
 # first part fails when the installed scripts offer one it does not list.
 use strict;
@@ -46,9 +48,9 @@ my $peer = new_peer($zk);
 $node->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 $node->safe_psql('postgres', 'GRANT zklock_user TO app');
 # a: 0.1, then updated with locks held; b: fresh default; c: fresh default
-# for the planted differences; d: 0.1 in a schema of its own; u_<v>: each
-# older version updated without load, for the list of update paths
-$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d);
+# for the planted differences; d: 0.1 in a schema of its own; e and f: a
+# user's own zk_ function beside a fresh install of the default and of 0.1
+$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f);
 
 sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
 
@@ -334,6 +336,19 @@ subtest 'from 0.2 on zk_leader works whatever the search_path; 0.1 in a schema o
 		timeout => 30);
 	is($err, '', 'the updated zk_leader works with another search_path');
 	is($out, 'no leader', 'and says there is no leader');
+};
+
+subtest "from 0.2 on CREATE EXTENSION leaves the privileges of a user's own zk_ function alone" => sub {
+	sql('e', q{CREATE FUNCTION zk_own_report() RETURNS int LANGUAGE sql AS 'SELECT 1'});
+	sql('e', 'CREATE EXTENSION zklock');
+	is(sql('e', q{SELECT has_function_privilege('public', 'zk_own_report()', 'EXECUTE'),
+	                     has_function_privilege('zklock_user', 'zk_mutex_acquire(text, interval, boolean)', 'EXECUTE'),
+	                     has_function_privilege('public', 'zk_mutex_acquire(text, interval, boolean)', 'EXECUTE')}),
+		't|t|f', "PUBLIC keeps EXECUTE on the user's function; the extension's own are granted as always");
+	sql('f', q{CREATE FUNCTION zk_own_report() RETURNS int LANGUAGE sql AS 'SELECT 1'});
+	sql('f', q{CREATE EXTENSION zklock VERSION '0.1'});
+	is(sql('f', q{SELECT has_function_privilege('public', 'zk_own_report()', 'EXECUTE')}), 'f',
+		'(0.1 took it away: the defect 0.2 fixes)');
 };
 
 $peer->quit;
