@@ -9,7 +9,11 @@
 -- of a fresh CREATE EXTENSION zklock VERSION '0.2' (test/t/230_upgrade.pl
 -- compares them).  No function is added or dropped, so the privileges
 -- 0.1 set (EXECUTE revoked from PUBLIC, granted to zklock_user) stay as
--- they are: CREATE OR REPLACE FUNCTION keeps a function's ACL.
+-- they are: CREATE OR REPLACE FUNCTION keeps a function's ACL.  (0.2's
+-- full script grants on the extension's own functions only, where 0.1's
+-- took PUBLIC's EXECUTE from any zk_ function of the schema; what 0.1 did
+-- to a user's function cannot be told from a DBA's later change, so this
+-- script leaves it; doc/operations.md says so.)
 
 -- zk_leader named zk_participants without a schema, so it failed (or
 -- could find another function of that name) when the extension's schema
