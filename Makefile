@@ -20,7 +20,7 @@ OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 
 EXTENSION = zklock
-DATA = zklock--0.1.sql
+DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 SHLIB_LINK += -lzookeeper_st

@@ -735,6 +735,7 @@ sub wait_children_count
 ############################################################################
 #
 #   my $s = ZklockTest::Session->new($node, 'name');
+#   my $s = ZklockTest::Session->new($node, 'name', dbname => 'a', user => 'app');
 #   $s->pid;                              backend pid
 #   my $r = $s->query($sql);              run and wait (bounded)
 #   $s->start($sql); ... $r = $s->result; leave a statement running, collect later
@@ -752,7 +753,7 @@ use Time::HiRes qw(time);
 
 sub new
 {
-	my ($class, $node, $name) = @_;
+	my ($class, $node, $name, %opts) = @_;
 	my $self = bless {
 		node => $node,
 		name => $name // 'session',
@@ -769,7 +770,9 @@ sub new
 			$node->installed_command('psql'), '-XAtq',
 			'-v', 'ON_ERROR_STOP=0',
 			'-v', 'VERBOSITY=verbose',
-			'-v', "PROMPT1=", '-d', $node->connstr('postgres') . " application_name=$self->{name}",
+			'-v', "PROMPT1=", '-d', $node->connstr($opts{dbname} // 'postgres')
+			  . (defined $opts{user} ? " user=$opts{user}" : '')
+			  . " application_name=$self->{name}",
 			'-f', '-'
 		],
 		'<', \$self->{in}, '>', \$self->{out}, '2>', \$self->{err},
