@@ -143,14 +143,30 @@ sub session_file
 	return (lc $1, lc $2);
 }
 
+# expirer($connect): a Curator peer connected to $connect that closes
+# sessions for expire_session, started on first use and kept.  A session
+# is closed from a running JVM within a fraction of a second; starting one
+# takes seconds, more under load: longer than the session timeout of a
+# test that stops the worker first (it expires by itself meanwhile, and
+# the test no longer shows what it meant to).  Such a test calls this
+# before it stops the worker.
+my %expirer;
+
+sub expirer
+{
+	my ($c) = @_;
+	return $expirer{$c} //= ZklockTest::new_peer($c);
+}
+
 # expire_session($connect, $id_hex, $passwd_hex): attach to the session
-# from a second handle and close it. True when ZkTool says so.
+# from a second handle and close it (the peer's expire, ZkTool's code).
+# True when it says so.
 sub expire_session
 {
 	my ($c, $id, $pw) = @_;
-	my ($rc, $lines, $err) = zktool('expire', $c, $id, $pw);
-	diag("expire failed: @$lines $err") unless $rc == 0;
-	return $rc == 0 && $lines->[0] =~ /^expired 0x/;
+	my $answer = expirer($c)->cmd("expire $id $pw", qr/^(expired|error)/, 60) // 'no answer';
+	diag("expire failed: $answer") unless $answer =~ /^expired 0x/;
+	return $answer =~ /^expired 0x/;
 }
 
 # reconnect_after($node, $proxy, $how, $s0): after a black hole in $proxy,

@@ -30,6 +30,7 @@ my $zk = start_zk();
 my $node = new_zklock_node('expiry', $zk,
 	"zklock.session_timeout = '4s'\nzklock.connect_timeout = '20s'\n");
 my $peer = new_peer($zk);
+ZklockFault::expirer($zk);    # started now: a session is closed while the worker is stopped
 
 my $st0 = status_row($node);
 my $s0 = $st0->{session_id};

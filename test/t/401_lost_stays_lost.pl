@@ -46,6 +46,7 @@ use ZklockFault;
 my $zk = start_zk();
 my $node = new_zklock_node('after_loss', $zk, "max_prepared_transactions = 5\n");
 my $peer = new_peer($zk);
+ZklockFault::expirer($zk);    # started now: a session is closed while the worker is stopped
 
 # expire_from_outside(): close the worker's current session from a second
 # handle; returns once the worker is connected again in a new session.

@@ -37,6 +37,7 @@ my $proxy = ZklockProxy->start($zk);
 my $node = new_zklock_node('counter_fence', $proxy->connect,
 	"zklock.session_timeout = '6s'\nzklock.connect_timeout = '30s'\n");
 my $peer = new_peer($zk);
+ZklockFault::expirer($zk);    # started now: a session is closed while the worker is stopped
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
