@@ -27,10 +27,11 @@ SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
 EXTRA_CLEAN += $(OBJS:.o=.d) $(OBJS:.o=.bc)
 
-# pg_regress runs against a private cluster started by test/run-user-tests.sh
+# pg_regress: `make installcheck` runs it against a running server set up
+# as doc/testing.md says (results/ and regression.diffs land in the current
+# directory, PGXS's default), test/run-user-tests.sh against a private one
 REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security zklock_encoding
-REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out \
-	--encoding=UTF8 --no-locale
+REGRESS_OPTS = --inputdir=$(srcdir) --encoding=UTF8 --no-locale
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
