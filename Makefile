@@ -53,7 +53,9 @@ $(OBJS): override CFLAGS += -MMD -MP
 #   make check-tap [T="800 195"]   TAP files test/t/800*.pl, 195*.pl (no T: all)
 #   make check-regress             the pg_regress suite (REGRESS above)
 #   make check-unit                the cmocka unit tests (test/unit)
-.PHONY: check-tap check-regress check-unit clean-tmp-install
+#   make check-meta                META.json against the PGXN spec and the
+#                                  versions of zklock.control, debian/changelog
+.PHONY: check-tap check-regress check-unit check-meta clean-tmp-install
 # T reaches the shell through the environment, split on blanks and not
 # globbed there, so no character of it is run as a command
 check-tap: export ZKLOCK_CHECK_T = $(T)
@@ -63,6 +65,8 @@ check-regress:
 	bash test/check.sh regress
 check-unit:
 	bash test/check.sh unit
+check-meta:
+	perl test/meta/check-meta.pl --self-test
 # PGXS owns the recipe of clean; this only adds a prerequisite to it
 clean: clean-tmp-install
 clean-tmp-install:
