@@ -25,7 +25,9 @@
 # exit status is non-zero when any step fails; the last lines give the time
 # of each step.  Both roots are removed at the end.  Run as root.  Knobs:
 #   ZKLOCK_ROOT_PARENT   folder for the roots (default /var/tmp)
-#   ZKLOCK_KEEP_ROOT=1   keep the roots and the packages (paths printed)
+#   ZKLOCK_PKG_OUT=DIR   copy the built packages (.deb, .dsc, tarballs) to DIR
+#   ZKLOCK_KEEP_ROOT=1   keep the roots (paths printed; the test root holds
+#                        the packages in /pkg)
 #   ZKLOCK_ROOT_TIMEOUT  seconds for each step inside a root (default 1800)
 #   ZKLOCK_DEBIAN_MIRROR mirror URL (default: the host's first Debian source)
 # (Inside a root it calls itself as `package-root.sh --inside build|test`.)
@@ -105,7 +107,6 @@ TEST=$WORK/test-root
 cleanup() {
 	root_remove "$BUILD"
 	root_remove "$TEST"
-	[ -n "${ZKLOCK_KEEP_ROOT:-}" ] || rm -rf --one-file-system "$WORK/pkg"
 	rmdir "$WORK" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -144,10 +145,10 @@ cp "$BUILD"/src/*.deb "$BUILD"/src/*.dsc "$BUILD"/src/*.tar.* "$TEST/pkg/"
 # (the same archive's files; apt checks their hashes)
 cp -n "$BUILD"/var/cache/apt/archives/*.deb "$TEST/var/cache/apt/archives/" 2>/dev/null || true
 ls -l "$TEST/pkg/"
-if [ -n "${ZKLOCK_KEEP_ROOT:-}" ]; then
-	mkdir -p "$WORK/pkg"
-	cp "$TEST"/pkg/*.* "$WORK/pkg/"
-	root_log "packages kept in $WORK/pkg"
+if [ -n "${ZKLOCK_PKG_OUT:-}" ]; then
+	mkdir -p "$ZKLOCK_PKG_OUT"
+	cp "$TEST"/pkg/*.* "$ZKLOCK_PKG_OUT/"
+	root_log "packages copied to $ZKLOCK_PKG_OUT"
 fi
 root_remove "$BUILD"
 
