@@ -133,7 +133,7 @@ root_run "$BUILD" "$TIMEOUT" "/src/zklock-$upstream" "bash test/package-root.sh 
 t2=$(date +%s)
 step "build dependencies and build" $((t2 - t1))
 if [ $status -ne 0 ]; then
-	root_log "build FAILED (exit $status) in $((t2 - t1)) s"
+	root_log "build FAILED (exit $status); package leg FAILED in $((t2 - t0)) s:$times"
 	exit 1
 fi
 
