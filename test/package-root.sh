@@ -16,8 +16,8 @@
 #    `dpkg-buildpackage -us -uc`: source package and postgresql-NN-zklock;
 # 3. in the test root: `apt-get install ./postgresql-NN-zklock_*.deb` (the
 #    dependencies come from the archive), then the Depends of
-#    debian/tests/control, then, as autopkgtest would, the test
-#    debian/tests/installcheck from the source package unpacked
+#    debian/tests/control (apt-get satisfy), then, as autopkgtest would,
+#    the test debian/tests/installcheck from the source package unpacked
 #    (dpkg-source -x) against the installed package.
 #
 # Each step runs as root inside its root with an empty environment (only a
@@ -67,12 +67,14 @@ inside_test() {
 	# shellcheck disable=SC2086
 	apt-get install $APT_OPTS ./postgresql-*-zklock_*.deb
 	t1=$(date +%s)
-	# the test's Depends, but "@" (the packages just installed)
+	# the test's Depends, but "@" (the packages just installed), as apt
+	# satisfies a Depends field: alternatives and versions included
 	deps=$(sed -n '/^Depends:/,/^[A-Z]/p' src/debian/tests/control | sed -e 's/^Depends://' -e '/^[A-Z]/d' |
-		tr ',' '\n' | sed -e 's/[[:space:]]//g' -e '/^@$/d' -e '/^$/d' | tr '\n' ' ')
+		tr ',' '\n' | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^@$/d' -e '/^$/d' |
+		paste -sd, - | sed 's/,/, /g')
 	echo "test dependencies: $deps"
 	# shellcheck disable=SC2086
-	apt-get install $APT_OPTS $deps
+	apt-get satisfy $APT_OPTS "$deps"
 	t2=$(date +%s)
 	echo "package-root: installed the packages in $((t1 - t0)) s, the test dependencies in $((t2 - t1)) s"
 	cd src
