@@ -27,10 +27,11 @@ SHLIB_LINK += -lzookeeper_st
 PG_CPPFLAGS += -I$(srcdir)/src
 EXTRA_CLEAN += $(OBJS:.o=.d) $(OBJS:.o=.bc)
 
-# pg_regress runs against a private cluster started by test/run-user-tests.sh
+# pg_regress: `make installcheck` runs it against a running server set up
+# as doc/testing.md says (results/ and regression.diffs land in the current
+# directory, PGXS's default), test/run-user-tests.sh against a private one
 REGRESS = zklock_mutex zklock_recipes zklock_input zklock_security zklock_encoding
-REGRESS_OPTS = --inputdir=$(srcdir) --outputdir=$(srcdir)/test/regress_out \
-	--encoding=UTF8 --no-locale
+REGRESS_OPTS = --inputdir=$(srcdir) --encoding=UTF8 --no-locale
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -52,7 +53,9 @@ $(OBJS): override CFLAGS += -MMD -MP
 #   make check-tap [T="800 195"]   TAP files test/t/800*.pl, 195*.pl (no T: all)
 #   make check-regress             the pg_regress suite (REGRESS above)
 #   make check-unit                the cmocka unit tests (test/unit)
-.PHONY: check-tap check-regress check-unit clean-tmp-install
+#   make check-meta                META.json against the PGXN spec and the
+#                                  versions of zklock.control, debian/changelog
+.PHONY: check-tap check-regress check-unit check-meta clean-tmp-install
 # T reaches the shell through the environment, split on blanks and not
 # globbed there, so no character of it is run as a command
 check-tap: export ZKLOCK_CHECK_T = $(T)
@@ -62,6 +65,8 @@ check-regress:
 	bash test/check.sh regress
 check-unit:
 	bash test/check.sh unit
+check-meta:
+	perl test/meta/check-meta.pl --self-test
 # PGXS owns the recipe of clean; this only adds a prerequisite to it
 clean: clean-tmp-install
 clean-tmp-install:

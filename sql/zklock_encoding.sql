@@ -12,6 +12,10 @@
 -- rather than printed.)
 --
 
+-- the regression database, whatever its name (pg_regress's --dbname:
+-- contrib_regression under make installcheck), to come back to at the end
+\set regress_db :DBNAME
+
 -- from the regression database (UTF8): a barrier named "/enc/cafe" with an
 -- e acute, U+00E9
 SELECT getdatabaseencoding();
@@ -80,7 +84,7 @@ SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid();
 --
 -- back in the UTF8 database: take the barrier down, drop the databases
 --
-\c zklock_regress
+\c :regress_db
 SELECT zk_barrier_wait(U&'/enc/caf\00E9', '50ms');
 SELECT zk_barrier_remove(U&'/enc/caf\00E9');
 SELECT zk_barrier_wait(U&'/enc/caf\00E9', '50ms');

@@ -144,7 +144,7 @@ SELECT zk_read_lock_release('/zklock_regress/rv2');
 -- participants carry the holder's identity, as it is when the lock is taken
 SET application_name = 'zklock-regress-app';
 SELECT zk_mutex_acquire('/zklock_regress/p');
-SELECT position, kind, holds, (data::json)->>'database' AS db,
+SELECT position, kind, holds, (data::json)->>'database' = current_database() AS my_db,
        (data::json)->>'pid' = pg_backend_pid()::text AS my_pid,
        (data::json)->>'application_name' AS app
   FROM zk_participants('/zklock_regress/p');
