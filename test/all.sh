@@ -9,7 +9,7 @@
 #                     a standalone ZooKeeper or an ensemble (M: standalone
 #                     or ensemble; by default the seed draws it)
 #
-# Run as root on Debian 12 (PostgreSQL 15) or Debian 13 (PostgreSQL 17):
+# Run as root on Debian 12 (PostgreSQL 15), 13 (17) or forky (18):
 # installs the Debian packages it needs, builds the extension with warnings
 # as errors and installs it, checks META.json (test/meta/check-meta.pl),
 # runs the unit tests, then runs pg_regress and

@@ -1,8 +1,8 @@
 #!/bin/bash
 # install-deps.sh — install what zklock needs from the Debian release's own
-# packages: PostgreSQL 15 on Debian 12, PostgreSQL 17 on Debian 13 (see
+# packages: PostgreSQL 15 on Debian 12, 17 on Debian 13, 18 on forky (see
 # test/env.sh), pg_cron for it (postgresql-NN-cron: 1.4.2 on Debian 12,
-# 1.6.5 on Debian 13; test 195 schedules jobs with it), the ZooKeeper
+# 1.6.5 on 13, 1.6.8 on forky; test 195 schedules jobs with it), the ZooKeeper
 # server (its jar, libzookeeper-java: the package zookeeper adds only a
 # system service, and on forky pulls a desktop JRE) and C client, Curator,
 # a JDK, cmocka and Perl's IPC::Run.  Run
