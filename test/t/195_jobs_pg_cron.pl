@@ -249,7 +249,14 @@ sub runs_of
 my @faults;
 
 # find_runner(): (cluster, pid, period) of a run of the nightly job inside
-# its work (holding the lock, in pg_sleep), or () when none is.
+# its work (holding the lock, in pg_sleep), or () when none is.  Only a run
+# that is its cluster's one running CALL of the job counts: where pg_cron
+# fires while the loop's CALL runs (minute schedules), a second run of the
+# same cluster works on the same period, and the one not faulted may claim
+# it before the fault lands, legitimately, which would read as the
+# faulted run's row (seen on Debian 12: the loop's run claimed the period
+# 0.2 s after pg_cron's run was picked, while the session was being
+# closed, and then pg_cron's run failed as it should).
 sub find_runner
 {
 	for my $c (@clusters)
@@ -260,7 +267,10 @@ sub find_runner
 			SELECT a.pid, zk_atomic_long_get('/jobs/$V->{job}/last') + 1
 			FROM pg_stat_activity a
 			WHERE a.query LIKE 'CALL $V->{proc}(%' AND a.wait_event = 'PgSleep'
-			  AND a.pid <> pg_backend_pid() $V->{fresh}});
+			  AND a.pid <> pg_backend_pid() $V->{fresh}
+			  AND (SELECT count(*) FROM pg_stat_activity b
+			       WHERE b.query LIKE 'CALL $V->{proc}(%' AND b.state = 'active'
+			         AND b.pid <> pg_backend_pid()) = 1});
 		return ($c, split(/\|/, $out)) if $out =~ /^\d+\|\d+$/;
 	}
 	return ();
