@@ -78,10 +78,12 @@
 # expiry the lease can see (the failure model: only commit_confirm catches
 # nodes gone from outside), so a SQL section that ran while its cluster's
 # session was being closed that way, without commit_confirm, is excused
-# from the checks (and counted).  So is a Curator section in which the
-# Curator client reported LOST (by Curator's own rule it no longer held
-# the lock from the SUSPENDED before it; Curator's recipes do not stop the
-# holder): the ensemble's faults reach its session too.
+# from the checks (and counted).  So is a Curator section for which the
+# Curator client reported LOST between the start of its acquire and its
+# exit (by Curator's own rule it no longer held the lock from the
+# SUSPENDED before it; Curator's recipes do not stop the holder, and an
+# acquire waiting through LOST can return on a node of the session it gave
+# up): the ensemble's faults reach its session too.
 # On a violation it prints the seed, the schedule of faults, and the history
 # around the violating pair: the operations on its path and the faults from
 # 30 s before the first section to the end of the second, with times.
@@ -1134,7 +1136,8 @@ for my $op (grep { $_->{who} eq 'cur' && defined $_->{enter} } @ops)
 	my $k = $op->{kind};
 	my ($recipe, $mode) = $k =~ /write/ ? ('rw', 'w') : $k =~ /read/ ? ('rw', 'r') : $k =~ /lease/ ? ('semaphore', 's') : ('mutex', 'x');
 	push @sections, { who => 'cur', client => $op->{client}, op => $op->{id}, recipe => $recipe, path => $op->{path},
-		mode => $mode, token => -1, qty => 1, enter => int($op->{enter} * 1e6), exit => int(($op->{exit} // $op->{enter}) * 1e6) };
+		mode => $mode, token => -1, qty => 1, enter => int($op->{enter} * 1e6), exit => int(($op->{exit} // $op->{enter}) * 1e6),
+		asked => int($op->{start} * 1e6) };
 }
 push @sections, @cur_mx;
 note(sprintf('sections: %d committed SQL, %d Curator', scalar(grep { $_->{who} ne 'cur' } @sections), scalar(grep { $_->{who} eq 'cur' } @sections)));
@@ -1186,15 +1189,27 @@ sub closed_at
 # (its session is gone, or Curator gave it up after a session timeout of
 # SUSPENDED).  Under the ensemble's faults the Curator client loses its
 # session too; its section then goes on, as Curator's recipes do not stop
-# a holder.  cur_lost_at($s): for a Curator section $s in which a LOST was
-# reported, the start of the SUSPENDED that led to it (its lock was not
-# certain from then); undef otherwise.  A SUSPENDED that ended in
-# RECONNECTED excuses nothing: the session and its nodes lived on.
+# a holder.  The same holds for an acquire that was waiting when LOST came:
+# Curator gives a session up after a session timeout of SUSPENDED on its
+# own clock and starts a new one, while the server keeps the old session
+# (and the lock node the acquire made in it) until its own timeout; the
+# acquire then finds that node again and returns "acquired" on a node of
+# a session the client no longer has, which the server deletes when it
+# expires the session.  (Seen with seed 4001 on forky, Curator 5.7.1: two
+# write acquires waiting through LOST returned at 1481.6 s and 1482.4 s;
+# at 1490.9 s zklock's writers entered both paths at once, and at 1491.0 s
+# another thread of the same Curator client took one of them while the
+# first still "held" it, which Curator's queue allows only once that
+# node is gone.)  cur_lost_at($s): for a Curator section $s for which a
+# LOST was reported between the start of its acquire and its exit, the
+# start of the SUSPENDED that led to it (its lock was not certain from
+# then); undef otherwise.  A SUSPENDED that ended in RECONNECTED excuses
+# nothing: the session and its nodes lived on.
 sub cur_lost_at
 {
 	my ($s) = @_;
 	return undef unless $s->{who} eq 'cur';
-	my ($from, $to) = ($s->{enter} / 1e6, $s->{exit} / 1e6);
+	my ($from, $to) = (($s->{asked} // $s->{enter}) / 1e6, $s->{exit} / 1e6);
 	my $susp;
 	for my $st (@cur_states)
 	{
