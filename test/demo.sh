@@ -83,8 +83,7 @@ wait_queue() {
 
 CURATOR=0
 if command -v javac >/dev/null && [ -f /usr/share/java/curator-recipes.jar ]; then
-	mkdir -p "$WORK/java"
-	if javac -nowarn -encoding UTF-8 -cp /usr/share/java/curator-recipes.jar -d "$WORK/java" test/java/CuratorPeer.java 2>/dev/null; then
+	if bash test/java/build.sh "$WORK/java" 2>/dev/null; then
 		mkfifo "$WORK/peer.in"
 		java -cp "$WORK/java:/usr/share/java/curator-recipes.jar" CuratorPeer "127.0.0.1:$ZKPORT" \
 			< "$WORK/peer.in" > "$WORK/peer.out" 2>/dev/null &

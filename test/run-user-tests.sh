@@ -107,10 +107,7 @@ run_prove() {
 # (ZklockTest::java_classes)
 compile_java() {
 	export ZKLOCK_JAVA_CLASSES="$WORK/java"
-	mkdir -p "$ZKLOCK_JAVA_CLASSES"
-	javac -nowarn -encoding UTF-8 -cp "${CURATOR_JAR:-/usr/share/java/curator-recipes.jar}" \
-		-d "$ZKLOCK_JAVA_CLASSES" test/java/CuratorPeer.java test/java/ZkTool.java ||
-		{ echo "javac of test/java failed"; exit 1; }
+	bash test/java/build.sh "$ZKLOCK_JAVA_CLASSES" || { echo "javac of test/java failed"; exit 1; }
 }
 
 if [[ " $what " == *" regress "* ]]; then

@@ -667,10 +667,7 @@ sub java_classes
 	my $dir = PostgreSQL::Test::Utils::tempdir('java');
 	my ($out, $err) = ('', '');
 	IPC::Run::run(
-		[
-			'javac', '-nowarn', '-encoding', 'UTF-8', '-cp', $ZklockTest::CURATOR_JAR, '-d', $dir,
-			"$ZklockTest::REPO/test/java/CuratorPeer.java", "$ZklockTest::REPO/test/java/ZkTool.java"
-		],
+		[ 'bash', "$ZklockTest::REPO/test/java/build.sh", $dir ],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
 	  or BAIL_OUT("javac of test/java failed: $out $err");
 	return $java_classes = $dir;
