@@ -83,7 +83,7 @@ wait_queue() {
 
 CURATOR=0
 if command -v javac >/dev/null && [ -f /usr/share/java/curator-recipes.jar ]; then
-	if bash test/java/build.sh "$WORK/java" 2>/dev/null; then
+	if bash test/java/build.sh "$WORK/java"; then
 		mkfifo "$WORK/peer.in"
 		java -cp "$WORK/java:/usr/share/java/curator-recipes.jar" CuratorPeer "127.0.0.1:$ZKPORT" \
 			< "$WORK/peer.in" > "$WORK/peer.out" 2>/dev/null &
@@ -93,6 +93,7 @@ if command -v javac >/dev/null && [ -f /usr/share/java/curator-recipes.jar ]; th
 		grep -q '^ready' "$WORK/peer.out" && CURATOR=1
 	fi
 fi
+[ "$CURATOR" = 1 ] || echo "demo: WITHOUT the Curator client (it did not build or start; see above)" >&2
 
 # number of lock nodes under /demo/job, as the Curator client sees them
 zk_nodes() {
