@@ -68,7 +68,7 @@ for a in "$@"; do
 	esac
 	args="$args $a"
 done
-su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' bash test/run-user-tests.sh $args" || status=$?
+su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' ZKLOCK_KEEP_LOGS='${ZKLOCK_KEEP_LOGS:-}' bash test/run-user-tests.sh $args" || status=$?
 if [ $meta_status -ne 0 ] && [ $status -eq 0 ]; then
 	echo "all.sh: META.json check FAILED (see its lines above)"
 	status=1

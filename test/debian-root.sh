@@ -23,7 +23,8 @@
 #                        e.g. TAP_TESTS=test/t/502_isolated_follower.pl
 #                        bash test/debian-root.sh trixie tap
 #   ZKLOCK_ROOT_PARENT   folder for the root (default /var/tmp)
-#   ZKLOCK_KEEP_ROOT=1   keep the root afterwards (its path is printed)
+#   ZKLOCK_KEEP_ROOT=1   keep the root afterwards (its path is printed), with
+#                        the tests' logs in its /var/tmp (ZKLOCK_KEEP_LOGS)
 #   ZKLOCK_ROOT_TIMEOUT  seconds for the test command (default 3600)
 #   ZKLOCK_DEBIAN_MIRROR mirror URL (default: the host's first Debian source)
 set -euo pipefail
@@ -60,7 +61,7 @@ tap_env=""
 root_log "running '${tap_env}bash test/all.sh$args' inside (empty environment)"
 status=0
 root_run "$ROOT" "$TIMEOUT" /src/zklock "bash test/all.sh$args" \
-	${TAP_TESTS:+"TAP_TESTS=$TAP_TESTS"} || status=$?
+	${TAP_TESTS:+"TAP_TESTS=$TAP_TESTS"} ${ZKLOCK_KEEP_ROOT:+ZKLOCK_KEEP_LOGS=1} || status=$?
 t2=$(date +%s)
 root_log "test command $([ $status -eq 0 ] && echo passed || echo "FAILED (exit $status)") in $((t2 - t1)) s; $((t2 - t0)) s with the root"
 exit $status

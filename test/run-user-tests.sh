@@ -33,7 +33,16 @@ while [ $# -gt 0 ]; do
 done
 what="${what:-regress tap}"
 status=0
-WORK=$(mktemp -d /tmp/zklock-test.XXXXXX)
+# ZKLOCK_KEEP_LOGS=1: the servers' folders and the TAP files' tmp_check go
+# under /var/tmp and stay there (inside a Debian root, /tmp is a tmpfs that
+# goes with the root; /var/tmp stays with ZKLOCK_KEEP_ROOT=1)
+if [ -n "${ZKLOCK_KEEP_LOGS:-}" ]; then
+	WORK=$(mktemp -d /var/tmp/zklock-test.XXXXXX)
+	KEEP_WORK=1
+	echo "run-user-tests: the logs stay in $WORK"
+else
+	WORK=$(mktemp -d /tmp/zklock-test.XXXXXX)
+fi
 ZKDIR="$WORK/zk"
 
 cleanup() {
