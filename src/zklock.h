@@ -315,6 +315,9 @@ typedef struct ZklockSlot
 													 * a waiter waits behind,
 													 * "" if none */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* data to write into it */
+	bool		token_asked;	/* its holder asked zk_lock_token: the node
+								 * is not kept for a later holder (written
+								 * by the owner under the shared lock) */
 
 	/*
 	 * Written by the owner without the lock: (pid << 32 | serial) of a
@@ -352,6 +355,53 @@ typedef struct ZklockDelete
 								 * known): an ensemble rebuilt from
 								 * nothing numbers its zxids again */
 } ZklockDelete;
+
+/*
+ * Lock caching (worker/lock_cache.c): a mutex node kept after its last
+ * local release, and granted to the next local acquire of the same path
+ * by a backend with the same identity, with no ZooKeeper request.
+ *
+ *   FREE     unused
+ *   IDLE     the node exists in session session_gen and nobody holds it
+ *   IN_USE   slot holder (with holder_serial) holds it, granted from the
+ *            cache or kept for it at its release
+ *   COOLING  no node; caching of base stays off until since (someone
+ *            else wanted the lock lately)
+ *
+ * Written by the worker only, under ZklockShared->lock; zk_locks reads
+ * it.  The table outlives a worker (a restarted one deletes the IDLE
+ * nodes: the watches that guarded them were the old process's).
+ */
+#define ZKLOCK_CACHE_MAX		128
+
+typedef enum ZklockCacheState
+{
+	ZKCE_FREE = 0,
+	ZKCE_IDLE,
+	ZKCE_IN_USE,
+	ZKCE_COOLING
+} ZklockCacheState;
+
+typedef struct ZklockCacheEntry
+{
+	ZklockCacheState state;
+	uint32		gen;			/* bumped on every change of use: a stale
+								 * watch or listing finds it changed */
+	bool		watched;		/* a children watch on base is set (its
+								 * listing answered) and has not fired */
+	bool		contended;		/* a node of anyone else may be queued, or
+								 * the watch was cut: never grant from it,
+								 * never keep it again */
+	uint64		session_gen;	/* session of the node */
+	int			holder;			/* IN_USE: the slot that holds it */
+	uint32		holder_serial;	/* ... and its serial */
+	int			user_path_off;	/* where the user's path starts in base */
+	int64		czxid;			/* the node's creation zxid */
+	TimestampTz since;			/* IDLE: since when; COOLING: until when */
+	char		base[ZKLOCK_FULL_PATH_SIZE];	/* the lock path */
+	ZklockNodeRef node;			/* the node below base */
+	char		data[ZKLOCK_NODE_DATA_SIZE];	/* its data (the identity) */
+} ZklockCacheEntry;
 
 typedef struct ZklockShared
 {
@@ -424,6 +474,9 @@ typedef struct ZklockShared
 	int			deletes_used;	/* entries in use: zk_status().deletes_pending */
 	uint32		delete_serial;	/* last serial handed to an entry */
 	bool		deletes_full_logged;	/* "table full" was logged */
+	/* lock caching (worker/lock_cache.c) */
+	int64		cache_grants;	/* locks granted from a cached node, ever */
+	ZklockCacheEntry cache[ZKLOCK_CACHE_MAX];
 	int			nslots;
 	ZklockSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } ZklockShared;
@@ -443,6 +496,10 @@ extern bool zklock_commit_confirm;
 extern int	zklock_server_tick_time;
 extern int	zklock_commit_min_lease;
 extern bool zklock_cancel_on_loss;
+extern bool zklock_lock_cache;
+extern int	zklock_lock_cache_size;
+extern int	zklock_lock_cache_idle;
+extern int	zklock_lock_cache_backoff;
 extern void zklock_define_settings(void);
 extern bool zklock_session_timeout_ok(int elevel);
 

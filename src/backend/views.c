@@ -49,6 +49,8 @@ zk_lock_token(PG_FUNCTION_ARGS)
 			continue;
 		zklock_lock_table(LW_SHARED);
 		token = zklock_shared->slots[ll->slot].czxid;
+		/* its node is not kept for a later holder (worker/lock_cache.c) */
+		zklock_shared->slots[ll->slot].token_asked = true;
 		LWLockRelease(zklock_shared->lock);
 		if (token != 0)
 		{
@@ -273,7 +275,8 @@ zk_status(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(zk_locks);
 
 /*
- * zk_locks(): every lock held or waited for in this cluster.
+ * zk_locks(): every lock held or waited for in this cluster, and every
+ * node kept with no holder (state "cached", pid NULL: lock caching).
  */
 Datum
 zk_locks(PG_FUNCTION_ARGS)
@@ -281,7 +284,9 @@ zk_locks(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ZklockShared *sh = zklock_shared;
 	ZklockSlot *copy;
+	ZklockCacheEntry *kept;
 	int			n = 0;
+	int			nkept = 0;
 	int			i;
 	bool		lease_ok;
 
@@ -295,7 +300,12 @@ zk_locks(PG_FUNCTION_ARGS)
 	/* copy under the lock, build tuples after */
 	/* a table of more than ~650k slots is more than 1 GB */
 	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
+	kept = palloc(sizeof(ZklockCacheEntry) * ZKLOCK_CACHE_MAX);
 	zklock_lock_table(LW_SHARED);
+	/* nodes kept with no holder (lock caching) */
+	for (i = 0; i < ZKLOCK_CACHE_MAX; i++)
+		if (sh->cache[i].state == ZKCE_IDLE)
+			memcpy(&kept[nkept++], &sh->cache[i], sizeof(ZklockCacheEntry));
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *s = &sh->slots[i];
@@ -355,6 +365,28 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[10] = BoolGetDatum(s->revoke_requested);
 		values[11] = zklock_utf8_text_datum(s->waits_on);
 		nulls[11] = (s->state != ZKS_ACTIVE || s->waits_on[0] == '\0');
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (i = 0; i < nkept; i++)
+	{
+		ZklockCacheEntry *e = &kept[i];
+		Datum		values[12];
+		bool		nulls[12];
+
+		memset(nulls, 0, sizeof(nulls));
+		nulls[0] = true;		/* no holder */
+		values[1] = CStringGetTextDatum(zklock_kind_info(ZKK_MUTEX)->recipe);
+		values[2] = zklock_utf8_text_datum(e->base + e->user_path_off);
+		values[3] = zklock_utf8_text_datum(e->node.name);
+		values[4] = CStringGetTextDatum(zklock_kind_info(ZKK_MUTEX)->mode);
+		nulls[5] = true;		/* no scope */
+		values[6] = Int32GetDatum(0);
+		values[7] = CStringGetTextDatum(lease_ok ? "cached" : "lost");
+		values[8] = TimestampTzGetDatum(e->since);
+		values[9] = Int64GetDatum(e->czxid);
+		nulls[9] = (e->czxid == 0);
+		values[10] = BoolGetDatum(false);
+		nulls[11] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

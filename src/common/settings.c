@@ -32,6 +32,10 @@ bool		zklock_commit_confirm = false;
 int			zklock_server_tick_time = 3000;
 int			zklock_commit_min_lease = 500;
 bool		zklock_cancel_on_loss = false;
+bool		zklock_lock_cache = false;
+int			zklock_lock_cache_size = 64;
+int			zklock_lock_cache_idle = 30000;
+int			zklock_lock_cache_backoff = 60000;
 
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
@@ -238,6 +242,42 @@ zklock_define_settings(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("zklock.lock_cache",
+							 "Keep a mutex node after its last local release and grant the next local acquire from it without a ZooKeeper request.",
+							 "A node of another client queued behind it, an idle time or a full cache gives the node up.",
+							 &zklock_lock_cache,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.lock_cache_size",
+							"Most lock paths whose nodes are kept at once (the least recently used goes first).",
+							NULL,
+							&zklock_lock_cache_size,
+							64, 1, ZKLOCK_CACHE_MAX,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.lock_cache_idle",
+							"How long a kept lock node waits for the next local acquire before it is deleted.",
+							NULL,
+							&zklock_lock_cache_idle,
+							30000, 100, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zklock.lock_cache_backoff",
+							"How long a lock path that another client wanted is not cached.",
+							NULL,
+							&zklock_lock_cache_backoff,
+							60000, 0, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
 }

@@ -135,6 +135,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (zklock_connected)
 			sh->suspended_count++;
 		zklock_connected = false;
+		/* kept nodes are watched no more (worker/lock_cache.c) */
+		zklock_cache_connection_lost();
 		if (zklock_auth_failed_at == 0)
 		{
 			sh->conn_state = zklock_not_connected_state();

@@ -75,6 +75,7 @@ pickup(int i)
 	zklock_req_reset(i);
 	req->serial = slot->serial;
 	zklock_slot_start(slot);
+	slot->token_asked = false;
 	/* its lock's base, for the handover layer (before its first step) */
 	zklock_pathidx_add(i);
 	if (!(zklock_worker_ops(slot->op)->flags & ZKW_KEEPS_NODES))
@@ -126,6 +127,7 @@ zklock_run_requests(void)
 	{
 		zklock_lk_check_local_waits();
 		(void) zklock_pathidx_check();
+		zklock_cache_tick(now);
 		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
 	}
 	if (!sh->post_overflow && !zklock_loop.rescan)
@@ -287,6 +289,7 @@ zklock_sweep_lost_session(const char *why)
 		if (slot->state != ZKS_ACTIVE)
 			zklock_req_reset(i);
 	}
+	zklock_cache_session_lost();
 	zklock_drop_session_deletes();
 	if (lost > 0)
 	{

@@ -148,6 +148,8 @@ worker_attach(void)
 	zklock_shared->worker_latch = MyLatch;
 	/* the slots an earlier worker left, by their lock's base */
 	zklock_pathidx_init();
+	/* nodes an earlier worker kept are guarded by no watch of ours */
+	zklock_cache_worker_start();
 	if (zklock_shared->deletes_used > 0)
 		ereport(LOG,
 				(errmsg_plural("zklock: %d zookeeper node delete left by the previous worker is still pending",

@@ -477,18 +477,20 @@ zklock_lk_check_local_waits(void)
  * A lock engine lock was released by its backend (a released hook): it
  * goes to the local waiters next in line, if there are any, and a read
  * lock is remembered for the read nodes created just behind it
- * (released_readers).  Caller holds the lock.
+ * (released_readers); a mutex nobody of ours takes over may keep its node
+ * (worker/lock_cache.c).  Caller holds the lock.
  */
 void
 zklock_lk_released(int idx)
 {
 	LockTarget	t;
+	int			handed_over = 0;
 
 	zklock_lk_target(idx, &t);
 	/* its delete must follow (lk_node_gone sends the checks) */
 	if (t.final && !zklock_req_parked(&zklock_reqs[idx]) &&
 		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
-		(void) zklock_handover_choose(t.base, t.node, !t.rw);
+		handed_over = zklock_handover_choose(t.base, t.node, !t.rw);
 	if (t.final && t.read && t.node[0] != '\0' && !zklock_req_parked(&zklock_reqs[idx]) &&
 		zklock_shared->slots[idx].downgrade_seq[0] == '\0' &&
 		zklock_shared->slots[idx].session_gen == zklock_shared->session_gen)
@@ -501,4 +503,7 @@ zklock_lk_released(int idx)
 		strlcpy(r->base, t.base, sizeof(r->base));
 		strlcpy(r->node, t.node, sizeof(r->node));
 	}
+	/* nobody of ours takes it over: perhaps the node is kept (lock caching) */
+	if (t.final && !t.rw)
+		zklock_cache_keep(idx, &t, handed_over);
 }

@@ -285,6 +285,12 @@ zklock_lk_create(int idx)
 		return;
 	}
 	zklock_lk_target(idx, &t);
+	/* a node kept on the path (worker/lock_cache.c): ours, or given up first */
+	if (zklock_cache_take(idx, &t))
+	{
+		zklock_lk_granted(idx);
+		return;
+	}
 	if (t.uuid[0] == '\0' && !zklock_new_uuid(t.uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");

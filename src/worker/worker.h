@@ -305,4 +305,12 @@ extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
 /* worker/connection.c */
 extern void zklock_open_handle(void);
 
+/* worker/lock_cache.c */
+extern bool zklock_cache_take(int idx, const LockTarget *t);
+extern void zklock_cache_keep(int idx, const LockTarget *t, int handed_over);
+extern void zklock_cache_tick(TimestampTz now);
+extern void zklock_cache_connection_lost(void);
+extern void zklock_cache_session_lost(void);
+extern void zklock_cache_worker_start(void);
+
 #endif							/* ZKLOCK_WORKER_INT_H */
