@@ -389,6 +389,7 @@ typedef struct ZklockCacheEntry
 								 * watch or listing finds it changed */
 	bool		watched;		/* a children watch on base is set (its
 								 * listing answered) and has not fired */
+	bool		listing;		/* that listing is on its way */
 	bool		contended;		/* a node of anyone else may be queued, or
 								 * the watch was cut: never grant from it,
 								 * never keep it again */

@@ -131,6 +131,7 @@ cache_drop(ZklockCacheEntry *e, bool cool)
 	}
 	e->gen++;
 	e->watched = false;
+	e->listing = false;
 	e->contended = false;
 	e->node.name[0] = '\0';
 	e->node.uuid[0] = '\0';
@@ -340,6 +341,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 			return;
 		e->gen++;
 		e->watched = false;
+		e->listing = false;
 		e->contended = false;
 		strlcpy(e->base, t->base, sizeof(e->base));
 		e->user_path_off = slot->user_path_off;
@@ -357,7 +359,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 	elog(DEBUG2, "zklock: lock cache: kept %s/%s after the release of slot %d",
 		 e->base, e->node.name, idx);
-	if (!e->watched)
+	if (!e->watched && !e->listing)
 		cache_watch(e);
 }
 
@@ -377,6 +379,8 @@ cache_watch(ZklockCacheEntry *e)
 							 zklock_make_tag(cache_index(e), e->gen));
 	if (rc != ZOK)
 		cache_contended(e, false);
+	else
+		e->listing = true;
 }
 
 /*
@@ -408,6 +412,7 @@ static void
 cache_contended(ZklockCacheEntry *e, bool cool)
 {
 	e->watched = false;
+	e->listing = false;
 	e->contended = true;
 	if (e->state == ZKCE_IDLE)
 		cache_drop(e, cool);
@@ -428,6 +433,7 @@ cache_listing_done(int rc, const struct String_vector *strings,
 	e = cache_from_tag(data);
 	if (e != NULL)
 	{
+		e->listing = false;
 		if (rc == ZOK && strings->count == 1 &&
 			strcmp(strings->data[0], e->node.name) == 0)
 			e->watched = true;

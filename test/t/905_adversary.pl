@@ -35,7 +35,11 @@
 #   sections, timed here from when its acquire was answered to when its
 #   release was asked); zklock.check_session_locks_at_commit is on, so a row
 #   exists only if COMMIT accepted the lock as held throughout.  30% of the
-#   transactions set zklock.commit_confirm.
+#   transactions set zklock.commit_confirm.  zklock.lock_cache is on (kept
+#   nodes idle for 3 s, paths cool down for 2 s), so a SQL session's next
+#   mutex on a path is often granted from the node its last one kept, while
+#   Curator's actors queue on the same paths; half of the mutex sections ask
+#   for their fencing token (those leave no node to keep).
 #
 # The faults and operator actions, drawn from the seed (a schedule fixed
 # before the run: the seed repeats it), every 1.5-6 s or, in a storm, 0.2-1.5 s
@@ -52,7 +56,8 @@
 #   PostgreSQL stopped -m immediate and started, ZooKeeper expiring zklock's
 #   session (ZkTool), and reloads that change zklock.session_timeout (10 s,
 #   20 s, 60 s), zklock.hosts (the same server through another proxy),
-#   zklock.lease_margin and zklock.server_tick_time, and steps of the wall
+#   zklock.lease_margin, zklock.server_tick_time and zklock.lock_cache (off,
+#   and on again), and steps of the wall
 #   clock (below).
 #
 # The checks, from outside, per recipe:
@@ -204,11 +209,15 @@ for my $c (@CLUSTERS)
 	$proxies{$c} = [ map { [ map { ZklockProxy->start($_) } @upstreams ] } 0 .. 1 ];
 	$hosts_ix{$c} = 0;
 	my $to = rpick($sched, '10s', '60s');
-	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0 };
+	$conf_now{$c} = { session_timeout => $to, lease_margin => '1s', server_tick_time => '500', hosts => 0,
+		lock_cache => 'on' };
 	# under libfaketime: the schedule steps the wall clock of its processes
 	$node{$c} = new_faketime_node("adv$c", hosts_of($c, 0), qq{zklock.session_timeout = '$to'
 zklock.connect_timeout = '15s'
 zklock.check_session_locks_at_commit = on
+zklock.lock_cache = on
+zklock.lock_cache_idle = '3s'
+zklock.lock_cache_backoff = '2s'
 max_connections = 40
 restart_after_crash = on
 log_min_messages = warning
@@ -289,7 +298,10 @@ BEGIN
   END IF;
   IF NOT ok THEN RETURN 'timeout'; END IF;
   t0 := adv_us();
-  IF kind LIKE 'mutex%' THEN
+  -- half of the mutex sections ask for their token: a holder that asks
+  -- leaves a node the lock cache does not keep, the others may be granted
+  -- from kept nodes (zklock.lock_cache is on)
+  IF kind LIKE 'mutex%' AND hashtext(client || op || 'token') % 2 = 0 THEN
     tok := zk_lock_token(p);
   END IF;
   IF kind = 'mutex_revocable' THEN
@@ -826,6 +838,8 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 			$p{hosts} = 1 if r01($sched) < 0.5;
 			$p{lease_margin} = rpick($sched, '1s', '2s', '500ms', '4s') if r01($sched) < 0.3;
 			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
+			# lock caching turned off (its kept nodes go) or on again
+			$p{lock_cache} = rpick($sched, 'off', 'on', 'on') if r01($sched) < 0.3;
 		}
 		# faults come in storms: most strike the cluster the last one struck,
 		# some right after it (an operator action, then a failure on top)
@@ -951,7 +965,7 @@ sub do_fault
 	{
 		my @set;
 		my $cn = $conf_now{$c};
-		for my $k (qw(session_timeout lease_margin server_tick_time))
+		for my $k (qw(session_timeout lease_margin server_tick_time lock_cache))
 		{
 			push @set, "zklock.$k = '$p->{$k}'" if defined $p->{$k} && $p->{$k} ne $cn->{$k};
 		}
@@ -965,7 +979,7 @@ sub do_fault
 		my $r = try_sql($n, $sql);
 		if (defined $r)
 		{
-			for my $k (qw(session_timeout lease_margin server_tick_time)) { $cn->{$k} = $p->{$k} if defined $p->{$k}; }
+			for my $k (qw(session_timeout lease_margin server_tick_time lock_cache)) { $cn->{$k} = $p->{$k} if defined $p->{$k}; }
 		}
 		return fault_note("$c: reload", join(', ', @set) . (defined $r ? '' : ' (failed: cluster not answering)'));
 	}
