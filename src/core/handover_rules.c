@@ -361,3 +361,41 @@ zklock_batch_take(const char *const *create_base, int n, int max)
 	}
 	return take;
 }
+
+/*
+ * Lock caching: may a request be granted the kept node of its path with no
+ * ZooKeeper request?  Only a fresh, plain mutex acquire of the backend
+ * whose identity the node carries, while nobody else is known to be
+ * queued, in the node's session, with the lease proving that session
+ * alive (no round trip proves it for this grant).
+ */
+bool
+zklock_cache_may_take(const ZklockCacheTakeFacts *f)
+{
+	return f->enabled && f->mutex && f->fresh && !f->revocable &&
+		!f->downgrade && !f->contended && f->same_session &&
+		f->lease_valid && f->same_identity;
+}
+
+/*
+ * Lock caching: what a release does with its node.  Handed over to a
+ * waiter of this worker, or contended (someone else came while it was
+ * held from the cache), it goes; after contention with nobody of ours to
+ * take over, someone else waits, so the path cools down too.  Otherwise
+ * it is kept only for a plain mutex holder that never asked for its token,
+ * alone on the path, connected in the node's session, and not while the
+ * path cools down.
+ */
+ZklockCacheKeep
+zklock_cache_keep_decide(const ZklockCacheKeepFacts *f)
+{
+	if (f->handed_over > 0)
+		return ZKLOCK_CACHE_DELETE;
+	if (f->contended)
+		return ZKLOCK_CACHE_DELETE_COOL;
+	if (!f->enabled || !f->mutex || f->revocable || f->token_asked ||
+		f->downgrade || !f->has_node || !f->connected || !f->same_session ||
+		f->parked || !f->alone || f->cooling)
+		return ZKLOCK_CACHE_DELETE;
+	return ZKLOCK_CACHE_KEEP;
+}

@@ -142,4 +142,55 @@ extern bool zklock_first_unlisted(bool seq_proven, bool own_node_ahead,
  */
 extern int	zklock_batch_take(const char *const *create_base, int n, int max);
 
+/*
+ * Lock caching (worker/lock_cache.c): what a request may take from a kept
+ * node, and what a release does with its node.  Every member is a fact
+ * the worker knows at that moment.
+ */
+typedef struct ZklockCacheTakeFacts
+{
+	bool		enabled;		/* zklock.lock_cache is on */
+	bool		mutex;			/* the request is a mutex acquire */
+	bool		fresh;			/* it has no node, no id, no create in
+								 * doubt */
+	bool		revocable;		/* it asks to be revocable */
+	bool		downgrade;		/* it takes a writer's place */
+	bool		contended;		/* someone else may be queued behind the
+								 * kept node */
+	bool		same_session;	/* the node is of the current session */
+	bool		lease_valid;	/* the lease proves the session alive now */
+	bool		same_identity;	/* the request's node data is the node's */
+} ZklockCacheTakeFacts;
+
+typedef struct ZklockCacheKeepFacts
+{
+	bool		enabled;		/* zklock.lock_cache is on */
+	bool		mutex;			/* the released lock is a mutex's own node */
+	int			handed_over;	/* waiters of this worker the release
+								 * chose */
+	bool		contended;		/* the node was granted from the cache and
+								 * someone else may be queued behind it */
+	bool		revocable;		/* its holder was revocable */
+	bool		token_asked;	/* its holder asked zk_lock_token */
+	bool		downgrade;		/* a downgrade's node */
+	bool		has_node;		/* its name is known and it is not gone */
+	bool		connected;		/* the worker is connected */
+	bool		same_session;	/* the node is of the current session */
+	bool		parked;			/* the request waits for the connection */
+	bool		alone;			/* no other request of this worker is on
+								 * the path */
+	bool		cooling;		/* the path cools down after someone else
+								 * wanted it */
+} ZklockCacheKeepFacts;
+
+typedef enum ZklockCacheKeep
+{
+	ZKLOCK_CACHE_DELETE = 0,	/* the node goes, as without caching */
+	ZKLOCK_CACHE_DELETE_COOL,	/* the node goes and the path cools down */
+	ZKLOCK_CACHE_KEEP			/* the node is kept */
+} ZklockCacheKeep;
+
+extern bool zklock_cache_may_take(const ZklockCacheTakeFacts *f);
+extern ZklockCacheKeep zklock_cache_keep_decide(const ZklockCacheKeepFacts *f);
+
 #endif							/* ZKLOCK_LOCAL_RULES_H */

@@ -19,6 +19,11 @@
  *	  zklock_cache_worker_start
  *							what the session's state does to kept nodes
  *
+ *	  The two decisions, whether a request may take a kept node and what a
+ *	  release does with its node, are pure functions of the facts this
+ *	  file gathers (zklock_cache_may_take, zklock_cache_keep_decide in
+ *	  core/handover_rules.c, unit-tested).
+ *
  *	  Why a grant from a kept node is safe.  A node is kept only from a
  *	  holder of the mutex: its node was first in Curator's order of the
  *	  path's lock- children.  That order is the sequence number, and
@@ -252,18 +257,21 @@ zklock_cache_take(int idx, const LockTarget *t)
 	ZklockShared *sh = zklock_shared;
 	ZklockSlot *slot = &sh->slots[idx];
 	ZklockCacheEntry *e = cache_find(t->base);
-	bool		fresh;
+	ZklockCacheTakeFacts f;
 
 	if (e == NULL || e->state != ZKCE_IDLE)
 		return false;
-	fresh = (t->node[0] == '\0' && t->uuid[0] == '\0' && !*t->create_sent &&
-			 zklock_reqs[idx].nodes[ZKN_MAIN].doubt == false);
-	if (!zklock_lock_cache || !fresh || e->contended ||
-		slot->op != ZKOP_MUTEX || slot->revocable ||
-		slot->downgrade_seq[0] != '\0' ||
-		!sh->have_session || e->session_gen != sh->session_gen ||
-		!zklock_lease_valid(zklock_mono_now(), NULL) ||
-		strcmp(slot->data, e->data) != 0)
+	f.enabled = zklock_lock_cache;
+	f.mutex = (slot->op == ZKOP_MUTEX && t->final && !t->rw);
+	f.fresh = (t->node[0] == '\0' && t->uuid[0] == '\0' && !*t->create_sent &&
+			   !zklock_reqs[idx].nodes[ZKN_MAIN].doubt);
+	f.revocable = slot->revocable;
+	f.downgrade = (slot->downgrade_seq[0] != '\0');
+	f.contended = e->contended;
+	f.same_session = (sh->have_session && e->session_gen == sh->session_gen);
+	f.lease_valid = zklock_lease_valid(zklock_mono_now(), NULL);
+	f.same_identity = (strcmp(slot->data, e->data) == 0);
+	if (!zklock_cache_may_take(&f))
 	{
 		cache_drop(e, false);
 		return false;
@@ -300,39 +308,41 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	ZklockCacheEntry *e = cache_find(t->base);
 	bool		was_kept = (e != NULL && e->state == ZKCE_IN_USE &&
 							e->holder == idx && e->holder_serial == slot->serial);
+	ZklockCacheKeepFacts f;
+	ZklockCacheKeep what;
 
+	/* an entry whose holder went without a release names nobody */
 	if (e != NULL && e->state == ZKCE_IN_USE && !was_kept && !cache_holder_valid(e))
 	{
 		cache_drop(e, false);
 		e = NULL;
 	}
-	if (handed_over > 0 || (was_kept && e->contended))
+	if (e != NULL && e->state == ZKCE_COOLING && GetCurrentTimestamp() >= e->since)
 	{
-		/* someone queued behind it: not kept, deleted by the withdrawal */
-		if (was_kept)
-			cache_drop(e, handed_over == 0);
-		return;
-	}
-	if (!zklock_lock_cache || slot->op != ZKOP_MUTEX || !t->final ||
-		slot->revocable || slot->token_asked || slot->downgrade_seq[0] != '\0' ||
-		slot->nodes[ZKN_MAIN].name[0] == '\0' || slot->nodes[ZKN_MAIN].deleted ||
-		!zklock_connected || !sh->have_session ||
-		slot->session_gen != sh->session_gen ||
-		zklock_req_parked(&zklock_reqs[idx]) ||
-		!cache_path_alone(idx, t->base))
-	{
-		if (was_kept)
-			cache_drop(e, false);
-		return;
-	}
-	if (e != NULL && !was_kept)
-	{
-		/* cooling down, or another node of ours holds there: not now */
-		if (e->state == ZKCE_COOLING && GetCurrentTimestamp() >= e->since)
-			cache_drop(e, false);
-		else
-			return;
+		cache_drop(e, false);
 		e = NULL;
+	}
+	f.enabled = zklock_lock_cache;
+	f.mutex = (slot->op == ZKOP_MUTEX && t->final && !t->rw);
+	f.handed_over = handed_over;
+	f.contended = (was_kept && e->contended);
+	f.revocable = slot->revocable;
+	f.token_asked = slot->token_asked;
+	f.downgrade = (slot->downgrade_seq[0] != '\0');
+	f.has_node = (slot->nodes[ZKN_MAIN].name[0] != '\0' && !slot->nodes[ZKN_MAIN].deleted);
+	f.connected = zklock_connected;
+	f.same_session = (sh->have_session && slot->session_gen == sh->session_gen);
+	f.parked = zklock_req_parked(&zklock_reqs[idx]);
+	f.alone = cache_path_alone(idx, t->base);
+	/* cooling down, or (never seen) another node of ours kept there */
+	f.cooling = (e != NULL && !was_kept);
+	what = zklock_cache_keep_decide(&f);
+	if (what != ZKLOCK_CACHE_KEEP)
+	{
+		/* the withdrawal deletes the node, as without caching */
+		if (was_kept)
+			cache_drop(e, what == ZKLOCK_CACHE_DELETE_COOL);
+		return;
 	}
 	if (e == NULL)
 	{

@@ -542,6 +542,86 @@ test_batch_take(void **state)
 	assert_int_equal(zklock_batch_take(same, 0, 16), 0);
 }
 
+/* lock caching: a fresh plain mutex of the node's backend takes it */
+static void
+test_cache_take(void **state)
+{
+	ZklockCacheTakeFacts ok = {
+		.enabled = true, .mutex = true, .fresh = true, .revocable = false,
+		.downgrade = false, .contended = false, .same_session = true,
+		.lease_valid = true, .same_identity = true,
+	};
+	ZklockCacheTakeFacts f;
+
+	(void) state;
+	assert_true(zklock_cache_may_take(&ok));
+	f = ok; f.enabled = false;
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.mutex = false;			/* a write lock, a lease, a latch */
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.fresh = false;			/* a create of its own in doubt */
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.revocable = true;
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.downgrade = true;
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.contended = true;			/* someone else may be queued */
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.same_session = false;		/* the node went with its session */
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.lease_valid = false;		/* nothing proves the session alive */
+	assert_false(zklock_cache_may_take(&f));
+	f = ok; f.same_identity = false;	/* the data would name another backend */
+	assert_false(zklock_cache_may_take(&f));
+}
+
+/* lock caching: what a release does with its node */
+static void
+test_cache_keep(void **state)
+{
+	ZklockCacheKeepFacts ok = {
+		.enabled = true, .mutex = true, .handed_over = 0, .contended = false,
+		.revocable = false, .token_asked = false, .downgrade = false,
+		.has_node = true, .connected = true, .same_session = true,
+		.parked = false, .alone = true, .cooling = false,
+	};
+	ZklockCacheKeepFacts f;
+
+	(void) state;
+	assert_int_equal(zklock_cache_keep_decide(&ok), ZKLOCK_CACHE_KEEP);
+	/* handed over locally: deleted, and no cooling (nobody else came) */
+	f = ok; f.handed_over = 1;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.handed_over = 1; f.contended = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	/* someone else queued behind it and nobody of ours takes over */
+	f = ok; f.contended = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE_COOL);
+	f = ok; f.enabled = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.mutex = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.revocable = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.token_asked = true;		/* tokens grow from holder to holder */
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.downgrade = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.has_node = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.connected = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.same_session = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.parked = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	/* another request of ours on the path: its create may be on its way */
+	f = ok; f.alone = false;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+	f = ok; f.cooling = true;
+	assert_int_equal(zklock_cache_keep_decide(&f), ZKLOCK_CACHE_DELETE);
+}
+
 int
 main(void)
 {
@@ -571,6 +651,8 @@ main(void)
 		cmocka_unit_test(test_skip_container_recreated),
 		cmocka_unit_test(test_skip_connection_change),
 		cmocka_unit_test(test_batch_take),
+		cmocka_unit_test(test_cache_take),
+		cmocka_unit_test(test_cache_keep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
