@@ -409,17 +409,13 @@ public class CuratorBench
         window[0] = System.nanoTime() + (long) (preroll * 1e9);
         window[1] = window[0] + (long) (seconds * 1e9);
         go.countDown();
-        for (long left = window[0] - System.nanoTime(); left > 0;
-             left = window[0] - System.nanoTime())
-            TimeUnit.NANOSECONDS.sleep(left);
+        sleepUntil(window[0]);
 
         long cpu0 = machineBusyTicks();
         long zk0 = zkTicks();
         long winStartMs = System.currentTimeMillis();
 
-        for (long left = window[1] - System.nanoTime(); left > 0;
-             left = window[1] - System.nanoTime())
-            TimeUnit.NANOSECONDS.sleep(left);
+        sleepUntil(window[1]);
 
         long cpu1 = machineBusyTicks();
         long zk1 = zkTicks();
@@ -472,6 +468,14 @@ public class CuratorBench
         r.winStartMs = winStartMs;
         r.winEndMs = winEndMs;
         return r;
+    }
+
+    /* Sleep until System.nanoTime() reaches DEADLINE */
+    static void sleepUntil(long deadline) throws InterruptedException
+    {
+        for (long left = deadline - System.nanoTime(); left > 0;
+             left = deadline - System.nanoTime())
+            TimeUnit.NANOSECONDS.sleep(left);
     }
 
     /* Nearest-rank percentile of sorted samples */

@@ -232,6 +232,37 @@ proc_ticks() {
 	echo "$sum"
 }
 
+# ens_member_cfg CFG ID DATADIR ADDR PORT MORE: the zoo.cfg (at CFG) of
+# server ID of an ensemble, its data directory (made, with its myid),
+# clients on ADDR:PORT, then the lines MORE (the server.N lines at least)
+ens_member_cfg() {
+	mkdir -p "$3"
+	echo "$2" >"$3/myid"
+	cat >"$1" <<EOC
+tickTime=$ZK_TICK
+initLimit=10
+syncLimit=5
+dataDir=$3
+clientPort=$5
+clientPortAddress=$4
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+$6
+EOC
+}
+
+# stop_pids PID...: SIGTERM to each of these children, then reap them
+stop_pids() {
+	local pid
+	for pid in "$@"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "$@"; do
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
 ###########################################################################
 # PostgreSQL part: runs as an unprivileged user.
 #	sql_part ZKPORT RESULTFILE ZKPIDS [MODE]
@@ -610,6 +641,39 @@ curator_modes() {
 	echo "${modes# }"
 }
 
+# raw_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT: WORK/raw_cycle on every
+# mutex shape of SHAPES against HOSTS; lines "PREFIX raw SHAPE ..." to OUT
+raw_shapes() {
+	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 s name n kind line
+	for s in $shapes; do
+		IFS=: read -r name n kind <<<"$s"
+		case $kind in distinct|shared) ;; *) continue ;; esac
+		log "raw $name: $n in flight, $kind, ${SECS}s"
+		line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "$hosts" "$n" "$kind" "$SECS" 0.5) \
+			|| die "raw_cycle failed"
+		echo "$line" | result_line "$prefix raw $name" >>"$out"
+		log "  $line"
+	done
+}
+
+# curator_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT: one CuratorBench JVM
+# (classes in WORK/classes) against HOSTS, its warm-up, then every shape
+# of SHAPES; lines "PREFIX curator SHAPE ..." to OUT
+curator_shapes() {
+	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 name modes line
+	modes=$(curator_modes "$shapes")
+	log "curator: ${WARMUP}s JVM warm-up, then $modes, ${SECS}s each"
+	# shellcheck disable=SC2086
+	BENCH_ZK_PID=$zkpids java -Xms256m -Xmx512m -cp "$work/classes:$JAVA_CP_CURATOR" CuratorBench \
+		"$hosts" "$SECS" "$WARMUP" $modes >"$out.curator" || die "CuratorBench failed"
+	while read -r line; do
+		log "  $line"
+		name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
+		[ -n "$name" ] || continue
+		echo "$line" | result_line "$prefix curator $name" >>"$out"
+	done <"$out.curator"
+}
+
 ###########################################################################
 # Emulated network part: runs as the unprivileged user, inside its own
 # user and network namespaces (the "bench namespace", made by the main
@@ -632,7 +696,7 @@ net_part() {
 	local work=$BENCH_WORK zkdir=$BENCH_NET_ZKDIR only=",${BENCH_ONLY:-raw,curator,sql},"
 	local maxsecs=${BENCH_NET_MAXSECS:-3600} shapes
 	local k h i ns exe self_ns servers="" modes follower="" leaders pp zkpids
-	local round s name n kind line lc
+	local round line lc
 
 	shapes=$(select_shapes "$BENCH_SHAPES" "$NET_SHAPES_ALL")
 	NET_OUT=$out
@@ -674,21 +738,8 @@ net_part() {
 			nsenter --net="/proc/$h/ns/net" -- sh -c "ip link set lo up && ip addr add $NET_SUBNET.$k.2/24 dev eth0 && ip link set eth0 up && ip route add default via $NET_SUBNET.$k.1"; }; then
 			die "net: cannot link server $k's namespace"
 		fi
-		mkdir -p "$zkdir/zk$k"
-		echo "$k" >"$zkdir/zk$k/myid"
-		cat >"$out/zoo-$k.cfg" <<EOC
-tickTime=$ZK_TICK
-initLimit=10
-syncLimit=5
-dataDir=$zkdir/zk$k
-clientPort=2181
-clientPortAddress=$NET_SUBNET.$k.2
-admin.enableServer=false
-4lw.commands.whitelist=*
-maxClientCnxns=0
-forceSync=yes
-$servers
-EOC
+		ens_member_cfg "$out/zoo-$k.cfg" "$k" "$zkdir/zk$k" "$NET_SUBNET.$k.2" 2181 \
+			"forceSync=yes"$'\n'"$servers"
 	done
 	for k in 1 2 3; do
 		setpriv --pdeathsig KILL -- nsenter --net="/proc/${NET_HOLDERS[$((k - 1))]}/ns/net" -- \
@@ -767,27 +818,10 @@ EOC
 	for round in $(seq 1 "$RUNS"); do
 		[ "$RUNS" -gt 1 ] && log "net: round $round of $RUNS"
 		if [[ "$only" == *,raw,* ]]; then
-			for s in $shapes; do
-				IFS=: read -r name n kind <<<"$s"
-				log "net: raw $name: $n in flight, $kind, ${SECS}s"
-				line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "127.0.0.1:$pp" "$n" "$kind" "$SECS" 0.5) \
-					|| die "net: raw_cycle failed"
-				echo "$line" | result_line "net $round raw $name" >>"$out/results"
-				log "  $line"
-			done
+			raw_shapes "net $round" "$shapes" "127.0.0.1:$pp" "$zkpids" "$work" "$out/results"
 		fi
 		if [[ "$only" == *,curator,* ]]; then
-			log "net: curator: ${WARMUP}s JVM warm-up, then $(curator_modes "$shapes"), ${SECS}s each"
-			# shellcheck disable=SC2046
-			BENCH_ZK_PID=$zkpids java -Xms256m -Xmx512m -cp "$work/classes:$JAVA_CP_CURATOR" CuratorBench \
-				"127.0.0.1:$pp" "$SECS" "$WARMUP" $(curator_modes "$shapes") >"$out/curator.out" \
-				|| die "net: CuratorBench failed"
-			while read -r line; do
-				log "  $line"
-				name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
-				[ -n "$name" ] || continue
-				echo "$line" | result_line "net $round curator $name" >>"$out/results"
-			done <"$out/curator.out"
+			curator_shapes "net $round" "$shapes" "127.0.0.1:$pp" "$zkpids" "$work" "$out/results"
 		fi
 		if [[ "$only" == *,sql,* ]]; then
 			for lc in ${LOCK_CACHES//,/ }; do
@@ -808,12 +842,7 @@ EOC
 net_cleanup() {
 	trap '' INT TERM
 	local pid k
-	for pid in "${NET_PROXIES[@]}" "${NET_SERVERS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${NET_PROXIES[@]}" "${NET_SERVERS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${NET_PROXIES[@]}" "${NET_SERVERS[@]}"
 	for k in 1 2 3; do
 		[ ! -s "$NET_OUT/proxy-$k.err" ] || log "net: $(cat "$NET_OUT/proxy-$k.err")"
 	done
@@ -981,37 +1010,19 @@ pg_stop_left() {
 
 # ens_stop: stop the idle part's ensemble, if any (also at exit)
 ens_stop() {
-	local pid
-	for pid in "${ENS_PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${ENS_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${ENS_PIDS[@]}"
 	ENS_PIDS=()
 }
 
 # idle_clients_stop: the idle part's clients still running (at exit)
 idle_clients_stop() {
-	local pid
-	for pid in "${IDLE_PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${IDLE_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${IDLE_PIDS[@]}"
 	IDLE_PIDS=()
 }
 
 # mix_stop: mix8's sides still running (at exit)
 mix_stop() {
-	local pid
-	for pid in "${MIX_PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${MIX_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${MIX_PIDS[@]}"
 	MIX_PIDS=()
 }
 
@@ -1069,20 +1080,8 @@ ens_launch() {
 	for i in 1 2 3; do
 		ENS_PORTS+=("${ports[$((i - 1))]}")
 		rm -rf "${ZK_DIR:?}/ens-$i"
-		mkdir -p "$ZK_DIR/ens-$i"
-		echo "$i" >"$ZK_DIR/ens-$i/myid"
-		cat >"$WORK/zoo-ens-$i.cfg" <<EOC
-tickTime=$ZK_TICK
-initLimit=10
-syncLimit=5
-dataDir=$ZK_DIR/ens-$i
-clientPort=${ports[$((i - 1))]}
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=*
-maxClientCnxns=0
-$servers
-EOC
+		ens_member_cfg "$WORK/zoo-ens-$i.cfg" "$i" "$ZK_DIR/ens-$i" 127.0.0.1 \
+			"${ports[$((i - 1))]}" "$servers"
 		java -Xmx256m -cp /usr/share/java/zookeeper.jar \
 			org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zoo-ens-$i.cfg" \
 			>"$WORK/zookeeper-ens-$i.log" 2>&1 &
@@ -1211,32 +1210,12 @@ EOF
 
 # raw_round FSYNC ROUND: raw_cycle on every mutex shape
 raw_round() {
-	local fsync=$1 round=$2 s name n kind line
-	for s in $SHAPES; do
-		IFS=: read -r name n kind <<<"$s"
-		case $kind in distinct|shared) ;; *) continue ;; esac
-		log "raw $name: $n in flight, $kind, ${SECS}s"
-		line=$(BENCH_ZK_PID=$ZK_PID "$WORK/raw_cycle" "$ZK" "$n" "$kind" "$SECS" 0.5) \
-			|| die "raw_cycle failed"
-		echo "$line" | result_line "$fsync $round raw $name" >>"$RESULTS"
-		log "  $line"
-	done
+	raw_shapes "$1 $2" "$SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
 }
 
 # curator_round FSYNC ROUND: one JVM, its warm-up, then every shape
 curator_round() {
-	local fsync=$1 round=$2 name modes line
-	modes=$(curator_modes "$SHAPES")
-	log "curator: ${WARMUP}s JVM warm-up, then $modes, ${SECS}s each"
-	# shellcheck disable=SC2086
-	BENCH_ZK_PID=$ZK_PID java -Xms256m -Xmx512m -cp "$WORK/classes:$JAVA_CP_CURATOR" CuratorBench \
-		"$ZK" "$SECS" "$WARMUP" $modes >"$WORK/curator.out" || die "CuratorBench failed"
-	while read -r line; do
-		log "  $line"
-		name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
-		[ -n "$name" ] || continue
-		echo "$line" | result_line "$fsync $round curator $name" >>"$RESULTS"
-	done <"$WORK/curator.out"
+	curator_shapes "$1 $2" "$SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
 }
 
 # sql_round FSYNC ROUND: the PostgreSQL part (a fresh cluster per
@@ -1509,6 +1488,20 @@ fi
 # Tables: one per forceSync setting (and one for the emulated network),
 # medians over the rounds
 ###########################################################################
+# the tables' medians (awk functions): add(KEY, V) keeps a value of one
+# measure (of one forceSync, system and shape) over the rounds, median(KEY)
+# gives their median ("-" if none), the mean of the middle two for an
+# even count
+AWK_MEDIAN='
+	function add(key, v) { cnt[key]++; val[key, cnt[key]] = v }
+	function median(key,    m, i, j, t, a) {
+		m = cnt[key] + 0
+		if (m == 0) return "-"
+		for (i = 1; i <= m; i++) a[i] = val[key, i] + 0
+		for (i = 2; i <= m; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}'
 systems=""
 for w in raw curator; do want "$w" && systems="$systems $w"; done
 if want sql; then
@@ -1539,18 +1532,7 @@ echo "  resolution 1/$CLK_TCK s of CPU time per window."
 echo "ratios = zklock / the row's system: cyc/s higher is better for zklock, p50 and cpu lower is better for zklock;"
 echo "  zklock = zklock.lock_cache off, zklock lc = zklock.lock_cache on; the ratios are those of the first of them run (${LOCK_CACHES%%,*})."
 [ -z "$NET_SHAPES" ] || echo "net shapes: the emulated network's own 3-server ensemble (forceSync=yes, tickTime $ZK_TICK), every client through the delay_proxy of one follower (${NET_DELAY_US} us each way); zk µs/cyc = the three servers."
-awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" '
-	# values of one measure of one (forceSync, system, shape), over the rounds
-	function add(key, v) { cnt[key]++; val[key, cnt[key]] = v }
-	# median of them ("-" if none), the mean of the middle two for an even count
-	function median(key,    m, i, j, t, a) {
-		m = cnt[key] + 0
-		if (m == 0) return "-"
-		for (i = 1; i <= m; i++) a[i] = val[key, i] + 0
-		for (i = 2; i <= m; i++)
-			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	}
+awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" "$AWK_MEDIAN"'
 	function dash(n,    d) { d = ""; while (n-- > 0) d = d "-"; return d }
 	function num(v) { return v == "-" ? "-" : (v < 10 && v != int(v) ? sprintf("%.1f", v) : sprintf("%.0f", v)) }
 	function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
@@ -1679,16 +1661,7 @@ if [ -n "$MIX" ] && [ -s "$WORK/mix.results" ]; then
 	echo "  ($MIX_PATH) at the same time, ${PG_SECS}s; SQL p50/p99 = one cycle (acquire + release), Curator's = the acquire alone;"
 	echo "  requests per cycle = what the server received over the run / the cycles both sides completed; CPU per cycle"
 	echo "  = machine (and ZooKeeper) over Curator's window / the cycles both sides completed in it$([ "$RUNS" -gt 1 ] && echo "; medians of $RUNS runs")."
-	awk -v clk="$CLK_TCK" '
-		function add(key, v) { cnt[key]++; val[key, cnt[key]] = v }
-		function median(key,    m, i, j, t, a) {
-			m = cnt[key] + 0
-			if (m == 0) return "-"
-			for (i = 1; i <= m; i++) a[i] = val[key, i] + 0
-			for (i = 2; i <= m; i++)
-				for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-			return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-		}
+	awk -v clk="$CLK_TCK" "$AWK_MEDIAN"'
 		{
 			k = $1 SUBSEP $3
 			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
