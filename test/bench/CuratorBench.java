@@ -14,6 +14,11 @@
  *     write      write lock, all threads on one path
  *     semaphore  semaphore of MAX_LEASES leases, all threads on one path
  *     counter    DistributedAtomicLong.add(1), all threads on one path
+ *     mixed      mutex, all threads on the absolute path MAX_LEASES stands
+ *                for (e.g. mix8:4:mixed:/bench/mix/lock), which SQL
+ *                sessions lock at the same time; the latency kept is the
+ *                acquire's alone, and the window starts 1 s after the
+ *                threads do (the SQL side's pgbench is connecting then)
  * A cycle is acquire + release (semaphore: acquire() + returnLease(); counter:
  * one add that succeeded, tried again at once while it reports failure,
  * with a retry policy that does not sleep, as zklock retries at once).
@@ -30,6 +35,15 @@
  * word mntr, zk_packets_received) from just before the threads start to
  * after the last one ended, all_cycles the cycles completed in that time
  * (in the window or not): their ratio is the requests of one cycle.
+ * A RESULT line also says where its window was on the wall clock
+ * (win_start_ms, win_end_ms: milliseconds since the epoch), so that what
+ * others completed in the same window can be counted.
+ *
+ * BENCH_ZK_PID may name several servers' pids, comma-separated (an
+ * ensemble): zk_jiffies is then their sum.  With BENCH_GO_FILE set, the
+ * JVM prints "READY" after its warm-up and waits (at most 300 s) for that
+ * file to exist before it runs the modes, so that another client can start
+ * at the same moment.
  *
  * test/bench/CuratorBench.java
  */
@@ -98,12 +112,14 @@ public class CuratorBench
         long zkTicks;       /* ZooKeeper server ticks in the window, -1 unknown */
         long requests;      /* requests the server received during the run, -1 unknown */
         long allCycles;     /* cycles completed during the run */
+        long winStartMs;    /* the window on the wall clock, ms since the epoch */
+        long winEndMs;
     }
 
     /* What one mode locks */
     enum Kind
     {
-        DISTINCT, SHARED, READ, WRITE, SEMAPHORE, COUNTER, LEADER
+        DISTINCT, SHARED, READ, WRITE, SEMAPHORE, COUNTER, LEADER, MIXED
     }
 
     /* One acquire + release, on the recipe object of one thread */
@@ -112,8 +128,8 @@ public class CuratorBench
         void run() throws Exception;
     }
 
-    /* pid of the ZooKeeper server (BENCH_ZK_PID), 0 if not given */
-    static long zkPid = 0;
+    /* pids of the ZooKeeper servers (BENCH_ZK_PID), none if not given */
+    static long[] zkPids = new long[0];
 
     /* the server asked for its request count (host:port) */
     static String zkHostPort = null;
@@ -230,6 +246,24 @@ public class CuratorBench
         });
     }
 
+    /* utime + stime of all the ZooKeeper servers; -1 if any is unknown */
+    static long zkTicks()
+    {
+        long sum = 0;
+
+        if (zkPids.length == 0)
+            return -1;
+        for (long pid : zkPids)
+        {
+            long t = processTicks(pid);
+
+            if (t < 0)
+                return -1;
+            sum += t;
+        }
+        return sum;
+    }
+
     /* Ticks between two readings of one counter; -1 if either is unknown */
     static long delta(long start, long end)
     {
@@ -299,11 +333,14 @@ public class CuratorBench
 
     /*
      * Run THREADS threads doing cycles of KIND for SECONDS under BASE (each
-     * thread on its own path for DISTINCT, else all on one path); return
-     * counts, percentiles and the CPU time spent in the window.
+     * thread on its own path for DISTINCT, all on the path MIXPATH for
+     * MIXED, else all on one path); return counts, percentiles and the CPU
+     * time spent in the window.  The threads start PREROLL seconds before
+     * the window does.
      */
     static Result runMode(CuratorFramework client, String base, int threads,
-                          Kind kind, int maxLeases, double seconds) throws Exception
+                          Kind kind, int maxLeases, String mixPath,
+                          double preroll, double seconds) throws Exception
     {
         final Samples[] samples = new Samples[threads];
         final Thread[] workers = new Thread[threads];
@@ -315,8 +352,10 @@ public class CuratorBench
         for (int i = 0; i < threads; i++)
         {
             final int idx = i;
-            final String path = kind == Kind.DISTINCT ? base + "/t" + i : base + "/shared";
-            final Cycle cycle = makeCycle(client, kind, path, maxLeases);
+            final String path = kind == Kind.DISTINCT ? base + "/t" + i
+                : kind == Kind.MIXED ? mixPath : base + "/shared";
+            final Cycle cycle = kind == Kind.MIXED ? null : makeCycle(client, kind, path, maxLeases);
+            final InterProcessMutex mixMutex = kind == Kind.MIXED ? new InterProcessMutex(client, path) : null;
 
             samples[i] = new Samples();
             workers[i] = new Thread(() -> {
@@ -332,13 +371,25 @@ public class CuratorBench
                     while (System.nanoTime() < end && error.get() == null)
                     {
                         long t0 = System.nanoTime();
+                        long t1;
 
-                        cycle.run();
+                        if (mixMutex != null)
+                        {
+                            /* the acquire's latency: the release is not waited for */
+                            mixMutex.acquire();
+                            t1 = System.nanoTime();
+                            mixMutex.release();
+                        }
+                        else
+                        {
+                            cycle.run();
+                            t1 = System.nanoTime();
+                        }
 
-                        long t1 = System.nanoTime();
+                        long done = System.nanoTime();
 
                         s.all++;
-                        if (t1 >= start && t1 <= end)
+                        if (done >= start && done <= end)
                             s.add((t1 - t0) / 1000);
                     }
                 }
@@ -354,18 +405,21 @@ public class CuratorBench
 
         /* the CPU counters are read where the window starts and ends */
         long rq0 = packetsReceived();
-        long cpu0 = machineBusyTicks();
-        long zk0 = processTicks(zkPid);
 
-        window[0] = System.nanoTime();
+        window[0] = System.nanoTime() + (long) (preroll * 1e9);
         window[1] = window[0] + (long) (seconds * 1e9);
         go.countDown();
-        for (long left = window[1] - System.nanoTime(); left > 0;
-             left = window[1] - System.nanoTime())
-            TimeUnit.NANOSECONDS.sleep(left);
+        sleepUntil(window[0]);
+
+        long cpu0 = machineBusyTicks();
+        long zk0 = zkTicks();
+        long winStartMs = System.currentTimeMillis();
+
+        sleepUntil(window[1]);
 
         long cpu1 = machineBusyTicks();
-        long zk1 = processTicks(zkPid);
+        long zk1 = zkTicks();
+        long winEndMs = System.currentTimeMillis();
 
         for (Thread w : workers)
         {
@@ -411,7 +465,17 @@ public class CuratorBench
         r.zkTicks = delta(zk0, zk1);
         r.requests = delta(rq0, rq1);
         r.allCycles = allCycles;
+        r.winStartMs = winStartMs;
+        r.winEndMs = winEndMs;
         return r;
+    }
+
+    /* Sleep until System.nanoTime() reaches DEADLINE */
+    static void sleepUntil(long deadline) throws InterruptedException
+    {
+        for (long left = deadline - System.nanoTime(); left > 0;
+             left = deadline - System.nanoTime())
+            TimeUnit.NANOSECONDS.sleep(left);
     }
 
     /* Nearest-rank percentile of sorted samples */
@@ -429,7 +493,7 @@ public class CuratorBench
     {
         if (args.length < 4)
         {
-            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore|counter|leader[:MAX]...");
+            System.err.println("usage: CuratorBench host:port seconds warmup_seconds NAME:THREADS:distinct|shared|read|write|semaphore|counter|leader|mixed[:MAX|:PATH]...");
             System.exit(2);
         }
         String hosts = args[0];
@@ -440,7 +504,8 @@ public class CuratorBench
         String pidEnv = System.getenv("BENCH_ZK_PID");
 
         if (pidEnv != null && !pidEnv.isEmpty())
-            zkPid = Long.parseLong(pidEnv);
+            zkPids = Arrays.stream(pidEnv.split(",")).mapToLong(Long::parseLong).toArray();
+        String goFile = System.getenv("BENCH_GO_FILE");
         /* the first server of the connect string */
         zkHostPort = hosts.split(",")[0];
 
@@ -463,11 +528,26 @@ public class CuratorBench
             /* JIT and connection warm-up, excluded from every number */
             if (warmup > 0)
             {
-                runMode(client, base + "/warmup-d", 8, Kind.DISTINCT, 0, warmup * 0.5);
-                runMode(client, base + "/warmup-s", 8, Kind.SHARED, 0, warmup * 0.2);
-                runMode(client, base + "/warmup-1", 1, Kind.DISTINCT, 0, warmup * 0.1);
-                runMode(client, base + "/warmup-r", 4, Kind.READ, 0, warmup * 0.1);
-                runMode(client, base + "/warmup-m", 4, Kind.SEMAPHORE, 2, warmup * 0.1);
+                runMode(client, base + "/warmup-d", 8, Kind.DISTINCT, 0, null, 0, warmup * 0.5);
+                runMode(client, base + "/warmup-s", 8, Kind.SHARED, 0, null, 0, warmup * 0.2);
+                runMode(client, base + "/warmup-1", 1, Kind.DISTINCT, 0, null, 0, warmup * 0.1);
+                runMode(client, base + "/warmup-r", 4, Kind.READ, 0, null, 0, warmup * 0.1);
+                runMode(client, base + "/warmup-m", 4, Kind.SEMAPHORE, 2, null, 0, warmup * 0.1);
+            }
+
+            /* another client starts with us: say so, wait for the word */
+            if (goFile != null && !goFile.isEmpty())
+            {
+                long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(300);
+
+                System.out.println("READY");
+                System.out.flush();
+                while (!Files.exists(Paths.get(goFile)))
+                {
+                    if (System.nanoTime() > giveUp)
+                        throw new IllegalStateException("no " + goFile + " within 300 s");
+                    TimeUnit.MILLISECONDS.sleep(5);
+                }
             }
 
             for (String mode : modes)
@@ -480,14 +560,21 @@ public class CuratorBench
                 String name = parts[0];
                 int threads = Integer.parseInt(parts[1]);
                 Kind kind = Kind.valueOf(parts[2].toUpperCase());
-                int maxLeases = parts.length > 3 ? Integer.parseInt(parts[3]) : 1;
-                Result r = runMode(client, base + "/" + name, threads, kind,
-                                   maxLeases, seconds);
+                boolean mixed = kind == Kind.MIXED;
+                int maxLeases = parts.length > 3 && !mixed ? Integer.parseInt(parts[3]) : 1;
 
-                System.out.printf("RESULT name=%s threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f cpu_jiffies=%d zk_jiffies=%d requests=%d all_cycles=%d%n",
+                if (mixed && (parts.length < 4 || !parts[3].startsWith("/")))
+                    throw new IllegalArgumentException("mixed needs an absolute path: " + mode);
+
+                Result r = runMode(client, base + "/" + name, threads, kind,
+                                   maxLeases, mixed ? parts[3] : null,
+                                   mixed ? 1.0 : 0, seconds);
+
+                System.out.printf("RESULT name=%s threads=%d shape=%s cycles=%d secs=%.3f cps=%.0f p50=%d p99=%d avg=%.0f cpu_jiffies=%d zk_jiffies=%d requests=%d all_cycles=%d win_start_ms=%d win_end_ms=%d%n",
                                   name, threads, parts[2], r.cycles, r.secs,
                                   r.cycles / r.secs, r.p50, r.p99, r.avg,
-                                  r.cpuTicks, r.zkTicks, r.requests, r.allCycles);
+                                  r.cpuTicks, r.zkTicks, r.requests, r.allCycles,
+                                  r.winStartMs, r.winEndMs);
                 System.out.flush();
             }
         }

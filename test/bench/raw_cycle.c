@@ -10,10 +10,13 @@
  * child.  One ZooKeeper session carries every cycle; "inflight" pipeline
  * slots run cycles back to back, each slot either on its own parent or
  * all slots on one shared parent.  Nothing here waits for a lock: the
- * point is the cost of the three round trips, nothing else.
+ * point is the cost of the three round trips, nothing else.  The shape
+ * "read" makes a cycle one get_children of the slot's own parent: one
+ * round trip that writes nothing (what a delaying proxy adds to a round
+ * trip is measured with it).
  *
  * Usage:
- *		raw_cycle host:port inflight distinct|shared seconds [warmup_seconds]
+ *		raw_cycle host:port inflight distinct|shared|read seconds [warmup_seconds]
  *
  * Prints one line:
  *		RESULT inflight=N shape=S cycles=C secs=T cps=X p50=U p99=U avg=U
@@ -23,7 +26,9 @@
  * (every CPU, everything but idle and iowait, from /proc/stat) spent during
  * the measured window, zk_jiffies that of the ZooKeeper server process
  * whose pid is in the environment variable BENCH_ZK_PID (utime + stime
- * from /proc/<pid>/stat; -1 without it), both in clock ticks (CLK_TCK).
+ * from /proc/<pid>/stat; -1 without it; the sum over the servers of an
+ * ensemble when it names several, comma-separated), both in clock ticks
+ * (CLK_TCK).
  * requests is how many requests the server received (its four-letter
  * word mntr, zk_packets_received) from just before the cycles start to
  * just after the last one ended, and all_cycles how many cycles completed
@@ -87,6 +92,7 @@ static size_t latencies_cap = 0;
 static long long all_cycles = 0;	/* cycles completed, in the window or not */
 
 static int	pending_setup = 0;	/* parent creates still in flight */
+static int	read_only = 0;		/* shape "read": a cycle is one get_children */
 
 /* CPU time at the start and the end of the measured window, in ticks */
 typedef struct CpuSnap
@@ -95,7 +101,9 @@ typedef struct CpuSnap
 	long long	zk;				/* ZooKeeper server utime + stime, -1 if unknown */
 } CpuSnap;
 
-static long zk_pid = 0;			/* from BENCH_ZK_PID, 0 if not given */
+#define MAX_ZK_PIDS		8
+static long zk_pids[MAX_ZK_PIDS];	/* from BENCH_ZK_PID */
+static int	nzk_pids = 0;
 
 /*
  * now_us
@@ -182,9 +190,16 @@ static CpuSnap
 cpu_snap(void)
 {
 	CpuSnap		s;
+	int			i;
 
 	s.machine = machine_busy_ticks();
-	s.zk = process_ticks(zk_pid);
+	s.zk = nzk_pids > 0 ? 0 : -1;
+	for (i = 0; i < nzk_pids && s.zk >= 0; i++)
+	{
+		long long	t = process_ticks(zk_pids[i]);
+
+		s.zk = t < 0 ? -1 : s.zk + t;
+	}
 	return s;
 }
 
@@ -300,23 +315,16 @@ packets_received(const char *hosts)
 }
 
 /*
- * delete_done
- *		Third step finished: the cycle is complete.  Count it if it ended
- *		inside the measured window, then start the next one unless the
- *		window is over.
+ * cycle_done
+ *		A slot's cycle is complete.  Count it if it ended inside the
+ *		measured window, then start the next one unless the window is
+ *		over.
  */
 static void
-delete_done(int rc, const void *data)
+cycle_done(Slot *slot)
 {
-	Slot	   *slot = (Slot *) data;
 	uint64_t	now = now_us();
 
-	if (rc != ZOK)
-	{
-		fail("delete", rc);
-		active_slots--;
-		return;
-	}
 	all_cycles++;
 	if (now >= measure_start_us && now <= measure_end_us)
 		record_latency(now - slot->start_us);
@@ -324,6 +332,39 @@ delete_done(int rc, const void *data)
 		start_cycle(slot);
 	else
 		active_slots--;
+}
+
+/*
+ * delete_done
+ *		Third step finished: the cycle is complete.
+ */
+static void
+delete_done(int rc, const void *data)
+{
+	if (rc != ZOK)
+	{
+		fail("delete", rc);
+		active_slots--;
+		return;
+	}
+	cycle_done((Slot *) data);
+}
+
+/*
+ * read_done
+ *		The one step of a "read" cycle finished.
+ */
+static void
+read_done(int rc, const struct String_vector *strings, const void *data)
+{
+	(void) strings;
+	if (rc != ZOK)
+	{
+		fail("get_children", rc);
+		active_slots--;
+		return;
+	}
+	cycle_done((Slot *) data);
 }
 
 /*
@@ -385,8 +426,19 @@ start_cycle(Slot *slot)
 {
 	int			rc;
 
-	slot->step = STEP_CREATE;
 	slot->start_us = now_us();
+	if (read_only)
+	{
+		slot->step = STEP_CHILDREN;
+		rc = zoo_aget_children(zh, slot->parent, 0, read_done, slot);
+		if (rc != ZOK)
+		{
+			fail("zoo_aget_children", rc);
+			active_slots--;
+		}
+		return;
+	}
+	slot->step = STEP_CREATE;
 	rc = zoo_acreate(zh, slot->prefix, "", 0, &ZOO_OPEN_ACL_UNSAFE,
 					 ZOO_EPHEMERAL | ZOO_SEQUENCE, create_done, slot);
 	if (rc != ZOK)
@@ -549,13 +601,14 @@ main(int argc, char **argv)
 	if (argc < 5)
 	{
 		fprintf(stderr,
-				"usage: %s host:port inflight distinct|shared seconds [warmup_seconds]\n",
+				"usage: %s host:port inflight distinct|shared|read seconds [warmup_seconds]\n",
 				argv[0]);
 		return 2;
 	}
 	hosts = argv[1];
 	inflight = atoi(argv[2]);
 	shared = (strcmp(argv[3], "shared") == 0);
+	read_only = (strcmp(argv[3], "read") == 0);
 	seconds = atof(argv[4]);
 	if (argc > 5)
 		warmup = atof(argv[5]);
@@ -565,8 +618,13 @@ main(int argc, char **argv)
 		return 2;
 	}
 	pid_env = getenv("BENCH_ZK_PID");
-	if (pid_env != NULL && *pid_env != '\0')
-		zk_pid = atol(pid_env);
+	while (pid_env != NULL && *pid_env != '\0' && nzk_pids < MAX_ZK_PIDS)
+	{
+		char	   *end;
+
+		zk_pids[nzk_pids++] = strtol(pid_env, &end, 10);
+		pid_env = *end == ',' ? end + 1 : NULL;
+	}
 
 	zoo_set_debug_level(0);
 	zh = zookeeper_init(hosts, session_watcher, 30000, NULL, NULL, 0);
@@ -588,7 +646,7 @@ main(int argc, char **argv)
 
 	/* parents, created once: requests of one session apply in order */
 	snprintf(base, BASE_LEN, "/bench/raw/%ld-%d-%s",
-			 (long) getpid(), inflight, shared ? "shared" : "distinct");
+			 (long) getpid(), inflight, shared ? "shared" : read_only ? "read" : "distinct");
 	snprintf(shared_parent, PATH_LEN, "%s/shared", base);
 	create_parent("/bench");
 	create_parent("/bench/raw");
@@ -681,7 +739,7 @@ main(int argc, char **argv)
 	for (i = 0; i < nlatencies; i++)
 		sum += latencies[i];
 	printf("RESULT inflight=%d shape=%s cycles=%zu secs=%.3f cps=%.0f p50=%u p99=%u avg=%.0f cpu_jiffies=%lld zk_jiffies=%lld requests=%lld all_cycles=%lld\n",
-		   inflight, shared ? "shared" : "distinct", nlatencies, elapsed,
+		   inflight, shared ? "shared" : read_only ? "read" : "distinct", nlatencies, elapsed,
 		   nlatencies / elapsed, percentile(50), percentile(99),
 		   nlatencies ? (double) sum / nlatencies : 0.0,
 		   cpu_delta(cpu_start.machine, cpu_end.machine),

@@ -3,11 +3,13 @@
 # test/bench/run.sh
 #	Lock-cycle benchmark: raw C client vs Curator vs zklock through SQL,
 #	in one run, against one private ZooKeeper server started here; and
-#	the rate of a shared counter's adds, Curator vs zklock.
+#	the rate of a shared counter's adds, Curator vs zklock; SQL sessions
+#	and Curator threads on one lock path at once; and the lock cycle
+#	through an emulated network to a 3-server ensemble.
 #
 # Usage: run.sh [--only raw,curator,sql] [--shapes idle,1,8d,...] [--runs N]
 #               [--seconds N] [--pg-seconds N] [--idle-seconds N]
-#               [--fsync-only | --nofsync-only]
+#               [--fsync-only | --nofsync-only] [--lock-cache off,on]
 #
 #	raw      test/bench/raw_cycle.c (libzookeeper_st): create
 #	         EPHEMERAL_SEQUENTIAL + get_children + delete, pipelined on one
@@ -30,7 +32,55 @@
 #	c1, c8     counter: adds of 1 to one DistributedAtomicLong path from 1 / 8
 #	           sessions (zk_atomic_long_add; Curator's add, tried again at
 #	           once while it reports failure); a cycle is one add (not raw)
+#	mix8       mixed path: 4 pgbench sessions (zk_mutex_acquire + release)
+#	           and 4 Curator threads (InterProcessMutex) take turns on one
+#	           path, /bench/mix/lock, at the same time (needs curator and
+#	           sql; below)
+#	net1, net32d, net32s
+#	           shapes 1, 32d and 32s through an emulated network (below)
 #	idle       not a shape: what an idle client costs ZooKeeper (below)
+#
+# mix8: the Curator JVM warms up, the PostgreSQL cluster starts and warms
+# up, then both start at one signal (a file): pgbench -T --pg-seconds, the
+# Curator threads as long, their window starting 1 s after the start (as
+# pgbench's, see run_pgbench).  It prints each side's cycles/s, SQL's cycle
+# latency, Curator's acquire latency (p50/p99, acquire alone), and for
+# both sides together the ZooKeeper requests per cycle (received over the
+# whole run / the cycles both completed) and the CPU per cycle (machine and
+# server over Curator's window / the cycles both completed in it).  Runs
+# on the standalone server of every forceSync pass.
+#
+# net1, net32d, net32s: a 3-server ensemble (forceSync=yes, tickTime
+# 2000), each server in a network namespace of its own, behind a delay of
+# 0.25 ms each way.  This kernel has no netem: the delay is
+# test/bench/delay_proxy.c, a single-threaded user-space TCP proxy that
+# releases every chunk it reads 250 us later, one proxy per server.  The
+# namespaces are the tests' (test/perl/ZklockNet.pm): the whole part runs
+# as the unprivileged user (zklock when run as root) inside `unshare
+# --user --map-current-user --net --keep-caps`, the "bench namespace",
+# which owns the interfaces, the proxies (on its 127.0.0.1) and every
+# client (raw_cycle, CuratorBench, PostgreSQL with zklock); server k runs
+# in a namespace nested in it (a holder process made by `unshare --net`,
+# the server started there with nsenter), joined to the bench namespace
+# by a veth pair, 10.202.K.1 <-> 10.202.K.2, listening on 10.202.K.2:2181.
+# Nothing of it is visible outside, and it goes when the part ends.  Only
+# client connections cross a proxy (the servers' quorum traffic goes
+# straight through the bench namespace), and every client connects to the
+# proxy of the same follower (as the idle part does), whose mntr counts
+# the requests; CPU of ZooKeeper is the three servers' sum.  Before the
+# shapes, the proxy is measured on its own: the raw C cycle (three round
+# trips), 1 in flight, direct to the follower and through its proxy; the
+# difference of the p50s over 3 is what the proxy adds to a round trip
+# (0.5 ms wanted).  Needs unprivileged user namespaces (not in a chroot):
+# the run fails saying so when they cannot be made.
+#
+# --lock-cache off,on (default both; BENCH_LOCK_CACHE): zklock.lock_cache
+# in every cluster's postgresql.conf; every sql shape, mix8 and the net
+# shapes run once per value, each on a fresh cluster ("zklock" is off,
+# "zklock lc" on).  The run first checks, on a throwaway cluster, that the
+# server shows each value asked for: a build without the setting fails
+# the run at once for "on" (it cannot cache); "off" is measured on such a
+# build, as the absence of caching, and the run says so.
 #
 # idle: with nothing to do, zklock's worker still sends heartbeats (a sync
 # of / every quarter of the negotiated session timeout against a
@@ -48,8 +98,8 @@
 # on one follower; zklock.server_tick_time = 2000).  Takes about 30 s;
 # part of the default run, or alone with --shapes idle.
 #
-# Every shape runs once with the ZooKeeper server at forceSync=no and once
-# at forceSync=yes (the server is restarted on a fresh data directory
+# Every shape but the net ones runs once with the ZooKeeper server at
+# forceSync=no and once at forceSync=yes (the server is restarted on a fresh data directory
 # between the two); --fsync-only (or the old --fsync) and --nofsync-only run
 # one of them.  --runs N measures each shape N times per system, the three
 # systems one after the other in each round, and reports medians.  Besides
@@ -65,7 +115,7 @@
 # as user "zklock" (initdb and pg_ctl refuse root).  Everything started here
 # is stopped on exit.  Environment: BENCH_SECONDS, BENCH_PG_SECONDS,
 # BENCH_IDLE_SECONDS, BENCH_WARMUP, BENCH_RUNS, BENCH_SHAPES (comma list,
-# idle included), BENCH_ZK_FSYNC
+# idle included), BENCH_LOCK_CACHE (as --lock-cache), BENCH_ZK_FSYNC
 # (both, yes or no), BENCH_ZK_DIR (where ZooKeeper's data directories go,
 # default /var/tmp: /tmp may be a tmpfs), BENCH_KEEP (keep the work
 # directories).
@@ -87,19 +137,28 @@ IDLE_SECS=${BENCH_IDLE_SECONDS:-20}	# window of the idle measurement
 ZK_TICK=2000					# tickTime of every server started here (Debian's)
 IDLE_TIMEOUT=60000				# session timeout both idle clients ask for (Curator's default)
 
+LOCK_CACHES=${BENCH_LOCK_CACHE:-off,on}	# zklock.lock_cache values, each a pass of sql
+MIX_SQL=4						# mix8: pgbench sessions
+MIX_CURATOR=4					# mix8: Curator threads
+MIX_PATH=/bench/mix/lock		# mix8: the one path of both
+NET_DELAY_US=250				# net shapes: delay each way
+NET_SUBNET=10.202				# net shapes: server k at $NET_SUBNET.k.2
+
 # shapes: name, sessions (threads, clients, in-flight slots), kind; kind is
 # distinct|shared (mutex), read|write (read/write lock), semaphore or
 # counter (DistributedAtomicLong adds)
 ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore c1:1:counter c8:8:counter l8:8:leader"
+# the emulated network's shapes (the same kinds, through the proxies)
+NET_SHAPES_ALL="net1:1:distinct net32d:32:distinct net32s:32:shared"
 
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 die() { echo "run.sh: $*" >&2; exit 1; }
 
-# select_shapes NAMES: the entries of ALL_SHAPES named in the comma list
-# NAMES ("" = all), in ALL_SHAPES order
+# select_shapes NAMES [LIST]: the entries of LIST (default ALL_SHAPES)
+# named in the comma list NAMES ("" = all), in LIST order
 select_shapes() {
 	local s name out=""
-	for s in $ALL_SHAPES; do
+	for s in ${2:-$ALL_SHAPES}; do
 		name=${s%%:*}
 		if [ -z "$1" ] || [[ ",$1," == *",$name,"* ]]; then
 			out="$out $s"
@@ -116,22 +175,23 @@ free_port() {
 		print $s->sockport, "\n";'
 }
 
-# four_letter PORT CMD: send a ZooKeeper four-letter word, print the answer
-# (nothing after 5 s: a server still starting may accept and never answer)
+# four_letter PORT CMD [HOST]: send a ZooKeeper four-letter word to
+# HOST:PORT (default 127.0.0.1), print the answer (nothing after 5 s: a
+# server still starting may accept and never answer)
 four_letter() {
 	perl -MIO::Socket::INET -e '
 		alarm 5;
-		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1",
+		my $s = IO::Socket::INET->new(PeerAddr => $ARGV[2],
 		                              PeerPort => $ARGV[0], Timeout => 2) or exit 1;
 		print $s $ARGV[1]; shutdown($s, 1);
-		local $/; my $r = <$s>; print $r if defined $r;' "$1" "$2" 2>/dev/null || true
+		local $/; my $r = <$s>; print $r if defined $r;' "$1" "$2" "${3:-127.0.0.1}" 2>/dev/null || true
 }
 
-# zk_received PORT: the requests the ZooKeeper server on PORT received so
-# far (mntr's zk_packets_received), -1 when it does not say
+# zk_received PORT [HOST]: the requests the ZooKeeper server on HOST:PORT
+# received so far (mntr's zk_packets_received), -1 when it does not say
 zk_received() {
 	local n
-	n=$(four_letter "$1" mntr | awk '$1 == "zk_packets_received" { print $2 }')
+	n=$(four_letter "$1" mntr "${2:-127.0.0.1}" | awk '$1 == "zk_packets_received" { print $2 }')
 	echo "${n:--1}"
 }
 
@@ -155,32 +215,76 @@ machine_ticks() {
 	echo $((user + nice + system + irq + softirq + ${steal:-0}))
 }
 
-# proc_ticks PID: utime + stime of a process in clock ticks (fields 14 and
-# 15 of /proc/PID/stat, counted after the command name in parentheses);
-# -1 when unknown
+# proc_ticks PID[,PID...]: utime + stime of a process in clock ticks
+# (fields 14 and 15 of /proc/PID/stat, counted after the command name in
+# parentheses), summed over the pids given; -1 when any is unknown
 proc_ticks() {
-	local stat f
-	if [ -z "${1:-}" ] || ! stat=$(cat "/proc/$1/stat" 2>/dev/null); then
-		echo -1
-		return
-	fi
-	read -r -a f <<<"${stat##*") "}"
-	echo $((f[11] + f[12]))
+	local stat f pid sum=0
+	[ -n "${1:-}" ] || { echo -1; return; }
+	for pid in ${1//,/ }; do
+		if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null); then
+			echo -1
+			return
+		fi
+		read -r -a f <<<"${stat##*") "}"
+		sum=$((sum + f[11] + f[12]))
+	done
+	echo "$sum"
+}
+
+# ens_member_cfg CFG ID DATADIR ADDR PORT MORE: the zoo.cfg (at CFG) of
+# server ID of an ensemble, its data directory (made, with its myid),
+# clients on ADDR:PORT, then the lines MORE (the server.N lines at least)
+ens_member_cfg() {
+	mkdir -p "$3"
+	echo "$2" >"$3/myid"
+	cat >"$1" <<EOC
+tickTime=$ZK_TICK
+initLimit=10
+syncLimit=5
+dataDir=$3
+clientPort=$5
+clientPortAddress=$4
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+$6
+EOC
+}
+
+# stop_pids PID...: SIGTERM to each of these children, then reap them
+stop_pids() {
+	local pid
+	for pid in "$@"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "$@"; do
+		wait "$pid" 2>/dev/null || true
+	done
 }
 
 ###########################################################################
 # PostgreSQL part: runs as an unprivileged user.
-#	sql_part ZKPORT RESULTFILE ZKPID
-# writes lines "sql SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
-# ALL_CYCLES" and "floor 1 ..." the same way; the ticks are read right
-# before and after each pgbench -T run, so its connection setup is inside
-# the window; REQS is what the ZooKeeper server received from right before
-# pgbench started to after it ended, ALL_CYCLES the transactions pgbench
-# completed in that time
+#	sql_part ZKPORT RESULTFILE ZKPIDS [MODE]
+# ZooKeeper (or its proxy) on 127.0.0.1:ZKPORT, ZKPIDS the server pids
+# (comma-separated), zklock.lock_cache = BENCH_LOCK_CACHE (off or on).
+# MODE shapes (the default): the shapes named in BENCH_SHAPES; writes
+# lines "SYSTEM SHAPE CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
+# ALL_CYCLES" (SYSTEM sql for lock_cache off, sqlc for on) and "floor 1
+# ..." the same way; the ticks are read right before and after each
+# pgbench -T run, so its connection setup is inside the window; REQS is
+# what the ZooKeeper server received from right before pgbench started to
+# after it ended, ALL_CYCLES the transactions pgbench completed in that
+# time.  MODE check: only whether the server shows the lock_cache value
+# asked for (fails the run when it cannot).  MODE mix:DIR: mix8's SQL
+# side: after the warm-up writes DIR/sql.ready, waits for DIR/go, runs
+# pgbench on the mixed path, writes its line as above and pgbench's
+# per-transaction log to DIR/sql.log.
 ###########################################################################
 sql_part() {
-	local zkport=$1 out=$2 zkpid=$3
-	local pgtmp pgport pgdata
+	local zkport=$1 out=$2 zkpid=$3 mode=${4:-shapes}
+	local pgtmp pgport pgdata lc=${BENCH_LOCK_CACHE:-off} sys=sql
+	[ "$lc" = off ] || sys=sqlc
 
 	# under the main part's work directory, so that its cleanup finds
 	# whatever a cut-short cleanup here leaves behind
@@ -207,6 +311,7 @@ shared_preload_libraries = 'zklock'
 zklock.hosts = '127.0.0.1:$zkport'
 zklock.server_tick_time = $ZK_TICK
 zklock.max_requests = 1024
+zklock.lock_cache = $lc
 fsync = off
 synchronous_commit = off
 log_min_messages = warning
@@ -215,6 +320,20 @@ EOF
 		|| { tail -n 30 "$pgtmp/postgres.log" >&2; die "postgres did not start"; }
 
 	local psql=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$pgtmp" -p "$pgport" -d postgres)
+
+	# the lock cache setting must be in force: a build without the GUC
+	# drops it from postgresql.conf with a warning and starts anyway
+	local shown
+	shown=$("${psql[@]}" -At -c "SHOW zklock.lock_cache" 2>&1) || true
+	if [ "$shown" != "$lc" ]; then
+		if [ "$lc" = off ] && [[ "$shown" == *"unrecognized configuration parameter"* ]]; then
+			log "zklock.lock_cache: this zklock build does not have the setting; 'off' is measured as the build's behaviour without lock caching"
+		else
+			grep -i "lock_cache" "$pgtmp/postgres.log" >&2 || true
+			die "zklock.lock_cache = $lc was asked for (--lock-cache), but the server says: '$shown'. This zklock build has no lock caching setting (or refuses the value); install a build that has it, or run with --lock-cache off"
+		fi
+	fi
+	[ "$mode" != check ] || return 0
 	"${psql[@]}" -c "CREATE EXTENSION zklock" \
 		|| { tail -n 30 "$pgtmp/postgres.log" >&2; die "CREATE EXTENSION zklock failed"; }
 
@@ -257,6 +376,10 @@ EOF
 	cat >"$pgtmp/floor.sql" <<'EOF'
 SELECT 1;
 SELECT 1;
+EOF
+	cat >"$pgtmp/mixed.sql" <<EOF
+SELECT zk_mutex_acquire('$MIX_PATH');
+SELECT zk_mutex_release('$MIX_PATH');
 EOF
 
 	# run_pgbench NAME SCRIPT CLIENTS SECONDS [record]
@@ -346,19 +469,32 @@ EOF
 
 	log "pgbench warm-up (${WARMUP}s, not counted)"
 	run_pgbench warmup distinct.sql 8 "$WARMUP"
+	if [[ "$mode" == mix:* ]]; then
+		local mixdir=${mode#mix:} i
+		echo READY >"$mixdir/sql.ready"
+		for i in $(seq 1 3000); do
+			[ -e "$mixdir/go" ] && break
+			sleep 0.1
+		done
+		[ -e "$mixdir/go" ] || die "mix8: not told to start within 300 s"
+		log "pgbench mix8: $MIX_SQL clients on $MIX_PATH (lock_cache $lc), ${PG_SECS}s"
+		run_pgbench mix8 mixed.sql "$MIX_SQL" "$PG_SECS" "$sys mix8"
+		cat "$pgtmp"/log_mix8.* >"$mixdir/sql.log"
+		return 0
+	fi
 	log "pgbench floor: SELECT 1; SELECT 1; at 1 client"
 	run_pgbench floor floor.sql 1 "$PG_SECS" "floor 1"
 	local s name n kind
-	for s in $(select_shapes "${BENCH_SHAPES:-}"); do
+	for s in $(select_shapes "${BENCH_SHAPES:-}" "$ALL_SHAPES $NET_SHAPES_ALL"); do
 		IFS=: read -r name n kind <<<"$s"
-		log "pgbench $name: $kind, $n clients, ${PG_SECS}s"
+		log "pgbench $name: $kind, $n clients, ${PG_SECS}s (lock_cache $lc)"
 		if [ "$kind" = leader ]; then
 			# one member, the cluster's, which every client asks about
 			"${psql[@]}" -At -c "SELECT zk_leader_join('/bench/sql/leader', 'bench', scope => 'cluster')" \
 				-c "SELECT zk_leader_await('/bench/sql/leader', '10s')" | grep -q '^t$' \
 				|| die "the cluster does not lead /bench/sql/leader"
 		fi
-		run_pgbench "$name" "$kind.sql" "$n" "$PG_SECS" "sql $name"
+		run_pgbench "$name" "$kind.sql" "$n" "$PG_SECS" "$sys $name"
 		[ "$kind" != leader ] || "${psql[@]}" -At -c "SELECT zk_leader_leave('/bench/sql/leader')" >/dev/null
 	done
 
@@ -478,14 +614,259 @@ idle_cleanup() {
 	done
 }
 
+# result_line PREFIX: turn a RESULT line of raw_cycle or CuratorBench on
+# stdin into "PREFIX CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
+# ALL_CYCLES" (REQS -1 and ALL_CYCLES 0 when the client does not say)
+result_line() {
+	awk -v prefix="$1" '/^RESULT/ {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		print prefix, f["cps"], f["p50"], f["p99"], f["avg"], f["cycles"],
+			(f["cpu_jiffies"] == "" ? -1 : f["cpu_jiffies"]),
+			(f["zk_jiffies"] == "" ? -1 : f["zk_jiffies"]),
+			(f["requests"] == "" ? -1 : f["requests"]),
+			(f["all_cycles"] == "" ? 0 : f["all_cycles"]) }'
+}
+
+# curator_modes SHAPES: CuratorBench's modes for those shape entries
+curator_modes() {
+	local s name n kind modes=""
+	for s in $1; do
+		IFS=: read -r name n kind <<<"$s"
+		if [ "$kind" = semaphore ]; then
+			modes="$modes $name:$n:$kind:$SEM_MAX"
+		else
+			modes="$modes $name:$n:$kind"
+		fi
+	done
+	echo "${modes# }"
+}
+
+# raw_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT: WORK/raw_cycle on every
+# mutex shape of SHAPES against HOSTS; lines "PREFIX raw SHAPE ..." to OUT
+raw_shapes() {
+	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 s name n kind line
+	for s in $shapes; do
+		IFS=: read -r name n kind <<<"$s"
+		case $kind in distinct|shared) ;; *) continue ;; esac
+		log "raw $name: $n in flight, $kind, ${SECS}s"
+		line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "$hosts" "$n" "$kind" "$SECS" 0.5) \
+			|| die "raw_cycle failed"
+		echo "$line" | result_line "$prefix raw $name" >>"$out"
+		log "  $line"
+	done
+}
+
+# curator_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT: one CuratorBench JVM
+# (classes in WORK/classes) against HOSTS, its warm-up, then every shape
+# of SHAPES; lines "PREFIX curator SHAPE ..." to OUT
+curator_shapes() {
+	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 name modes line
+	modes=$(curator_modes "$shapes")
+	log "curator: ${WARMUP}s JVM warm-up, then $modes, ${SECS}s each"
+	# shellcheck disable=SC2086
+	BENCH_ZK_PID=$zkpids java -Xms256m -Xmx512m -cp "$work/classes:$JAVA_CP_CURATOR" CuratorBench \
+		"$hosts" "$SECS" "$WARMUP" $modes >"$out.curator" || die "CuratorBench failed"
+	while read -r line; do
+		log "  $line"
+		name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
+		[ -n "$name" ] || continue
+		echo "$line" | result_line "$prefix curator $name" >>"$out"
+	done <"$out.curator"
+}
+
+###########################################################################
+# Emulated network part: runs as the unprivileged user, inside its own
+# user and network namespaces (the "bench namespace", made by the main
+# part with unshare; see the header).
+#	net_part DIR
+# Environment: BENCH_WORK (the main part's work directory: raw_cycle,
+# delay_proxy, the Java classes), BENCH_NET_ZKDIR (the servers' data
+# directories), BENCH_SHAPES (net shape names), BENCH_ONLY, BENCH_RUNS,
+# BENCH_SECONDS, BENCH_PG_SECONDS, BENCH_WARMUP, BENCH_LOCK_CACHE (list),
+# BENCH_NET_MAXSECS (bound of every process started here).  Writes to
+# DIR/results lines "net ROUND SYSTEM SHAPE ..." as the main part's
+# results, and to DIR/proxy one line "FOLLOWER READ_DIRECT_P50
+# READ_PROXY_P50 READ_DIRECT_AVG READ_PROXY_AVG CYCLE_DIRECT_P50
+# CYCLE_PROXY_P50 CYCLE_DIRECT_AVG CYCLE_PROXY_AVG" (raw_cycle's read and
+# lock cycle, 1 in flight, straight to the follower and through its
+# proxy; microseconds).
+###########################################################################
+net_part() {
+	local out=$1
+	local work=$BENCH_WORK zkdir=$BENCH_NET_ZKDIR only=",${BENCH_ONLY:-raw,curator,sql},"
+	local maxsecs=${BENCH_NET_MAXSECS:-3600} shapes
+	local k h i ns exe self_ns servers="" modes follower="" leaders pp zkpids
+	local round line lc
+
+	shapes=$(select_shapes "$BENCH_SHAPES" "$NET_SHAPES_ALL")
+	NET_OUT=$out
+	NET_HOLDERS=()
+	NET_SERVERS=()
+	NET_PROXIES=()
+	trap 'net_cleanup' EXIT
+	trap 'exit 130' INT TERM
+	mkdir -p "$out/pg"
+	: >"$out/results"
+
+	# the bench namespace: lo up, routing between the servers' links
+	ip -o link show | grep -q -v ': lo:' && die "net: not in a network namespace of its own"
+	ip link set lo up || die "net: cannot bring lo up in the bench namespace"
+	echo 1 >/proc/sys/net/ipv4/ip_forward || die "net: cannot switch on forwarding in the bench namespace"
+	self_ns=$(readlink /proc/$$/ns/net)
+
+	for k in 1 2 3; do
+		servers="${servers}server.$k=$NET_SUBNET.$k.2:2888:3888"$'\n'
+	done
+	for k in 1 2 3; do
+		# the server's namespace: a holder process in it, gone with us
+		setpriv --pdeathsig KILL -- unshare --net -- sleep "$maxsecs" >/dev/null 2>&1 &
+		h=$!
+		NET_HOLDERS+=("$h")
+		ns=""
+		for i in $(seq 1 200); do
+			ns=$(readlink "/proc/$h/ns/net" 2>/dev/null || true)
+			exe=$(readlink "/proc/$h/exe" 2>/dev/null || true)
+			[ -n "$ns" ] && [ "$ns" != "$self_ns" ] && [[ "$exe" == */sleep ]] && break
+			sleep 0.05
+		done
+		if [ -z "$ns" ] || [ "$ns" = "$self_ns" ]; then
+			die "net: the namespace of server $k was not made"
+		fi
+		if ! { ip link add "zkb$k" type veth peer name eth0 netns "$h" &&
+			ip addr add "$NET_SUBNET.$k.1/24" dev "zkb$k" &&
+			ip link set "zkb$k" up &&
+			nsenter --net="/proc/$h/ns/net" -- sh -c "ip link set lo up && ip addr add $NET_SUBNET.$k.2/24 dev eth0 && ip link set eth0 up && ip route add default via $NET_SUBNET.$k.1"; }; then
+			die "net: cannot link server $k's namespace"
+		fi
+		ens_member_cfg "$out/zoo-$k.cfg" "$k" "$zkdir/zk$k" "$NET_SUBNET.$k.2" 2181 \
+			"forceSync=yes"$'\n'"$servers"
+	done
+	for k in 1 2 3; do
+		setpriv --pdeathsig KILL -- nsenter --net="/proc/${NET_HOLDERS[$((k - 1))]}/ns/net" -- \
+			java -Xmx384m -cp /usr/share/java/zookeeper.jar \
+			org.apache.zookeeper.server.quorum.QuorumPeerMain "$out/zoo-$k.cfg" \
+			>"$out/zookeeper-$k.log" 2>&1 &
+		NET_SERVERS+=("$!")
+	done
+	log "net: 3 ZooKeeper servers (forceSync=yes), one network namespace each, at $NET_SUBNET.{1,2,3}.2:2181"
+	for i in $(seq 1 300); do
+		modes=""
+		leaders=0
+		follower=""
+		for k in 1 2 3; do
+			line=$(four_letter 2181 srvr "$NET_SUBNET.$k.2" | sed -n 's/^Mode: //p')
+			modes="$modes${modes:+ }${line:-none}"
+			[ "$line" != leader ] || leaders=$((leaders + 1))
+			[ "$line" != follower ] || [ -n "$follower" ] || follower=$k
+		done
+		if [[ "$modes" != *none* ]] && [ "$leaders" = 1 ] && [ -n "$follower" ]; then
+			break
+		fi
+		for h in "${NET_SERVERS[@]}"; do
+			kill -0 "$h" 2>/dev/null || { tail -n 20 "$out"/zookeeper-*.log >&2; die "net: a server exited"; }
+		done
+		sleep 0.3
+	done
+	if [ "$leaders" != 1 ] || [ -z "$follower" ]; then
+		tail -n 20 "$out"/zookeeper-*.log >&2
+		die "net: the ensemble did not form in 90 s (modes: $modes)"
+	fi
+
+	# one delaying proxy per server, on the bench namespace's 127.0.0.1
+	for k in 1 2 3; do
+		setpriv --pdeathsig KILL -- "$work/delay_proxy" "127.0.0.1:$((12180 + k))" \
+			"$NET_SUBNET.$k.2:2181" "$NET_DELAY_US" "$maxsecs" \
+			>"$out/proxy-$k.out" 2>"$out/proxy-$k.err" &
+		NET_PROXIES+=("$!")
+	done
+	for k in 1 2 3; do
+		for i in $(seq 1 100); do
+			grep -q '^READY' "$out/proxy-$k.out" 2>/dev/null && break
+			sleep 0.05
+		done
+		grep -q '^READY' "$out/proxy-$k.out" || { cat "$out/proxy-$k.err" >&2; die "net: proxy $k did not start"; }
+	done
+	pp=$((12180 + follower))
+	zkpids=$(IFS=,; echo "${NET_SERVERS[*]}")
+	log "net: ensemble up (modes: $modes); clients go to follower $follower through its proxy 127.0.0.1:$pp (${NET_DELAY_US} us each way)"
+
+	# the servers' JIT warms up first (not counted)
+	BENCH_ZK_PID=$zkpids "$work/raw_cycle" "127.0.0.1:$pp" 32 distinct "$WARMUP" >/dev/null \
+		|| die "net: raw_cycle warm-up failed"
+	# the proxy alone, 1 in flight, straight to the follower and through
+	# its proxy: a read (one round trip, no write: no fsync in it) and the
+	# raw cycle (three round trips, two of them writes)
+	local how kind2 target
+	: >"$out/proxy.raw"
+	for kind2 in read distinct; do
+		for how in direct proxy; do
+			target=$NET_SUBNET.$follower.2:2181
+			[ "$how" = direct ] || target=127.0.0.1:$pp
+			line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "$target" 1 "$kind2" "$SECS" 0.5) \
+				|| die "net: raw_cycle ($kind2, $how) failed"
+			log "net: the proxy alone, $kind2, $how ($target): $line"
+			echo "$kind2 $how $line" >>"$out/proxy.raw"
+		done
+	done
+	awk -v f="$follower" '{
+		for (i = 4; i <= NF; i++) { split($i, kv, "="); v[$1, $2, kv[1]] = kv[2] } }
+		END { print f, v["read", "direct", "p50"], v["read", "proxy", "p50"],
+			v["read", "direct", "avg"], v["read", "proxy", "avg"],
+			v["distinct", "direct", "p50"], v["distinct", "proxy", "p50"],
+			v["distinct", "direct", "avg"], v["distinct", "proxy", "avg"] }' "$out/proxy.raw" >"$out/proxy"
+
+	for round in $(seq 1 "$RUNS"); do
+		[ "$RUNS" -gt 1 ] && log "net: round $round of $RUNS"
+		if [[ "$only" == *,raw,* ]]; then
+			raw_shapes "net $round" "$shapes" "127.0.0.1:$pp" "$zkpids" "$work" "$out/results"
+		fi
+		if [[ "$only" == *,curator,* ]]; then
+			curator_shapes "net $round" "$shapes" "127.0.0.1:$pp" "$zkpids" "$work" "$out/results"
+		fi
+		if [[ "$only" == *,sql,* ]]; then
+			for lc in ${LOCK_CACHES//,/ }; do
+				: >"$out/sql.results"
+				BENCH_LOCK_CACHE=$lc BENCH_PG_PARENT="$out/pg" \
+					bash "$HERE/run.sh" --sql-part "$pp" "$out/sql.results" "$zkpids" \
+					|| die "net: PostgreSQL part failed"
+				sed "s/^/net $round /" "$out/sql.results" >>"$out/results"
+			done
+		fi
+	done
+	log "net: follower $follower: $(four_letter 2181 srvr "$NET_SUBNET.$follower.2" | grep -E 'Latency|Outstanding|Node count' | tr '\n' ' ')"
+}
+
+# net_cleanup: the proxies, servers and namespace holders of net_part (its
+# exit trap); the veth pairs go with the servers' namespaces, the bench
+# namespace with its last process
+net_cleanup() {
+	trap '' INT TERM
+	local pid k
+	stop_pids "${NET_PROXIES[@]}" "${NET_SERVERS[@]}"
+	for k in 1 2 3; do
+		[ ! -s "$NET_OUT/proxy-$k.err" ] || log "net: $(cat "$NET_OUT/proxy-$k.err")"
+	done
+	for pid in "${NET_HOLDERS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	for k in 1 2 3; do
+		ip link del "zkb$k" >/dev/null 2>&1 || true
+	done
+}
+
 # re-entry points for the PostgreSQL parts (as the unprivileged user)
 if [ "${1:-}" = "--sql-part" ]; then
-	sql_part "$2" "$3" "${4:-}"
+	sql_part "$2" "$3" "${4:-}" "${5:-shapes}"
 	exit 0
 fi
 if [ "${1:-}" = "--idle-part" ]; then
 	shift
 	idle_part "$@"
+	exit 0
+fi
+if [ "${1:-}" = "--net-part" ]; then
+	net_part "$2"
 	exit 0
 fi
 
@@ -508,6 +889,8 @@ while [ $# -gt 0 ]; do
 		--idle-seconds) IDLE_SECS=$2; shift 2 ;;
 		--fsync|--fsync-only) ZK_FSYNC=yes; shift ;;
 		--nofsync-only|--no-fsync) ZK_FSYNC=no; shift ;;
+		--lock-cache) LOCK_CACHES=$2; shift 2 ;;
+		--lock-cache=*) LOCK_CACHES=${1#--lock-cache=}; shift ;;
 		-h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
 		*) die "unknown argument: $1" ;;
 	esac
@@ -523,20 +906,45 @@ case $ZK_FSYNC in
 	*) die "BENCH_ZK_FSYNC takes both, yes or no" ;;
 esac
 [[ "$IDLE_SECS" =~ ^[1-9][0-9]*$ ]] || die "--idle-seconds takes a positive number"
+if ! [[ "$PG_SECS" =~ ^[0-9]+$ ]] || [ "$PG_SECS" -lt 2 ]; then
+	die "--pg-seconds takes a number of seconds, 2 or more"
+fi
+for lc in ${LOCK_CACHES//,/ }; do
+	case $lc in off|on) ;; *) die "--lock-cache takes off, on or off,on (not '$lc')" ;; esac
+done
+[ -n "${LOCK_CACHES//,/}" ] || die "--lock-cache takes off, on or off,on"
+known="idle mix8"
+for s in $ALL_SHAPES $NET_SHAPES_ALL; do known="$known ${s%%:*}"; done
+for name in ${SHAPE_NAMES//,/ }; do
+	[[ " $known " == *" $name "* ]] || die "--shapes: '$name' is not a shape (names: $known)"
+done
 SHAPES=$(select_shapes "$SHAPE_NAMES")
-# idle: in a full run, or when named among the shapes
+NET_SHAPES=$(select_shapes "$SHAPE_NAMES" "$NET_SHAPES_ALL")
+# idle and mix8: in a full run, or when named among the shapes
 IDLE=""
 if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",idle,"* ]]; then
 	IDLE=1
 fi
-[ -n "$SHAPES" ] || [ -n "$IDLE" ] \
-	|| die "--shapes: none of '$SHAPE_NAMES' is a shape (names: idle 1 8d 32d 8s 32s 200s r8 w8 sem16 c1 c8 l8)"
+MIX=""
+if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",mix8,"* ]]; then
+	MIX=1
+fi
 if [ -n "$IDLE" ] && ! want sql && ! want curator; then
 	log "idle: measures zklock and Curator, neither is in --only: skipped"
 	IDLE=""
-	[ -n "$SHAPES" ] || die "nothing to run"
 fi
-[ -n "$SHAPES" ] || FSYNC_PASSES=${FSYNC_PASSES%% *}	# idle alone: one server
+if [ -n "$MIX" ] && ! { want sql && want curator; }; then
+	[ -z "$SHAPE_NAMES" ] || die "mix8 measures zklock and Curator together: --only must name both"
+	log "mix8: measures zklock and Curator together, --only does not name both: skipped"
+	MIX=""
+fi
+[ -n "$SHAPES" ] || [ -n "$IDLE" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ] || die "nothing to run"
+# idle alone: one server
+[ -n "$SHAPES" ] || [ -n "$MIX" ] || FSYNC_PASSES=${FSYNC_PASSES%% *}
+# the net shapes alone: no standalone server
+[ -n "$SHAPES$MIX$IDLE" ] || FSYNC_PASSES=""
+# the names as the PostgreSQL parts take them
+shape_names() { local s out=""; for s in $1; do out="$out${out:+,}${s%%:*}"; done; echo "$out"; }
 CLK_TCK=$(getconf CLK_TCK)
 
 # check the extension first: no point in running the rest without it
@@ -549,6 +957,18 @@ if want sql; then
 		id "$PG_USER" >/dev/null 2>&1 || useradd -m "$PG_USER"
 	fi
 fi
+# the emulated network needs user and network namespaces (as the tests')
+NS_UNSHARE=(unshare --user --map-current-user --net --keep-caps)
+if [ -n "$NET_SHAPES" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		id "$PG_USER" >/dev/null 2>&1 || useradd -m "$PG_USER"
+		probe=$(runuser -u "$PG_USER" -- "${NS_UNSHARE[@]}" -- unshare --net -- true 2>&1) || probe_rc=$?
+	else
+		probe=$("${NS_UNSHARE[@]}" -- unshare --net -- true 2>&1) || probe_rc=$?
+	fi
+	[ "${probe_rc:-0}" = 0 ] \
+		|| die "net shapes: '${NS_UNSHARE[*]}' (then unshare --net in it) fails here: $probe (unprivileged user namespaces off, or a chroot?)"
+fi
 
 WORK=""			# work directory: clients, results, logs
 ZK_DIR=""		# ZooKeeper's data directories
@@ -557,6 +977,7 @@ ZK_PID=""		# the ZooKeeper server running now
 ENS_PIDS=()		# the idle part's ensemble
 ENS_PORTS=()	# its client ports
 IDLE_PIDS=()	# the idle part's clients (the PostgreSQL side, CuratorIdle)
+MIX_PIDS=()		# mix8's two sides while they run
 
 # zk_stop: stop the server started by zk_start, if any (also the exit trap)
 zk_stop() {
@@ -573,7 +994,8 @@ zk_stop() {
 pg_stop_left() {
 	local f pid i
 	[ -n "$PG_PARENT" ] || return 0
-	for f in "$PG_PARENT"/zklock-bench-pg.*/data/postmaster.pid; do
+	for f in "$PG_PARENT"/zklock-bench-pg.*/data/postmaster.pid \
+		"$WORK"/net/pg/zklock-bench-pg.*/data/postmaster.pid; do
 		[ -f "$f" ] || continue
 		pid=$(head -n 1 "$f" 2>/dev/null || true)
 		[[ "$pid" =~ ^[0-9]+$ ]] || continue
@@ -588,32 +1010,27 @@ pg_stop_left() {
 
 # ens_stop: stop the idle part's ensemble, if any (also at exit)
 ens_stop() {
-	local pid
-	for pid in "${ENS_PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${ENS_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${ENS_PIDS[@]}"
 	ENS_PIDS=()
 }
 
 # idle_clients_stop: the idle part's clients still running (at exit)
 idle_clients_stop() {
-	local pid
-	for pid in "${IDLE_PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${IDLE_PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
+	stop_pids "${IDLE_PIDS[@]}"
 	IDLE_PIDS=()
+}
+
+# mix_stop: mix8's sides still running (at exit)
+mix_stop() {
+	stop_pids "${MIX_PIDS[@]}"
+	MIX_PIDS=()
 }
 
 # cleanup: everything started here goes, the directories too
 cleanup() {
 	trap '' INT TERM	# no second signal in the middle of it
 	idle_clients_stop
+	mix_stop
 	zk_stop
 	ens_stop
 	pg_stop_left
@@ -663,20 +1080,8 @@ ens_launch() {
 	for i in 1 2 3; do
 		ENS_PORTS+=("${ports[$((i - 1))]}")
 		rm -rf "${ZK_DIR:?}/ens-$i"
-		mkdir -p "$ZK_DIR/ens-$i"
-		echo "$i" >"$ZK_DIR/ens-$i/myid"
-		cat >"$WORK/zoo-ens-$i.cfg" <<EOC
-tickTime=$ZK_TICK
-initLimit=10
-syncLimit=5
-dataDir=$ZK_DIR/ens-$i
-clientPort=${ports[$((i - 1))]}
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=*
-maxClientCnxns=0
-$servers
-EOC
+		ens_member_cfg "$WORK/zoo-ens-$i.cfg" "$i" "$ZK_DIR/ens-$i" 127.0.0.1 \
+			"${ports[$((i - 1))]}" "$servers"
 		java -Xmx256m -cp /usr/share/java/zookeeper.jar \
 			org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zoo-ens-$i.cfg" \
 			>"$WORK/zookeeper-ens-$i.log" 2>&1 &
@@ -714,14 +1119,54 @@ ens_wait() {
 
 [ -z "$IDLE" ] || ens_launch
 
-# build the clients
-if want raw && [ -n "$SHAPES" ]; then
+# as_pg_user CMD...: run CMD as the unprivileged user ($PG_USER when run
+# as root, else whoever runs this)
+as_pg_user() {
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u "$PG_USER" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# pg_envs LOCK_CACHE SHAPES: the environment of a PostgreSQL part (an
+# "env" command line, in PG_ENVS)
+pg_envs() {
+	PG_ENVS=(env BENCH_PG_SECONDS="$PG_SECS" BENCH_WARMUP="$WARMUP"
+		BENCH_SHAPES="$(shape_names "$2")" BENCH_KEEP="${BENCH_KEEP:-}" PGBIN="$PGBIN"
+		BENCH_PG_PARENT="$PG_PARENT" BENCH_LOCK_CACHE="$1")
+}
+
+# fresh_file FILE: an empty FILE the unprivileged user can write
+fresh_file() {
+	: >"$1"
+	[ "$(id -u)" != 0 ] || chown "$PG_USER" "$1"
+}
+
+# zklock.lock_cache: each value asked for must be what the server shows,
+# checked now on a throwaway cluster rather than after minutes of runs
+if want sql && { [ -n "$SHAPES" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ]; }; then
+	for lc in ${LOCK_CACHES//,/ }; do
+		log "checking zklock.lock_cache = $lc on a throwaway cluster"
+		fresh_file "$WORK/check.results"
+		pg_envs "$lc" ""
+		as_pg_user "${PG_ENVS[@]}" bash "$HERE/run.sh" --sql-part "$(free_port)" "$WORK/check.results" "" check \
+			|| die "zklock.lock_cache = $lc cannot be measured with this zklock build (see above)"
+	done
+fi
+
+# build the clients (raw_cycle also measures the net shapes' proxy)
+if { want raw && [ -n "$SHAPES" ]; } || [ -n "$NET_SHAPES" ]; then
 	log "building raw_cycle"
 	gcc -O2 -Wall -o "$WORK/raw_cycle" "$HERE/raw_cycle.c" -lzookeeper_st
 fi
+if [ -n "$NET_SHAPES" ]; then
+	log "building delay_proxy"
+	gcc -O2 -Wall -o "$WORK/delay_proxy" "$HERE/delay_proxy.c"
+fi
 if want curator; then
 	java_src=()
-	[ -z "$SHAPES" ] || java_src+=("$HERE/CuratorBench.java")
+	[ -z "$SHAPES$MIX$NET_SHAPES" ] || java_src+=("$HERE/CuratorBench.java")
 	[ -z "$IDLE" ] || java_src+=("$HERE/CuratorIdle.java")
 	log "building$(for f in "${java_src[@]}"; do printf ' %s' "$(basename "$f" .java)"; done)"
 	mkdir -p "$WORK/classes"
@@ -763,74 +1208,115 @@ EOF
 	ZK=127.0.0.1:$ZK_PORT
 }
 
-# result_line PREFIX: turn a RESULT line of raw_cycle or CuratorBench on
-# stdin into "PREFIX CPS P50 P99 AVG CYCLES CPU_TICKS ZK_TICKS REQS
-# ALL_CYCLES" (REQS -1 and ALL_CYCLES 0 when the client does not say)
-result_line() {
-	awk -v prefix="$1" '/^RESULT/ {
-		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-		print prefix, f["cps"], f["p50"], f["p99"], f["avg"], f["cycles"],
-			(f["cpu_jiffies"] == "" ? -1 : f["cpu_jiffies"]),
-			(f["zk_jiffies"] == "" ? -1 : f["zk_jiffies"]),
-			(f["requests"] == "" ? -1 : f["requests"]),
-			(f["all_cycles"] == "" ? 0 : f["all_cycles"]) }'
-}
-
 # raw_round FSYNC ROUND: raw_cycle on every mutex shape
 raw_round() {
-	local fsync=$1 round=$2 s name n kind line
-	for s in $SHAPES; do
-		IFS=: read -r name n kind <<<"$s"
-		case $kind in distinct|shared) ;; *) continue ;; esac
-		log "raw $name: $n in flight, $kind, ${SECS}s"
-		line=$(BENCH_ZK_PID=$ZK_PID "$WORK/raw_cycle" "$ZK" "$n" "$kind" "$SECS" 0.5) \
-			|| die "raw_cycle failed"
-		echo "$line" | result_line "$fsync $round raw $name" >>"$RESULTS"
-		log "  $line"
-	done
+	raw_shapes "$1 $2" "$SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
 }
 
 # curator_round FSYNC ROUND: one JVM, its warm-up, then every shape
 curator_round() {
-	local fsync=$1 round=$2 s name n kind modes="" line
-	for s in $SHAPES; do
-		IFS=: read -r name n kind <<<"$s"
-		if [ "$kind" = semaphore ]; then
-			modes="$modes $name:$n:$kind:$SEM_MAX"
-		else
-			modes="$modes $name:$n:$kind"
-		fi
-	done
-	log "curator: ${WARMUP}s JVM warm-up, then$modes, ${SECS}s each"
-	# shellcheck disable=SC2086
-	BENCH_ZK_PID=$ZK_PID java -Xms256m -Xmx512m -cp "$WORK/classes:$JAVA_CP_CURATOR" CuratorBench \
-		"$ZK" "$SECS" "$WARMUP" $modes >"$WORK/curator.out" || die "CuratorBench failed"
-	while read -r line; do
-		log "  $line"
-		name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
-		[ -n "$name" ] || continue
-		echo "$line" | result_line "$fsync $round curator $name" >>"$RESULTS"
-	done <"$WORK/curator.out"
+	curator_shapes "$1 $2" "$SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
 }
 
-# sql_round FSYNC ROUND: the PostgreSQL part (a fresh cluster) as the
-# unprivileged user when run as root
+# sql_round FSYNC ROUND: the PostgreSQL part (a fresh cluster per
+# lock_cache value) as the unprivileged user
 sql_round() {
-	local fsync=$1 round=$2
-	local envs=(env BENCH_PG_SECONDS="$PG_SECS" BENCH_WARMUP="$WARMUP"
-		BENCH_SHAPES="$SHAPE_NAMES" BENCH_KEEP="${BENCH_KEEP:-}" PGBIN="$PGBIN"
-		BENCH_PG_PARENT="$PG_PARENT")
-	: >"$WORK/sql.results"
-	if [ "$(id -u)" = 0 ]; then
-		chown "$PG_USER" "$WORK/sql.results"
-		runuser -u "$PG_USER" -- "${envs[@]}" \
+	local fsync=$1 round=$2 lc
+	for lc in ${LOCK_CACHES//,/ }; do
+		fresh_file "$WORK/sql.results"
+		pg_envs "$lc" "$SHAPES"
+		as_pg_user "${PG_ENVS[@]}" \
 			bash "$HERE/run.sh" --sql-part "$ZK_PORT" "$WORK/sql.results" "$ZK_PID" \
-			|| die "PostgreSQL part failed"
-	else
-		"${envs[@]}" bash "$HERE/run.sh" --sql-part "$ZK_PORT" "$WORK/sql.results" "$ZK_PID" \
-			|| die "PostgreSQL part failed"
-	fi
-	sed "s/^/$fsync $round /" "$WORK/sql.results" >>"$RESULTS"
+			|| die "PostgreSQL part failed (zklock.lock_cache = $lc)"
+		sed "s/^/$fsync $round /" "$WORK/sql.results" >>"$RESULTS"
+	done
+}
+
+# mix_round FSYNC ROUND: mix8 on the server running now, once per
+# lock_cache value (see the header); writes to $WORK/mix.results
+#	FSYNC ROUND LOCK_CACHE SQL_CPS SQL_P50 SQL_P99 CUR_CPS CUR_P50 CUR_P99
+#	CPU_TICKS ZK_TICKS WIN_CYCLES REQS ALL_CYCLES
+# (latencies in us, Curator's of the acquire alone; the ticks over
+# Curator's window, WIN_CYCLES what both completed in it; REQS what the
+# server received from before the start to after both ended, ALL_CYCLES
+# what both completed in that time)
+mix_round() {
+	local fsync=$1 round=$2 lc dir i rq0 rq1 cur sqlline ok
+	for lc in ${LOCK_CACHES//,/ }; do
+		dir=$WORK/mix
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		chmod 755 "$dir"
+		[ "$(id -u)" != 0 ] || chown "$PG_USER" "$dir"
+		fresh_file "$WORK/sql.results"
+		log "mix8 (lock_cache $lc): $MIX_SQL pgbench sessions and $MIX_CURATOR Curator threads on $MIX_PATH, ${PG_SECS}s, both at once"
+		pg_envs "$lc" ""
+		as_pg_user "${PG_ENVS[@]}" \
+			bash "$HERE/run.sh" --sql-part "$ZK_PORT" "$WORK/sql.results" "$ZK_PID" "mix:$dir" &
+		MIX_PIDS=("$!")
+		BENCH_GO_FILE=$dir/go BENCH_ZK_PID=$ZK_PID java -Xms256m -Xmx512m \
+			-cp "$WORK/classes:$JAVA_CP_CURATOR" CuratorBench "$ZK" "$((PG_SECS - 1))" "$WARMUP" \
+			"mix8:$MIX_CURATOR:mixed:$MIX_PATH" >"$dir/curator.out" &
+		MIX_PIDS+=("$!")
+		ok=""
+		for i in $(seq 1 1800); do
+			if [ -e "$dir/sql.ready" ] && grep -q '^READY' "$dir/curator.out"; then
+				ok=1
+				break
+			fi
+			if ! kill -0 "${MIX_PIDS[0]}" 2>/dev/null || ! kill -0 "${MIX_PIDS[1]}" 2>/dev/null; then
+				break
+			fi
+			sleep 0.1
+		done
+		[ -n "$ok" ] || die "mix8: the PostgreSQL side or Curator did not get ready (in 180 s, or exited)"
+		rq0=$(zk_received "$ZK_PORT")
+		touch "$dir/go"
+		wait "${MIX_PIDS[1]}" || die "mix8: CuratorBench failed"
+		wait "${MIX_PIDS[0]}" || die "mix8: the PostgreSQL side failed (zklock.lock_cache = $lc)"
+		MIX_PIDS=()
+		rq1=$(zk_received "$ZK_PORT")
+		cur=$(grep '^RESULT' "$dir/curator.out") || die "mix8: no result from Curator"
+		sqlline=$(awk '$2 == "mix8"' "$WORK/sql.results")
+		[ -n "$sqlline" ] || die "mix8: no result from the PostgreSQL side"
+		log "  mix8 Curator: $cur"
+		# pgbench log: client_id transaction_no time(us) script_no epoch epoch_us
+		awk -v fs="$fsync" -v round="$round" -v lc="$lc" -v cur="$cur" -v sql="$sqlline" \
+			-v rq0="$rq0" -v rq1="$rq1" '
+			BEGIN {
+				n = split(cur, f, " ")
+				for (i = 2; i <= n; i++) { split(f[i], kv, "="); c[kv[1]] = kv[2] }
+				split(sql, q, " ")
+			}
+			{ ms = $5 * 1000 + $6 / 1000; if (ms >= c["win_start_ms"] && ms <= c["win_end_ms"]) inwin++ }
+			END {
+				win = c["cycles"] + inwin
+				print fs, round, lc, q[3], q[4], q[5], c["cps"], c["p50"], c["p99"],
+					c["cpu_jiffies"], c["zk_jiffies"], win,
+					(rq0 < 0 || rq1 < 0) ? -1 : rq1 - rq0, c["all_cycles"] + q[11]
+			}' "$dir/sql.log" >>"$WORK/mix.results"
+		log "  mix8 (lock_cache $lc): $(tail -n 1 "$WORK/mix.results")"
+	done
+}
+
+# net_round: the emulated network's part (see the header), as the
+# unprivileged user in user and network namespaces of its own; its
+# results join $RESULTS, the proxy's own measurement goes to
+# $WORK/net/proxy
+net_round() {
+	local dir=$WORK/net
+	mkdir -p "$dir" "$ZK_DIR/net"
+	chmod 755 "$ZK_DIR"
+	[ "$(id -u)" != 0 ] || chown "$PG_USER" "$dir" "$ZK_DIR/net"
+	log "net: the emulated network's part, in namespaces of its own (${NS_UNSHARE[*]})"
+	as_pg_user env BENCH_WORK="$WORK" BENCH_NET_ZKDIR="$ZK_DIR/net" \
+		BENCH_SHAPES="$(shape_names "$NET_SHAPES")" BENCH_ONLY="$ONLY" BENCH_RUNS="$RUNS" \
+		BENCH_SECONDS="$SECS" BENCH_PG_SECONDS="$PG_SECS" BENCH_WARMUP="$WARMUP" \
+		BENCH_LOCK_CACHE="$LOCK_CACHES" BENCH_KEEP="${BENCH_KEEP:-}" PGBIN="$PGBIN" \
+		BENCH_NET_MAXSECS="$NET_MAXSECS" \
+		"${NS_UNSHARE[@]}" -- bash "$HERE/run.sh" --net-part "$dir" \
+		|| die "the emulated network's part failed"
+	cat "$dir/results" >>"$RESULTS"
 }
 
 # cons_snapshot LABEL PORT: the sessions connected to the server on PORT,
@@ -959,14 +1445,14 @@ for fsync in $FSYNC_PASSES; do
 	if [ -n "$IDLE" ] && [ -z "$IDLE_TOOK" ]; then
 		idle_measure "$fsync"
 	fi
-	if [ -z "$SHAPES" ]; then
+	if [ -z "$SHAPES" ] && [ -z "$MIX" ]; then
 		zk_stop
 		break		# idle alone: one server is enough
 	fi
 
 	# the server's JIT warms up on whatever runs first: give it the same
 	# start for everyone, with a raw run that is not counted
-	if want raw; then
+	if want raw && [ -n "$SHAPES" ]; then
 		BENCH_ZK_PID=$ZK_PID "$WORK/raw_cycle" "$ZK" 32 distinct "$WARMUP" >/dev/null \
 			|| die "raw_cycle warm-up failed"
 	else
@@ -975,9 +1461,12 @@ for fsync in $FSYNC_PASSES; do
 
 	for round in $(seq 1 "$RUNS"); do
 		[ "$RUNS" -gt 1 ] && log "forceSync=$fsync: round $round of $RUNS"
-		if want raw; then raw_round "$fsync" "$round"; fi
-		if want curator; then curator_round "$fsync" "$round"; fi
-		if want sql; then sql_round "$fsync" "$round"; fi
+		if [ -n "$SHAPES" ]; then
+			if want raw; then raw_round "$fsync" "$round"; fi
+			if want curator; then curator_round "$fsync" "$round"; fi
+			if want sql; then sql_round "$fsync" "$round"; fi
+		fi
+		if [ -n "$MIX" ]; then mix_round "$fsync" "$round"; fi
 	done
 
 	# ZooKeeper server view, for the record
@@ -987,33 +1476,24 @@ for fsync in $FSYNC_PASSES; do
 	zk_stop
 done
 
-###########################################################################
-# Tables: one per forceSync setting, medians over the rounds
-###########################################################################
-systems=""
-for w in raw curator sql; do want "$w" && systems="$systems $w"; done
+# the emulated network: its own ensemble, after the passes
+if [ -n "$NET_SHAPES" ]; then
+	nlc=$(echo "${LOCK_CACHES//,/ }" | wc -w)
+	# a bound for every process of the part: generous, not a timing
+	NET_MAXSECS=$((900 + RUNS * (120 + 8 * SECS + 2 * WARMUP + nlc * (120 + 5 * PG_SECS + WARMUP))))
+	net_round
+fi
 
-if [ -n "$SHAPES" ]; then
-echo
-echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only);"
-echo "counter shapes c1, c8: one cycle = one add of 1 that succeeded (zk_atomic_long_add / DistributedAtomicLong.add)."
-# versions as installed (Debian 12: ZooKeeper 3.8, Curator 5.4, PostgreSQL 15;
-# Debian 13: ZooKeeper 3.9, Curator 5.7, PostgreSQL 17)
-pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/[-+~].*//'; }
-echo "Debian ${ZKLOCK_DEBIAN:-?}: ZooKeeper $(pkg_version zookeeper), Curator $(pkg_version libcurator-recipes-java), PostgreSQL $PG_MAJOR."
-echo "Same ZooKeeper standalone server for all three, restarted on a fresh data dir (${ZK_DIR_FS:-?}) per forceSync setting; $(nproc) CPUs;"
-echo "raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape; $RUNS run(s) per system and shape, the table shows medians."
-echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds;"
-echo "cpu µs/cyc = CPU time of the whole machine (all CPUs, /proc/stat minus idle and iowait: clients, PostgreSQL,"
-echo "  ZooKeeper, anything else running) in the measured window per cycle; zk µs/cyc = the ZooKeeper server process"
-echo "  alone (utime+stime); for zklock the window runs from 1 s after pgbench's first transaction to the end of"
-echo "  -T (pgbench's drain after -T, served slowly whatever it runs, is left out), CPU sampled every 0.25 s in it;"
-echo "  resolution 1/$CLK_TCK s of CPU time per window."
-echo "ratios = zklock / the row's system: cyc/s higher is better for zklock, p50 and cpu lower is better for zklock."
-awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" '
-	# values of one measure of one (forceSync, system, shape), over the rounds
+###########################################################################
+# Tables: one per forceSync setting (and one for the emulated network),
+# medians over the rounds
+###########################################################################
+# the tables' medians (awk functions): add(KEY, V) keeps a value of one
+# measure (of one forceSync, system and shape) over the rounds, median(KEY)
+# gives their median ("-" if none), the mean of the middle two for an
+# even count
+AWK_MEDIAN='
 	function add(key, v) { cnt[key]++; val[key, cnt[key]] = v }
-	# median of them ("-" if none), the mean of the middle two for an even count
 	function median(key,    m, i, j, t, a) {
 		m = cnt[key] + 0
 		if (m == 0) return "-"
@@ -1021,7 +1501,38 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 		for (i = 2; i <= m; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	}
+	}'
+systems=""
+for w in raw curator; do want "$w" && systems="$systems $w"; done
+if want sql; then
+	for lc in ${LOCK_CACHES//,/ }; do
+		if [ "$lc" = off ]; then systems="$systems sql"; else systems="$systems sqlc"; fi
+	done
+fi
+TABLE_PASSES=""
+[ -z "$SHAPES" ] || TABLE_PASSES=$FSYNC_PASSES
+[ -z "$NET_SHAPES" ] || TABLE_PASSES="$TABLE_PASSES net"
+
+if [ -n "$SHAPES$NET_SHAPES" ]; then
+echo
+echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only);"
+echo "counter shapes c1, c8: one cycle = one add of 1 that succeeded (zk_atomic_long_add / DistributedAtomicLong.add)."
+# versions as installed (Debian 12: ZooKeeper 3.8, Curator 5.4, PostgreSQL 15;
+# Debian 13: ZooKeeper 3.9, Curator 5.7, PostgreSQL 17)
+pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed 's/^[0-9]*://; s/[-+~].*//'; }
+echo "Debian ${ZKLOCK_DEBIAN:-?}: ZooKeeper $(pkg_version zookeeper), Curator $(pkg_version libcurator-recipes-java), PostgreSQL $PG_MAJOR."
+[ -z "$SHAPES" ] || echo "Same ZooKeeper standalone server for all three, restarted on a fresh data dir (${ZK_DIR_FS:-?}) per forceSync setting; $(nproc) CPUs;"
+echo "raw/Curator ${SECS}s, pgbench -T ${PG_SECS} per shape; $RUNS run(s) per system and shape, the table shows medians."
+echo "cyc/s = completed cycles per second; p50/p99 = latency of one cycle in microseconds;"
+echo "cpu µs/cyc = CPU time of the whole machine (all CPUs, /proc/stat minus idle and iowait: clients, PostgreSQL,"
+echo "  ZooKeeper, anything else running) in the measured window per cycle; zk µs/cyc = the ZooKeeper server process"
+echo "  alone (utime+stime); for zklock the window runs from 1 s after pgbench's first transaction to the end of"
+echo "  -T (pgbench's drain after -T, served slowly whatever it runs, is left out), CPU sampled every 0.25 s in it;"
+echo "  resolution 1/$CLK_TCK s of CPU time per window."
+echo "ratios = zklock / the row's system: cyc/s higher is better for zklock, p50 and cpu lower is better for zklock;"
+echo "  zklock = zklock.lock_cache off, zklock lc = zklock.lock_cache on; the ratios are those of the first of them run (${LOCK_CACHES%%,*})."
+[ -z "$NET_SHAPES" ] || echo "net shapes: the emulated network's own 3-server ensemble (forceSync=yes, tickTime $ZK_TICK), every client through the delay_proxy of one follower (${NET_DELAY_US} us each way); zk µs/cyc = the three servers."
+awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" "$AWK_MEDIAN"'
 	function dash(n,    d) { d = ""; while (n-- > 0) d = d "-"; return d }
 	function num(v) { return v == "-" ? "-" : (v < 10 && v != int(v) ? sprintf("%.1f", v) : sprintf("%.0f", v)) }
 	function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
@@ -1041,28 +1552,39 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 		label["sem16"] = "semaphore max 4, 16"
 		label["c1"] = "counter add, 1"; label["c8"] = "counter add, 8 shared"
 		label["l8"] = "leader check, 8"
-		name["raw"] = "raw C"; name["curator"] = "Curator"; name["sql"] = "zklock"
-		fmt = "%-5s %-22s %-7s %8s %6s %7s %6s %7s | %6s %6s %6s"
+		label["net1"] = "net: mutex, 1"; label["net32d"] = "net: mutex, 32 distinct"
+		label["net32s"] = "net: mutex, 32 shared"
+		name["raw"] = "raw C"; name["curator"] = "Curator"; name["sql"] = "zklock"; name["sqlc"] = "zklock lc"
+		fmt = "%-6s %-23s %-9s %8s %6s %7s %6s %7s | %6s %6s %6s"
 		np = split(passes, plist, " "); ns = split(shapes, slist, " "); nsys = split(systems, syslist, " ")
+		# the zklock the ratios are of: the first lock_cache value run
+		zs = "sql"
+		for (j = nsys; j >= 1; j--) if (syslist[j] == "sql" || syslist[j] == "sqlc") zs = syslist[j]
 		for (p = 1; p <= np; p++) {
 			fs = plist[p]
-			printf "\nforceSync=%s%s\n", fs, (runs > 1 ? " (medians of " runs " runs)" : "")
+			title = (fs == "net") ? "emulated network" : "forceSync=" fs
+			printf "\n%s%s%s\n", title, (fs == "net" ? " (3-server ensemble, one network namespace per server, 0.25 ms each way, forceSync=yes)" : ""),
+				(runs > 1 ? " (medians of " runs " runs)" : "")
 			# (mawk counts bytes: "µ" goes in after the padding)
 			hdr = sprintf(fmt, "", "", "", "", "", "", "cpu", "zk", "zklock / row", "", "")
 			sub(/ +$/, "", hdr); print hdr
 			hdr = sprintf(fmt, "shape", "what", "system", "cyc/s", "p50", "p99", "us/cyc", "us/cyc", "cyc/s", "p50", "cpu")
 			gsub(/us\/cyc/, "µs/cyc", hdr); print hdr
-			hdr = sprintf(fmt, "-----", dash(22), dash(7), dash(8), dash(6), dash(7), dash(6), dash(7), dash(6), dash(6), dash(6))
+			hdr = sprintf(fmt, dash(6), dash(23), dash(9), dash(8), dash(6), dash(7), dash(6), dash(7), dash(6), dash(6), dash(6))
 			sub(/ \| /, "-+-", hdr); gsub(/ /, "-", hdr); print hdr
 			for (i = 1; i <= ns; i++) {
 				split(slist[i], part, ":"); sh = part[1]; mutex = (part[3] == "distinct" || part[3] == "shared")
+				# a shape of another table: nothing measured here
+				seen = 0
+				for (j = 1; j <= nsys; j++) if (med(fs, syslist[j], sh, "cps") != "-") seen = 1
+				if (!seen) continue
 				first = 1
 				for (j = 1; j <= nsys; j++) {
 					s = syslist[j]
 					if (s == "raw" && !mutex) continue
-					zc = med(fs, "sql", sh, "cps"); zp = med(fs, "sql", sh, "p50"); zu = med(fs, "sql", sh, "cpu")
+					zc = med(fs, zs, sh, "cps"); zp = med(fs, zs, sh, "p50"); zu = med(fs, zs, sh, "cpu")
 					r1 = r2 = r3 = ""
-					if (s != "sql") {
+					if (s != "sql" && s != "sqlc") {
 						r1 = ratio(zc, med(fs, s, sh, "cps")); r2 = ratio(zp, med(fs, s, sh, "p50"))
 						r3 = ratio(zu, med(fs, s, sh, "cpu"))
 					}
@@ -1089,7 +1611,7 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 			if (line != "")
 				printf "Uncontended latency (shape 1: mutex, 1 in flight, own path; one acquire + release): %s\n", line
 			# requests of one cycle, as the server counted them
-			printf "\nforceSync=%s, ZooKeeper requests per cycle (per add for c1, c8): received by the server over a system'\''s run of the shape / cycles completed in it:\n", fs
+			printf "\n%s, ZooKeeper requests per cycle (per add for c1, c8): received by the server over a system'\''s run of the shape / cycles completed in it:\n", title
 			for (i = 1; i <= ns; i++) {
 				split(slist[i], part, ":"); sh = part[1]
 				line = ""
@@ -1102,18 +1624,25 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 				if (line != "") printf "%s: %s\n", sh, line
 			}
 			# the ratios in words, one line per shape
-			printf "\nforceSync=%s, zklock against the others:\n", fs
+			printf "\n%s, zklock against the others:\n", title
 			for (i = 1; i <= ns; i++) {
 				split(slist[i], part, ":"); sh = part[1]
-				zc = med(fs, "sql", sh, "cps"); zp = med(fs, "sql", sh, "p50")
-				zu = med(fs, "sql", sh, "cpu"); zz = med(fs, "sql", sh, "zk")
+				zc = med(fs, zs, sh, "cps"); zp = med(fs, zs, sh, "p50")
+				zu = med(fs, zs, sh, "cpu"); zz = med(fs, zs, sh, "zk")
+				seen = 0
+				for (j = 1; j <= nsys; j++) if (med(fs, syslist[j], sh, "cps") != "-") seen = 1
+				if (!seen) continue
 				line = ""
+				if (zs == "sql" && med(fs, "sqlc", sh, "cps") != "-")
+					line = sprintf("zklock lc %sx zklock'\''s cycles/s, p50 %sx, CPU per cycle %sx; ",
+						ratio(med(fs, "sqlc", sh, "cps"), zc), ratio(med(fs, "sqlc", sh, "p50"), zp),
+						ratio(med(fs, "sqlc", sh, "cpu"), zu))
 				if (med(fs, "curator", sh, "cps") != "-")
-					line = sprintf("zklock %sx Curator'\''s cycles/s, p50 %sx, CPU per cycle %sx (ZooKeeper'\''s %sx)",
+					line = line sprintf("zklock %sx Curator'\''s cycles/s, p50 %sx, CPU per cycle %sx (ZooKeeper'\''s %sx)",
 						ratio(zc, med(fs, "curator", sh, "cps")), ratio(zp, med(fs, "curator", sh, "p50")),
 						ratio(zu, med(fs, "curator", sh, "cpu")), ratio(zz, med(fs, "curator", sh, "zk")))
 				if (med(fs, "raw", sh, "cps") != "-")
-					line = line (line == "" ? "zklock " : "; ") sprintf("%sx raw'\''s cycles/s, p50 %sx, CPU per cycle %sx",
+					line = line (line == "" || line ~ /; $/ ? "zklock " : "; ") sprintf("%sx raw'\''s cycles/s, p50 %sx, CPU per cycle %sx",
 						ratio(zc, med(fs, "raw", sh, "cps")), ratio(zp, med(fs, "raw", sh, "p50")),
 						ratio(zu, med(fs, "raw", sh, "cpu")))
 				if (zc == "-") line = "(zklock not measured)"
@@ -1121,6 +1650,52 @@ awk -v passes="$FSYNC_PASSES" -v shapes="$SHAPES" -v systems="$systems" -v clk="
 			}
 		}
 	}' "$RESULTS"
+fi
+
+###########################################################################
+# mix8 and the proxy alone
+###########################################################################
+if [ -n "$MIX" ] && [ -s "$WORK/mix.results" ]; then
+	echo
+	echo "mix8: $MIX_SQL pgbench sessions (zk_mutex_acquire + release) and $MIX_CURATOR Curator threads (InterProcessMutex) on one path"
+	echo "  ($MIX_PATH) at the same time, ${PG_SECS}s; SQL p50/p99 = one cycle (acquire + release), Curator's = the acquire alone;"
+	echo "  requests per cycle = what the server received over the run / the cycles both sides completed; CPU per cycle"
+	echo "  = machine (and ZooKeeper) over Curator's window / the cycles both sides completed in it$([ "$RUNS" -gt 1 ] && echo "; medians of $RUNS runs")."
+	awk -v clk="$CLK_TCK" "$AWK_MEDIAN"'
+		{
+			k = $1 SUBSEP $3
+			if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+			add(k SUBSEP "scps", $4); add(k SUBSEP "sp50", $5); add(k SUBSEP "sp99", $6)
+			add(k SUBSEP "ccps", $7); add(k SUBSEP "cp50", $8); add(k SUBSEP "cp99", $9)
+			if ($12 > 0 && $10 >= 0) add(k SUBSEP "cpu", $10 * 1e6 / clk / $12)
+			if ($12 > 0 && $11 >= 0) add(k SUBSEP "zk", $11 * 1e6 / clk / $12)
+			if ($14 > 0 && $13 >= 0) add(k SUBSEP "rq", $13 / $14)
+		}
+		END {
+			fmt = "%-9s %-10s | %8s %7s %8s | %8s %8s %8s | %7s %7s %7s\n"
+			printf fmt, "forceSync", "lock_cache", "SQL", "SQL", "SQL", "Curator", "acquire", "acquire", "req/", "cpu", "zk"
+			printf fmt, "", "", "cyc/s", "p50", "p99", "cyc/s", "p50", "p99", "cycle", "us/cyc", "us/cyc"
+			for (i = 1; i <= n; i++) {
+				split(order[i], kk, SUBSEP); k = order[i]
+				printf fmt, kk[1], kk[2], median(k SUBSEP "scps"), median(k SUBSEP "sp50"), median(k SUBSEP "sp99"),
+					median(k SUBSEP "ccps"), median(k SUBSEP "cp50"), median(k SUBSEP "cp99"),
+					(median(k SUBSEP "rq") == "-" ? "-" : sprintf("%.2f", median(k SUBSEP "rq"))),
+					(median(k SUBSEP "cpu") == "-" ? "-" : sprintf("%.0f", median(k SUBSEP "cpu"))),
+					(median(k SUBSEP "zk") == "-" ? "-" : sprintf("%.0f", median(k SUBSEP "zk")))
+			}
+		}' "$WORK/mix.results"
+fi
+if [ -s "$WORK/net/proxy" ]; then
+	echo
+	read -r pf rd50 rp50 rdavg rpavg cd50 cp50 cdavg cpavg <"$WORK/net/proxy"
+	echo "The proxy alone (emulated network), raw C client, 1 in flight, straight to follower $pf and through its delay_proxy"
+	echo "  (${NET_DELAY_US} us each way: $((2 * NET_DELAY_US)) us per round trip asked for):"
+	awk -v rd="$rd50" -v rp="$rp50" -v rda="$rdavg" -v rpa="$rpavg" \
+		-v cd="$cd50" -v cp="$cp50" -v cda="$cdavg" -v cpa="$cpavg" 'BEGIN {
+		printf "  one read (get_children, 1 round trip): p50 %d us direct, %d us through it: +%d us per round trip (avg %+.0f)\n",
+			rd, rp, rp - rd, rpa - rda
+		printf "  the lock cycle (create + get_children + delete, 3 round trips, 2 writes): p50 %d us direct, %d us through it: %+.0f us per round trip (avg %+.0f)\n",
+			cd, cp, (cp - cd) / 3, (cpa - cda) / 3 }'
 fi
 
 ###########################################################################
@@ -1184,4 +1759,4 @@ fi
 elapsed=$((SECONDS - BENCH_START))
 echo
 [ -z "$ZK_STATS" ] || echo "ZooKeeper at the end of each pass: $ZK_STATS"
-echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "$FSYNC_PASSES" | sed 's/ / and /'), $RUNS run(s) of $(echo "$SHAPES" | wc -w) shape(s)$([ -z "$IDLE" ] || echo ' and the idle part'), systems:$(for w in $systems; do printf ' %s' "$w"; done)."
+echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "${FSYNC_PASSES:-(none)}" | sed 's/ / and /')$([ -z "$NET_SHAPES" ] || echo ' (the net shapes: yes)'), $RUNS run(s) of $(echo "$SHAPES $NET_SHAPES" | wc -w) shape(s)$([ -z "$MIX" ] || echo ' and mix8')$([ -z "$IDLE" ] || echo ' and the idle part'), zklock.lock_cache $LOCK_CACHES, systems:$(for w in $systems; do printf ' %s' "$w"; done)."
