@@ -459,6 +459,23 @@ zk_participants(PG_FUNCTION_ARGS)
 	if (n > 1)
 		qsort_arg(parts, n, sizeof(Participant), participant_cmp, &order);
 	holds = participant_holders(parts, n, kind, rw, mutex);
+	/* a node this cluster keeps with no holder (lock caching) holds nothing */
+	if (mutex && !rw && kind == ZKLOCK_PARTICIPANTS_LOCK)
+	{
+		zklock_lock_table(LW_SHARED);
+		for (i = 0; i < ZKLOCK_CACHE_MAX; i++)
+		{
+			ZklockCacheEntry *e = &zklock_shared->cache[i];
+			int			j;
+
+			if (e->state != ZKCE_IDLE || strcmp(e->base, key.path) != 0)
+				continue;
+			for (j = 0; j < n; j++)
+				if (strcmp(parts[j].name, e->node.name) == 0)
+					holds[j] = false;
+		}
+		LWLockRelease(zklock_shared->lock);
+	}
 
 	for (i = 0; i < n; i++)
 	{

@@ -7,7 +7,8 @@
 # - a backend that takes and releases the same mutex again and again costs
 #   ZooKeeper (almost) nothing after its first acquire: the node stays the
 #   same and the server receives at most 0.1 requests per cycle;
-# - zk_locks shows the kept node (state 'cached', no pid);
+# - zk_locks shows the kept node (state 'cached', no pid), and
+#   zk_participants shows it holding nothing;
 # - a Curator client that asks for the lock while the node is kept gets it
 #   (the node is deleted), and while a local session holds a node taken
 #   from the cache it gets the lock at that session's release, never
@@ -99,9 +100,13 @@ like($n1, $CURATOR_NODE_RE, "its node $n1");
 is($s1->value("SELECT zk_mutex_release('$p')"), 't', 's1 releases it');
 ok(wait_until(sub { kept($p) eq $n1 }, 10, 'the node to be kept'), 'zk_locks shows the node kept (cached)');
 is_deeply($peer->children($p), [$n1], 'ZooKeeper still has it, and nothing else');
+is($node->safe_psql('postgres', "SELECT node || ' ' || kind || ' ' || holds FROM zk_participants('$p')"),
+	"$n1 lock false", 'zk_participants shows the kept node holding nothing');
 
 is($s1->value("SELECT zk_mutex_acquire('$p')"), 't', 's1 takes it again');
 is(held_node($s1, $p), $n1, '... with the same node');
+is($node->safe_psql('postgres', "SELECT node || ' ' || holds FROM zk_participants('$p')"),
+	"$n1 true", 'which zk_participants shows holding');
 is(kept($p), '', 'which is held, not cached, now');
 is($s1->value("SELECT zk_mutex_release('$p')"), 't', 's1 releases it');
 
