@@ -136,7 +136,7 @@ static bool fold_member_current(const CounterFold *f, const FoldMember *m);
 static void fold_settle(CounterFold *f);
 static int	fold_disband(CounterFold *f, int *ids);
 static void fold_end(CounterFold *f);
-static bool fold_gone(CounterFold *f);
+static bool fold_completion_begin(CounterFold *f);
 static void fold_park(CounterFold *f);
 static void fold_read(CounterFold *f, bool sync);
 static void fold_write(CounterFold *f, int version, int64 cur);
@@ -699,7 +699,7 @@ fold_disband(CounterFold *f, int *ids)
 /*
  * Take fold f off the list (an add of its path starts a new one) and free
  * it once none of its calls is in flight (else its last completion does,
- * fold_gone).  Members still pointing to it are let go.  Caller holds the
+ * fold_completion_begin).  Members still pointing to it are let go.  Caller holds the
  * lock.
  */
 static void
@@ -733,16 +733,23 @@ fold_end(CounterFold *f)
 }
 
 /*
- * A completion of fold f came (its inflight counted down): true when the
- * fold had ended meanwhile, and then it is freed if that was its last
- * call.  Caller holds the lock.
+ * Common start of a completion of fold f, as zklock_completion_begin is
+ * for a request: take the lock and count the call in.  When the fold
+ * ended meanwhile, free it if that was its last call and return false;
+ * else settle its members (fold_settle) and return true.  The caller
+ * releases the lock either way.
  */
 static bool
-fold_gone(CounterFold *f)
+fold_completion_begin(CounterFold *f)
 {
-	if (f->listed)
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	f->inflight--;
+	if (!f->listed)
+	{
+		fold_end(f);
 		return false;
-	fold_end(f);
+	}
+	fold_settle(f);
 	return true;
 }
 
@@ -879,11 +886,7 @@ fold_write(CounterFold *f, int version, int64 cur)
 static void
 fold_sync_done(int rc, const char *value, const void *data)
 {
-	CounterFold *f = (CounterFold *) data;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	f->inflight--;
-	(void) fold_gone(f);
+	(void) fold_completion_begin((CounterFold *) data);
 	LWLockRelease(zklock_shared->lock);
 }
 
@@ -903,14 +906,11 @@ fold_data_done(int rc, const char *value, int value_len,
 	int64		cur = 0;
 	bool		is_long;
 
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	f->inflight--;
-	if (fold_gone(f))
+	if (!fold_completion_begin(f))
 	{
 		LWLockRelease(zklock_shared->lock);
 		return;
 	}
-	fold_settle(f);
 	is_long = (rc == ZOK && zklock_long_decode(value, value_len, &cur));
 	if (f->nmembers == 0)
 		fold_end(f);
@@ -948,7 +948,7 @@ fold_data_done(int rc, const char *value, int value_len,
  * NodeExists) clears their marks and the fold reads again, with the adds
  * that joined meanwhile; a lost answer fails each add in it with 08006
  * (counter_write_failed) and leaves the adds waiting for the next read to
- * the request layer (park, the session's sweep).  Caller holds the lock.
+ * the request layer (park, the session's sweep).  Takes the lock.
  */
 static void
 fold_write_done(CounterFold *f, int rc, bool create)
@@ -956,7 +956,11 @@ fold_write_done(CounterFold *f, int rc, bool create)
 	bool		refused = (rc == ZBADVERSION || rc == ZNONODE || rc == ZNODEEXISTS);
 	int			i;
 
-	fold_settle(f);
+	if (!fold_completion_begin(f))
+	{
+		LWLockRelease(zklock_shared->lock);
+		return;
+	}
 	for (i = 0; i < f->nmembers; i++)
 	{
 		FoldMember *m = &f->members[i];
@@ -1025,6 +1029,7 @@ fold_write_done(CounterFold *f, int rc, bool create)
 	}
 	else
 		fold_read(f, true);		/* the adds not in the failed write */
+	LWLockRelease(zklock_shared->lock);
 }
 
 /*
@@ -1033,13 +1038,7 @@ fold_write_done(CounterFold *f, int rc, bool create)
 static void
 fold_set_done(int rc, const struct Stat *stat, const void *data)
 {
-	CounterFold *f = (CounterFold *) data;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	f->inflight--;
-	if (!fold_gone(f))
-		fold_write_done(f, rc, false);
-	LWLockRelease(zklock_shared->lock);
+	fold_write_done((CounterFold *) data, rc, false);
 }
 
 /*
@@ -1048,13 +1047,7 @@ fold_set_done(int rc, const struct Stat *stat, const void *data)
 static void
 fold_create_done(int rc, const char *value, const void *data)
 {
-	CounterFold *f = (CounterFold *) data;
-
-	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	f->inflight--;
-	if (!fold_gone(f))
-		fold_write_done(f, rc, true);
-	LWLockRelease(zklock_shared->lock);
+	fold_write_done((CounterFold *) data, rc, true);
 }
 
 /*
