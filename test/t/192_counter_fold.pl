@@ -13,7 +13,9 @@
 #   - an add whose backend gave up before the write left is not applied;
 #   - an add that would overflow fails alone (22003); the others are made;
 #   - a folded write whose answer is lost fails every call in it with
-#     08006 ("may or may not have been applied"), and is applied once.
+#     08006 ("may or may not have been applied"), and is applied once:
+#     also when the worker is restarted before the answer came (the new
+#     worker finds the mark in each call's slot and sends nothing again).
 # Counted for real: the worker talks to ZooKeeper through a TCP proxy
 # (test/perl/ZklockProxy.pm) whose stats count the setData requests it
 # relays (set_requests); the Curator peer talks to ZooKeeper directly, so
@@ -184,6 +186,45 @@ subtest 'a folded write whose answer is lost: every add in it fails with 08006, 
 	cmp_ok($final - $initial, '<=', 4, "applied at most once (grew by " . ($final - $initial) . ')');
 	is($final, $initial + 4, '... and it was applied: the four adds, once');
 	is($s[0]->value(qq{SELECT zk_atomic_long_add('$p', 1)}), $initial + 5, 'the next add sees the one write');
+	$_->quit for @s;
+};
+
+subtest 'a folded write in doubt when the worker restarts: the new worker fails every add in it (08006)' => sub {
+	my $p = '/t192/restart';
+	my $initial = 70;
+	sql(qq{SELECT zk_atomic_long_set('$p', $initial)});
+	my $s0 = status_row($node)->{session_id};
+	my @s = map { ZklockTest::Session->new($node, "term$_") } 1 .. 3;
+	my $before = start_held(\@s, [ map { qq{SELECT zk_atomic_long_add('$p', 1)} } @s ]);
+	my $st = $proxy->set_mode('drop_set_replies');
+	ok(wait_until(sub { $proxy->stats->{set_requests} > $st->{set_requests} }, 10, 'the setData'),
+		'the folded setData went out');
+	ok(wait_until(sub { $proxy->stats->{dropped_s2c} > $st->{dropped_s2c} }, 10, 'its reply bytes'),
+		'... and its answer was dropped');
+	# the marks are in the slots: the new worker takes the adds over and
+	# finds each of them in doubt
+	my $old = worker_pid($node);
+	ok(kill('TERM', $old), "worker $old stopped with SIGTERM, the write's answer not in");
+	ok(wait_until(sub { !kill(0, $old) || worker_pid($node) ne $old }, 15, "worker $old to go"),
+		'the old worker is gone');
+	$proxy->set_mode('pass');
+	ok( wait_until(
+			sub {
+				my $row = status_row($node);
+				$row->{state} eq 'connected' && $row->{worker_pid} ne $old;
+			},
+			30, 'a new worker, connected'),
+		'a new worker is connected');
+	is(status_row($node)->{session_id}, $s0, '... in the same session');
+	my @r = map { $_->result(45) } @s;
+	for my $i (0 .. $#s)
+	{
+		is($r[$i]{sqlstate}, '08006', $s[$i]->name . ': taken over in doubt: 08006')
+		  or diag("out=[$r[$i]{out}] err=[$r[$i]{err}]");
+	}
+	is($proxy->stats->{set_requests} - $before->{set_requests}, 1,
+		'one setData, not sent again by the new worker');
+	is(peer_long($p), $initial + 3, 'Curator reads the three adds, applied once');
 	$_->quit for @s;
 };
 
