@@ -2,13 +2,15 @@
  *
  * core/value_codec.c
  *	  Curator's value formats, byte for byte: SharedCount's 4-byte and
- *	  DistributedAtomicLong's 8-byte big-endian numbers, and the sum of an
- *	  add that must fit in 64 bits.  Pure functions (libc only),
- *	  unit-tested in test/unit/test_curator_rules.c.
+ *	  DistributedAtomicLong's 8-byte big-endian numbers, the sum of an
+ *	  add that must fit in 64 bits, and the results of adds folded into
+ *	  one write.  Pure functions (libc only), unit-tested in
+ *	  test/unit/test_curator_rules.c.
  *
  *	  zklock_count_encode, zklock_count_decode	SharedCount's int
  *	  zklock_long_encode, zklock_long_decode	DistributedAtomicLong's long
  *	  zklock_long_add							a + b, or false on overflow
+ *	  zklock_long_fold							adds folded into one write
  *
  *-------------------------------------------------------------------------
  */
@@ -100,4 +102,38 @@ zklock_long_add(int64_t a, int64_t b, int64_t *sum)
 		return false;
 	*sum = a + b;
 	return true;
+}
+
+/*
+ * Adds folded into one write of a DistributedAtomicLong read at cur
+ * (recipes/counter.c): deltas[0..n-1] in the fold's order, as if made one
+ * after the other.  An add that fits is applied to the value the adds
+ * before it left: applied[i] is true and results[i] the value after it
+ * (what that add alone would have returned then).  An add that would
+ * leave 64 bits is left out, as if it had failed at its turn: applied[i]
+ * false, results[i] untouched, and the adds after it go on from the value
+ * before it.  *sum is the value the write leaves (cur when none applies).
+ * Returns the number of adds applied.
+ */
+int
+zklock_long_fold(int64_t cur, const int64_t *deltas, int n, int64_t *results,
+				 bool *applied, int64_t *sum)
+{
+	int64_t		v = cur;
+	int			done = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		int64_t		next;
+
+		applied[i] = zklock_long_add(v, deltas[i], &next);
+		if (!applied[i])
+			continue;
+		results[i] = next;
+		v = next;
+		done++;
+	}
+	*sum = v;
+	return done;
 }

@@ -251,7 +251,9 @@ extern void zklock_registry_check(void);
 typedef struct WorkerReq
 {
 	uint32		serial;			/* slot serial this belongs to, 0 = none */
-	int			inflight;		/* async calls whose completion is due */
+	int			inflight;		/* async calls whose completion is due (an
+								 * add in a counter fold has none: the
+								 * fold's calls are the fold's) */
 	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
 	struct						/* beside each of the slot's nodes */
 	{
@@ -303,8 +305,10 @@ typedef struct WorkerReq
 		}			revoke;
 		struct
 		{
-			int64		pending;	/* the value being written */
-			int			retries;	/* an add's writes refused so far */
+			int64		pending;	/* the value being written (an add:
+									 * its own result) */
+			struct CounterFold *fold;	/* an add: the fold it waits in
+										 * (recipes/counter.c), or NULL */
 		}			counter;
 		struct					/* the listing and the data, in order */
 		{

@@ -629,6 +629,22 @@ public class CuratorPeer {
             reply("longloop " + w[1] + " " + done);
             return true;
         }
+        case "long_addlog": {
+            // N adds of 1, each retried until it succeeds; replies the
+            // value after each add, in order
+            need(w, 3, "long_addlog PATH N");
+            DistributedAtomicLong l = new DistributedAtomicLong(client, w[1], new RetryNTimes(50, 10));
+            int n = Integer.parseInt(w[2]);
+            StringBuilder got = new StringBuilder("longlog " + w[1]);
+            for (int i = 0; i < n; i++) {
+                AtomicValue<Long> v;
+                while (!(v = l.add(1L)).succeeded())
+                    ;
+                got.append(' ').append(v.postValue());
+            }
+            reply(got.toString());
+            return true;
+        }
         default:
             reply("error " + w[0] + " unknown command");
             return true;

@@ -1514,6 +1514,76 @@ test_long_add(void **state)
 }
 
 /*
+ * Adds folded into one write: each gets the value after it in the fold's
+ * order (prefix sums), and one that would overflow is left out without
+ * moving the others.
+ */
+static void
+test_long_fold(void **state)
+{
+	int64_t		d1[] = {1, 1, 5, -2};
+	int64_t		r[4] = {-1, -1, -1, -1};
+	bool		ok[4];
+	int64_t		sum = 0;
+
+	(void) state;
+	assert_int_equal(zklock_long_fold(10, d1, 4, r, ok, &sum), 4);
+	assert_true(ok[0] && ok[1] && ok[2] && ok[3]);
+	assert_true(r[0] == 11 && r[1] == 12 && r[2] == 17 && r[3] == 15);
+	assert_true(sum == 15);
+
+	/* one add alone: what zklock_long_add says */
+	assert_int_equal(zklock_long_fold(-3, d1, 1, r, ok, &sum), 1);
+	assert_true(ok[0] && r[0] == -2 && sum == -2);
+
+	/* nothing to fold: the value read */
+	assert_int_equal(zklock_long_fold(7, d1, 0, r, ok, &sum), 0);
+	assert_true(sum == 7);
+}
+
+static void
+test_long_fold_overflow(void **state)
+{
+	int64_t		d[] = {1, 1, -5, 1};
+	int64_t		r[4] = {-1, -1, -1, -1};
+	bool		ok[4];
+	int64_t		sum = 0;
+
+	(void) state;
+	/* the second +1 would pass the maximum: left out; -5 and +1 go on */
+	assert_int_equal(zklock_long_fold(INT64_MAX - 1, d, 4, r, ok, &sum), 3);
+	assert_true(ok[0] && !ok[1] && ok[2] && ok[3]);
+	assert_true(r[0] == INT64_MAX);
+	assert_true(r[1] == -1);	/* untouched */
+	assert_true(r[2] == INT64_MAX - 5 && r[3] == INT64_MAX - 4);
+	assert_true(sum == INT64_MAX - 4);
+
+	/* every add overflows: nothing applied, the value stays */
+	{
+		int64_t		dn[] = {-1, INT64_MIN};
+
+		assert_int_equal(zklock_long_fold(INT64_MIN, dn, 2, r, ok, &sum), 0);
+		assert_true(!ok[0] && !ok[1]);
+		assert_true(sum == INT64_MIN);
+	}
+
+	/* an add that fits only after an earlier one made room */
+	{
+		int64_t		dm[] = {10, -10};
+
+		assert_int_equal(zklock_long_fold(INT64_MAX - 5, dm, 2, r, ok, &sum), 1);
+		assert_true(!ok[0] && ok[1]);
+		assert_true(r[1] == INT64_MAX - 15 && sum == INT64_MAX - 15);
+		/* in the other order both fit: the fold's order decides */
+		dm[0] = -10;
+		dm[1] = 10;
+		assert_int_equal(zklock_long_fold(INT64_MAX - 5, dm, 2, r, ok, &sum), 2);
+		assert_true(r[0] == INT64_MAX - 15 && r[1] == INT64_MAX - 5);
+		assert_true(sum == INT64_MAX - 5);
+	}
+}
+
+/*
  * The leader latch's decision, as the lock engine makes it for a latch
  * member: children sorted by the part after "latch-" (Curator's
  * fixForSorting), the first leads, any other watches the one right before
@@ -1701,6 +1771,8 @@ main(void)
 		cmocka_unit_test(test_count_codec),
 		cmocka_unit_test(test_long_codec),
 		cmocka_unit_test(test_long_add),
+		cmocka_unit_test(test_long_fold),
+		cmocka_unit_test(test_long_fold_overflow),
 		cmocka_unit_test(test_write_fence),
 		cmocka_unit_test(test_downgrade_may_create),
 		cmocka_unit_test(test_latch_participants),
