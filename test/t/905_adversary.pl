@@ -36,10 +36,12 @@
 #   release was asked); zklock.check_session_locks_at_commit is on, so a row
 #   exists only if COMMIT accepted the lock as held throughout.  30% of the
 #   transactions set zklock.commit_confirm.  zklock.lock_cache is on (kept
-#   nodes idle for 3 s, paths cool down for 2 s), so a SQL session's next
-#   mutex on a path is often granted from the node its last one kept, while
-#   Curator's actors queue on the same paths; half of the mutex sections ask
-#   for their fencing token (those leave no node to keep).
+#   nodes idle for 3 s, paths cool down for 2 s): half of the mutex
+#   operations go to a path of their client pair (/adv/own/I, for AI and BI
+#   only, and Curator's actor cown now and then), where a session's next
+#   mutex is often granted from the node its last one kept, and the other
+#   cluster, Curator and the faults meet kept nodes; half of the mutex
+#   sections ask for their fencing token (those leave no node to keep).
 #
 # The faults and operator actions, drawn from the seed (a schedule fixed
 # before the run: the seed repeats it), every 1.5-6 s or, in a storm, 0.2-1.5 s
@@ -150,6 +152,11 @@ my @CLUSTERS = ('A', 'B');
 my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
+# mutex paths of one client pair each: /adv/own/I is taken by clients AI and
+# BI only (and now and then by Curator's actor cown), so the lock cache
+# keeps its nodes and grants from them, and other clients meet them
+my $N_OWN = 8;
+my @OWN = map { "/adv/own/$_" } 1 .. $N_OWN;
 my $SEM_MAX = 3;
 my $N_CNT = 12;              # add counters /adv/cnt/0.. (an overrun is seen per counter)
 my @CNT = map { "/adv/cnt/$_" } 0 .. $N_CNT - 1;
@@ -533,8 +540,9 @@ sub new_sql_op
 	my $op = { id => ++$op_seq, who => $c->{cluster}, client => $c->{name}, kind => $k,
 		hold => rhold($g), hold2 => rhold($g), wait => r01($g) < 0.7 ? runi($g, 0.3, 5) : runi($g, 5, 15),
 		qty => 1 + int(r01($g) * 2) };
+	my ($own) = $c->{name} =~ /(\d+)$/;
 	$op->{path} =
-	    $k =~ /^(mutex|revoke)/ ? rpick($g, $PATH{m1}, $PATH{m2})
+	    $k =~ /^(mutex|revoke)/ ? rpick($g, $PATH{m1}, $PATH{m2}, $OWN[ ($own - 1) % $N_OWN ], $OWN[ ($own - 1) % $N_OWN ])
 	  : $k =~ /^semmutex/ ? $PATH{sm}
 	  : $k =~ /^(read_xact|write_xact|downgrade|upgrade)$/ ? rpick($g, $PATH{rw}, $PATH{rw2})
 	  : $k eq 'multi' ? '/adv/m1+m2'
@@ -671,6 +679,9 @@ my @actors = (
 	{ id => 'csm', kind => 'lock', path => $PATH{sm}, cmd => sub { "semmutex csm $PATH{sm} 3000" } },
 	{ id => 'cls', kind => 'lease', path => $PATH{sem}, cmd => sub { "lease cls $PATH{sem} 3 1 3000" } },
 	{ id => 'cbw', kind => 'barrier', path => $PATH{b}, cmd => sub { "barrier_wait cbw $PATH{b} 1000" } },
+	# a Curator client arriving on a path the lock cache may keep a node of
+	{ id => 'cown', kind => 'lock', path => $OWN[0],
+		cmd => sub { $_[0]{path} = rpick($crng, @OWN); "mutex cown $_[0]{path} 3000" } },
 );
 my %actor = map { $_->{id} => $_ } @actors;
 $_->{state} = 'idle', $_->{next_at} = 0 for @actors;
@@ -1324,7 +1335,7 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
-	for my $p ($PATH{m1}, $PATH{m2})
+	for my $p ($PATH{m1}, $PATH{m2}, @OWN)
 	{
 		my @s = sort { $a->{enter} <=> $b->{enter} } grep { $_->{path} eq $p && $_->{recipe} eq 'mutex' && $_->{token} >= 0 && !defined closed_at($_) } @sections;
 		my @bad;
@@ -1535,7 +1546,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 # Nothing left behind
 ############################################################################
 $peer->quit;
-my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, map { ("$_/locks", "$_/leases") } values %PATH);
+my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, '/adv/own', @OWN, map { ("$_/locks", "$_/leases") } values %PATH);
 subtest 'once everything is released, no lock, lease, member or latch node is left' => sub {
 	my $left;
 	# a session a lease ran out on is expired by the server one session
