@@ -354,6 +354,11 @@ typedef struct ZklockDelete
 	int64		ctime;			/* ... and this creation time (0: not
 								 * known): an ensemble rebuilt from
 								 * nothing numbers its zxids again */
+	char		guard[ZKLOCK_NODE_NAME_SIZE];	/* a sibling of path the lock
+												 * was handed to: the delete
+												 * goes only together with a
+												 * check that it is there
+												 * ('': none; ephemeral only) */
 } ZklockDelete;
 
 /*

@@ -14,6 +14,8 @@
  *	  zklock_delete_find_persistent	a persistent node's entry, or -1
  *	  zklock_delete_pending		is a delete of path by name pending?
  *	  zklock_delete_pending_under	is any delete at or under path pending?
+ *	  zklock_delete_find_ephemeral	an ephemeral node's entry by name, or -1
+ *	  zklock_delete_guarded_by	does a pending delete wait for this node?
  *	  zklock_deletes_have_room	room for n more, keeping the reserve?
  *	  zklock_drop_session_deletes	the session ended: drop its entries
  *	  zklock_deletes_mark_dirty	write the persistent entries again
@@ -188,6 +190,7 @@ zklock_delete_record(const char *path, const char *prefix, bool persistent,
 	e->ctime = persistent ? ctime : 0;
 	strlcpy(e->prefix, prefix ? prefix : "", sizeof(e->prefix));
 	strlcpy(e->path, path, sizeof(e->path));
+	e->guard[0] = '\0';
 	sh->deletes_used++;
 	if (persistent)
 		persist_dirty = true;
@@ -242,6 +245,57 @@ bool
 zklock_delete_pending_under(const char *path)
 {
 	return delete_pending_match(path, true);
+}
+
+/*
+ * The entry of the delete by name of an ephemeral node at path, or -1.
+ * Caller holds the lock.
+ */
+int
+zklock_delete_find_ephemeral(const char *path)
+{
+	ZklockShared *sh = zklock_shared;
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (!e->by_prefix && !e->persistent && strcmp(e->path, path) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Is a pending delete of a child of base guarded by node (a handover to
+ * node not yet confirmed, worker/handover.c)?  Caller holds the lock.
+ */
+bool
+zklock_delete_guarded_by(const char *base, const char *node)
+{
+	ZklockShared *sh = zklock_shared;
+	size_t		len = strlen(base);
+	int			seen = 0;
+	int			i;
+
+	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+
+		if (e->serial == 0)
+			continue;
+		seen++;
+		if (e->guard[0] != '\0' && strcmp(e->guard, node) == 0 &&
+			strncmp(e->path, base, len) == 0 && e->path[len] == '/' &&
+			strchr(e->path + len + 1, '/') == NULL)
+			return true;
+	}
+	return false;
 }
 
 /*

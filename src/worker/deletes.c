@@ -15,9 +15,31 @@
  *	  zklock_deletes_take_ready	take them for one multi (worker/batch.c)
  *	  zklock_delete_send_alone	send one of them on its own
  *	  zklock_delete_batch_answer	apply a multi's answer to one of them
+ *	  zklock_delete_guard		make a queued delete wait for a check of the
+ *								node the lock was handed to
  *	  zklock_deletes_load		put the persistent entries on disk back
  *	  (zklock_node_gone_hook, worker/handover_layer.c, is told of a queued
- *	  delete by name)
+ *	  delete by name; zklock_guard_answer_hook of a guarded delete's
+ *	  answer)
+ *
+ *	  A guarded delete (the released node of a handover at memory speed,
+ *	  worker/handover.c) is one multi of a check that the guard node is
+ *	  there and the delete, sent alone: the released node goes only while
+ *	  the node the lock was handed to is there, so it never goes while
+ *	  nobody holds the lock by ZooKeeper's queue.  Its answers:
+ *
+ *	    applied, or the guard there    the entry is freed; the hook is told
+ *	    and the node gone already      (the handover is confirmed)
+ *	    connection loss, session gone  retried with its guard, like any
+ *	                                   delete (a restarted worker too: the
+ *	                                   guard is in the shared entry)
+ *	    the guard gone (NoNode on the  the hook is told (the holder's lock
+ *	    check)                         is lost), then the node is deleted
+ *	                                   alone after zklock.commit_min_lease,
+ *	                                   the time a COMMIT that checked the
+ *	                                   lock just before may still take
+ *	    any other refusal              retried with its guard, with
+ *	                                   growing pauses
  *
  *-------------------------------------------------------------------------
  */
@@ -40,7 +62,22 @@ static int	ready_head = 0;
 static int	ready_tail = 0;
 static int	ready_cap = 0;
 
+/*
+ * A guarded delete on its way: the multi's ops and the results the client
+ * fills in, and the entry's tag.  Worker memory, freed by its completion.
+ */
+typedef struct GuardedDelete
+{
+	char		check[ZKLOCK_NODE_PATH_SIZE];
+	char		path[ZKLOCK_NODE_PATH_SIZE];
+	zoo_op_t	ops[2];
+	zoo_op_result_t results[2];
+	const void *tag;
+} GuardedDelete;
+
 static void delete_send(int i, TimestampTz now);
+static int	delete_send_guarded(int i);
+static void delete_guarded_done(int rc, const void *data);
 static bool delete_queue_ready(int i);
 static void delete_retry(int i, int rc);
 static void delete_done(int rc, const void *data);
@@ -90,6 +127,8 @@ delete_send(int i, TimestampTz now)
 		/* limited to one node: look whose it is first */
 		rc = zoo_aexists(zklock_zh, e->path, 0, delete_stat_done, tag);
 	}
+	else if (e->guard[0] != '\0')
+		rc = delete_send_guarded(i);
 	else if (!e->persistent && dl->attempts == 0 && delete_queue_ready(i))
 	{
 		/* leaves at the end of the pass, with the others due by then */
@@ -224,6 +263,103 @@ zklock_delete_batch_answer(int i, uint32 serial, int rc)
 		dl->retry_at = 0;
 		zklock_delete_send_alone(i);
 	}
+}
+
+/*
+ * Send entry i as a guarded delete: one multi, a check that its guard (a
+ * sibling node) is there, then the delete.  Returns what the client said.
+ * Caller holds the lock.
+ */
+static int
+delete_send_guarded(int i)
+{
+	ZklockDelete *e = &zklock_deletes[i];
+	GuardedDelete *g = MemoryContextAllocZero(TopMemoryContext, sizeof(GuardedDelete));
+	const char *slash = strrchr(e->path, '/');
+	int			rc;
+
+	Assert(slash != NULL);
+	snprintf(g->check, sizeof(g->check), "%.*s/%s",
+			 (int) (slash - e->path), e->path, e->guard);
+	strlcpy(g->path, e->path, sizeof(g->path));
+	zoo_check_op_init(&g->ops[0], g->check, -1);
+	zoo_delete_op_init(&g->ops[1], g->path, -1);
+	/* an answer that fills in nothing must not read as applied */
+	g->results[0].err = g->results[1].err = ZSYSTEMERROR;
+	g->tag = zklock_make_tag(i, e->serial);
+	rc = zoo_amulti(zklock_zh, 2, g->ops, g->results, delete_guarded_done, g);
+	if (rc != ZOK)
+		pfree(g);
+	return rc;
+}
+
+/*
+ * Completion of a guarded delete (see the banner for its answers).
+ */
+static void
+delete_guarded_done(int rc, const void *data)
+{
+	GuardedDelete *g = (GuardedDelete *) data;
+	int			i;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	i = zklock_delete_tag_current(g->tag);
+	if (i >= 0)
+	{
+		ZklockDelete *e = &zklock_deletes[i];
+		DeleteLocal *dl = zklock_delete_local(i);
+
+		if (rc == ZOK ||
+			(!zklock_rc_retryable(rc) && !zklock_rc_session_gone(rc) &&
+			 g->results[0].err == ZOK && g->results[1].err == ZNONODE))
+		{
+			zklock_guard_answer_hook(e->path, e->guard, true);
+			zklock_delete_free(i);
+		}
+		else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
+			delete_retry(i, rc);
+		else if (g->results[0].err == ZNONODE)
+		{
+			/* the holder first learns its lock is lost; the node goes later */
+			zklock_guard_answer_hook(e->path, e->guard, false);
+			e->guard[0] = '\0';
+			dl->inflight = false;
+			dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   zklock_commit_min_lease);
+			zklock_request_delete_retry(dl->retry_at);
+		}
+		else
+			delete_retry(i, rc);
+	}
+	LWLockRelease(zklock_shared->lock);
+	pfree(g);
+}
+
+/*
+ * Make the pending delete of path, an ephemeral node of this session whose
+ * delete is queued for the end of the pass and has not left, a guarded
+ * delete: it leaves now, in one multi with a check that guard (a sibling
+ * of path) is there (see the banner).  False when it cannot be: no such
+ * entry, one guarded already, or its delete left or cannot leave now (not
+ * connected).  Caller holds the lock.
+ */
+bool
+zklock_delete_guard(const char *path, const char *guard)
+{
+	int			i = zklock_delete_find_ephemeral(path);
+	DeleteLocal *dl;
+
+	if (i < 0 || zklock_deletes[i].guard[0] != '\0' || !zklock_connected)
+		return false;
+	dl = zklock_delete_local(i);
+	if (!dl->batched)
+		return false;
+	/* out of the queue (take_ready skips it), then sent on its own */
+	dl->batched = false;
+	dl->inflight = false;
+	strlcpy(zklock_deletes[i].guard, guard, sizeof(zklock_deletes[i].guard));
+	delete_send(i, GetCurrentTimestamp());
+	return true;
 }
 
 /*

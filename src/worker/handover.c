@@ -2,15 +2,20 @@
  *
  * worker/handover.c
  *	  Local handover: a lock released by a session of this cluster goes to
- *	  a waiter of this cluster that ZooKeeper's queue puts next, with one
- *	  round trip (the released node's delete and one exists, pipelined)
- *	  instead of Curator's delete, watch event and listing.  The module
- *	  owns every step, choose -> delete -> flush -> check -> grant or list,
- *	  and its safety net; each step leaves a DEBUG2 line with the slot and
- *	  its serial ("zklock: handover: ...").
+ *	  a waiter of this cluster that ZooKeeper's queue puts next, at once
+ *	  (in memory, the released node's delete guarded by a check of the
+ *	  waiter's node), or for a revocable waiter with one round trip (the
+ *	  released node's delete and one exists, pipelined), instead of
+ *	  Curator's delete, watch event and listing.  The module owns every
+ *	  step, choose -> delete -> grant (or flush -> check -> grant or list),
+ *	  the guarded delete's answer, and the safety net; each step leaves a
+ *	  DEBUG2 line with the slot and its serial ("zklock: handover: ...").
  *
  *	  zklock_handover_choose		choose the waiters of a released node
- *	  zklock_handover_node_gone		its delete was recorded: flush, check
+ *	  zklock_handover_node_gone		its delete was recorded: grant at once
+ *									with the delete guarded, or flush, check
+ *	  zklock_handover_guard_answer	the guarded delete's answer: confirmed,
+ *									or the holder's node was gone (lost)
  *	  zklock_handover_safety_net	relist a chosen waiter whose release
  *									ended unannounced (every second)
  *
@@ -23,16 +28,37 @@
  *	           released hook, or a lease     (no watch event, local wait or
  *	           giving back P/locks), before  follower rule moves it; a
  *	           N's delete is recorded        watch on N fires into nothing)
- *	  delete   the withdrawal records N's    N's pending-delete entry; the
- *	           delete (delete table), which  handover layer's node_gone
- *	           queues it for the batch       hook is told
- *	  flush    zklock_handover_node_gone     zklock_batch_flush: N's
- *	                                         delete leaves now (alone or
- *	                                         in a multi)
- *	  check    zklock_handover_node_gone     an exists of the waiter's own
- *	                                         node, behind the delete on
- *	                                         the same session
- *	  answer   handover_check_done           see below
+ *	  delete   the withdrawal records N's    N's pending-delete entry,
+ *	           delete (delete table), which  queued; the handover layer's
+ *	           queues it for the batch       node_gone hook is told
+ *	  grant    zklock_handover_node_gone     not revocable, connected,
+ *	                                         within the lease: N's entry
+ *	                                         gets the waiter's node W as
+ *	                                         its guard and leaves alone as
+ *	                                         multi(check W, delete N)
+ *	                                         (worker/deletes.c); the
+ *	                                         waiter is granted now
+ *	  confirm  zklock_handover_guard_answer  applied: W was there when N
+ *	                                         went, W is the lowest; the
+ *	                                         check failed (W deleted from
+ *	                                         outside): W's lock is lost,
+ *	                                         then N goes after
+ *	                                         zklock.commit_min_lease
+ *
+ *	  Why a grant before N goes is safe: N is this session's and the lowest
+ *	  node, so no other client holds while it exists, and no other request
+ *	  of ours is given it (nothing caches it: a handover keeps nothing).
+ *	  ZooKeeper applies the guarded multi all or nothing, so N goes only at
+ *	  a moment when W exists, and W is then the lowest (see below); if W is
+ *	  gone, N stays until the holder has been told its lock is lost and a
+ *	  COMMIT that checked it just before has had commit_min_lease to end.
+ *	  The guard lives in the shared entry, so a lost answer, a reconnect or
+ *	  a restarted worker sends the same multi again; a session that ends
+ *	  takes N and W with it (and the lease ran out first).  A revocable
+ *	  waiter is not granted at once: a Curator Revoker writes into the first
+ *	  node, and while N exists that is not the holder's own.  Nor is a
+ *	  second reader chosen by the same release (N's entry carries one
+ *	  guard).  They take the checked path, whose answers are:
  *
  *	  The server answers a session's requests in order: the delete's
  *	  answer comes first and frees N's entry (OK or NoNode: N is gone),
@@ -70,16 +96,15 @@
  *	  chosen by one release (each sends its own check), an exclusive waiter
  *	  only alone.  Leases are not handed over.
  *
- *	  So no session of this cluster holds the lock while N exists: a
- *	  Curator Revoker writing into N, or any client reading the
- *	  participants, sees a node nobody holds, and the first node a listing
- *	  shows is always the holder's.  Nothing of the check lives only in the
- *	  worker's memory: a chosen waiter is ACTIVE and ungranted, so a lost
- *	  answer, a worker restart or a lost session leaves it to the paths
- *	  every waiter takes (park/resume, take-over of an ACTIVE slot, the
- *	  sweep).  zklock_lk_list and zklock_lk_create clear the mark.  The
- *	  fencing token is the new holder's own node's czxid.
- *	  zk_status().handovers counts the handovers (tests 800-802).
+ *	  On the checked path no session of this cluster holds the lock while
+ *	  N exists: a Curator Revoker writing into N sees a node nobody holds.
+ *	  Nothing of the check lives only in the worker's memory: a chosen
+ *	  waiter is ACTIVE and ungranted, so a lost answer, a worker restart or
+ *	  a lost session leaves it to the paths every waiter takes
+ *	  (park/resume, take-over of an ACTIVE slot, the sweep).  zklock_lk_list
+ *	  and zklock_lk_create clear the mark.  The fencing token is the new
+ *	  holder's own node's czxid.  zk_status().handovers counts the
+ *	  handovers, both kinds (tests 800-802).
  *
  *-------------------------------------------------------------------------
  */
@@ -94,8 +119,9 @@ static void handover_check_done(int rc, const struct Stat *stat,
 static bool released_node_pending(const char *base, const char *node);
 
 /*
- * Choose: the lock engine's answer to a release, without a listing.  node, a lock node under base, was released and its delete is
- * about to be queued.  A waiter of this worker whose latest listing made
+ * Choose: the lock engine's answer to a release, without a listing.  node,
+ * a lock node under base, was released and its delete is about to be
+ * queued.  A waiter of this worker whose latest listing made
  * node the node it waits on is chosen to take the lock once node is gone
  * when it provably holds the lock then:
  *
@@ -112,21 +138,13 @@ static bool released_node_pending(const char *base, const char *node);
  *   it would have to hold the write lock, and node is the only node ahead).
  *
  * The waiter is not granted here.  It is marked (ZKWS_HANDOVER: no watch,
- * local wait or follower rule moves it any more) and, when node's delete
- * is queued (zklock_handover_node_gone), it sends an exists of its own
- * node behind that delete; the server answers a session's requests in order,
- * so the delete's answer (which frees its pending-delete entry) says
- * whether node is gone, and the exists then whether the waiter's node is
- * still there (not deleted from outside).  Only then is it granted
- * (handover_check_done).  So nobody holds the lock while
- * node exists: a Curator Revoker writing into node, or another client
- * reading the participants, sees a node nobody holds, never a holder that
- * is not the one named.  The check costs one round trip, not a listing;
- * an answer lost with the connection (or a worker restart) leaves an
- * ungranted, ACTIVE request, which lists again like any other.  Several
- * readers may be chosen at once; an exclusive waiter only alone.  Done
- * only while connected and within the lease.  Returns how many waiters
- * were chosen.  Caller holds the lock.
+ * local wait or follower rule moves it any more); when node's delete is
+ * queued (zklock_handover_node_gone) it is granted at once with that
+ * delete guarded by its own node, or, revocable, it sends an exists of its
+ * own node behind the delete and is granted on the answer (the banner has
+ * both).  Several readers may be chosen at once; an exclusive waiter only
+ * alone.  Done only while connected and within the lease.  Returns how many
+ * waiters were chosen.  Caller holds the lock.
  */
 int
 zklock_handover_choose(const char *base, const char *node, bool held_mutex)
@@ -219,6 +237,25 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
+
+	/*
+	 * At memory speed: the released node goes only with the waiter's node
+	 * there (a guarded delete), so the waiter holds from now on.  Not for a
+	 * revocable waiter: a Revoker writing into the released node meanwhile
+	 * would ask nobody.
+	 */
+	if (!zklock_shared->slots[idx].revocable &&
+		zklock_lease_valid(zklock_mono_now(), NULL) &&
+		zklock_delete_guard(buf, t->node))
+	{
+		elog(DEBUG2, "zklock: handover: slot %d serial %u granted at once: %s goes only with %s/%s there",
+			 idx, zklock_shared->slots[idx].serial, buf, t->base, t->node);
+		zklock_req_set_wait(idx, ZKWS_NONE);
+		req->pred[0] = '\0';
+		zklock_shared->handover_count++;
+		zklock_lk_granted(idx);
+		return;
+	}
 	if (!zklock_delete_pending(buf))
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u lists: no delete of %s recorded",
@@ -282,6 +319,66 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 			zklock_call_failed(idx, rc, "check the lock node handed over to");
 	}
 	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * The answer to the guarded delete of path, the node released to a waiter
+ * granted at once (the delete table's guard answer hook): guard, the node
+ * it was handed to, was there when path went (there: the handover is
+ * confirmed), or it was gone, deleted by another client before the
+ * handover, so ZooKeeper's queue never named it holder and path is still
+ * there.  Then the lock of guard's request is lost now, before path goes
+ * (worker/deletes.c deletes it only zklock.commit_min_lease later): a held
+ * lock is called lost (COMMIT under it fails with 40000), a lease request
+ * taking its P/locks mutex fails.  Caller holds the lock.
+ */
+void
+zklock_handover_guard_answer(const char *path, const char *guard, bool there)
+{
+	ZklockShared *sh = zklock_shared;
+	const char *slash = strrchr(path, '/');
+	char		base[ZKLOCK_NODE_PATH_SIZE];
+	int			i;
+
+	if (slash == NULL || slash - path >= sizeof(base))
+		return;
+	memcpy(base, path, slash - path);
+	base[slash - path] = '\0';
+	elog(DEBUG2, "zklock: handover: %s/%s %s when %s went",
+		 base, guard, there ? "confirmed: there" : "gone", path);
+	if (there)
+		return;
+	for (i = zklock_pathidx_first(base); i >= 0; i = zklock_pathidx_next(i))
+	{
+		ZklockSlot *slot = &sh->slots[i];
+		LockTarget	t;
+
+		if ((slot->state != ZKS_HELD && slot->state != ZKS_ACTIVE) ||
+			zklock_worker_ops(slot->op)->lock_target == NULL)
+			continue;
+		zklock_lk_target(i, &t);
+		if (strcmp(t.base, base) != 0 || strcmp(t.node, guard) != 0)
+			continue;
+		if (slot->state == ZKS_HELD)
+		{
+			zklock_slot_lose(slot);
+			sh->lost_epoch++;
+			sh->locks_lost_count++;
+			zklock_wake_backend(slot);
+			ereport(LOG,
+					(errmsg("zklock: lock \"%s\" is lost: its node was deleted by another client before the lock was handed to it",
+							slot->path + slot->user_path_off)));
+			continue;
+		}
+		if (zklock_reqs[i].serial != slot->serial)
+		{
+			zklock_req_reset(i);
+			zklock_reqs[i].serial = slot->serial;
+		}
+		zklock_req_fail(i, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+						"zookeeper lock node under \"%s\" was deleted by another client while the lock was handed to it",
+						slot->path + slot->user_path_off);
+	}
 }
 
 /*

@@ -16,6 +16,7 @@
  *	  zklock_handover_layer		the table the lock engine calls (.handover)
  *	  zklock_node_gone_hook		told by the delete table of a node going
  *								away (registered here, where it is defined)
+ *	  zklock_guard_answer_hook	told by it of a guarded delete's answer
  *	  zklock_lk_released		a release: choose the next holder, remember
  *								a released reader
  *	  zklock_lk_check_local_waits	the safety net of local waits (and of
@@ -72,6 +73,14 @@ static int	released_readers_next = 0;
  * that node look again (or send their handover check).
  */
 void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
+
+/*
+ * Told by the delete table of the answer to a guarded delete: the node the
+ * lock was handed to was there when the released node went (there), or
+ * it was gone (worker/handover.c).
+ */
+void		(*const zklock_guard_answer_hook) (const char *path, const char *guard,
+											   bool there) = zklock_handover_guard_answer;
 
 /* what the lock engine calls, for the recipes that opt in (.handover) */
 const ZklockHandoverLayer zklock_handover_layer = {

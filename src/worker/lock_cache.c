@@ -333,7 +333,13 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	f.connected = zklock_connected;
 	f.same_session = (sh->have_session && slot->session_gen == sh->session_gen);
 	f.parked = zklock_req_parked(&zklock_reqs[idx]);
-	f.alone = cache_path_alone(idx, t->base);
+	/*
+	 * alone: no other request of ours on the path, and no node handed over
+	 * ahead of it still there (its guarded delete pending: the handover to
+	 * this node is not confirmed, worker/handover.c)
+	 */
+	f.alone = cache_path_alone(idx, t->base) &&
+		!zklock_delete_guarded_by(t->base, slot->nodes[ZKN_MAIN].name);
 	/* cooling down, or (never seen) another node of ours kept there */
 	f.cooling = (e != NULL && !was_kept);
 	what = zklock_cache_keep_decide(&f);

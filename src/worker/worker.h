@@ -221,6 +221,8 @@ extern int	zklock_delete_find_persistent(const char *path, const char *prefix,
 										  int64 czxid);
 extern bool zklock_delete_pending(const char *path);
 extern bool zklock_delete_pending_under(const char *path);
+extern int	zklock_delete_find_ephemeral(const char *path);
+extern bool zklock_delete_guarded_by(const char *base, const char *node);
 extern bool zklock_deletes_have_room(int n);
 extern void zklock_drop_session_deletes(void);
 extern void zklock_deletes_mark_dirty(void);
@@ -231,6 +233,7 @@ extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
 extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
+extern bool zklock_delete_guard(const char *path, const char *guard);
 extern bool zklock_deletes_due(TimestampTz now);
 extern void zklock_deletes_load(void);
 extern void zklock_send_deletes(void);
@@ -261,11 +264,15 @@ extern void zklock_lk_granted(int idx);
 
 /* worker/handover_layer.c: the lock engine's handover layer */
 extern void (*const zklock_node_gone_hook) (const char *path);
+extern void (*const zklock_guard_answer_hook) (const char *path,
+												const char *guard, bool there);
 extern void zklock_lk_check_local_waits(void);
 
 /* worker/handover.c: local handover, its steps and safety net */
 extern void zklock_handover_node_gone(int idx, const LockTarget *t);
 extern void zklock_handover_safety_net(void);
+extern void zklock_handover_guard_answer(const char *path, const char *guard,
+										 bool there);
 
 /* worker/handover_numbering.c: what a listing taught, to skip the next ones */
 extern void zklock_known_listed(const char *base, const struct Stat *stat,

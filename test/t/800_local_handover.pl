@@ -9,11 +9,15 @@
 # ZooKeeper's: a Curator waiter between two local waiters gets its turn in
 # order (it is never skipped, and no local waiter behind it gets the lock
 # first), no two holders ever overlap, and the fencing tokens keep growing.
-# The waiter holds only once ZooKeeper has applied the released node's
-# delete (and still has the waiter's node): when the connection drops right
-# at a release, the waiter does not hold while the released node is there,
-# and holds once the connection is back in the same session; when the
-# session expires instead, the waiter never holds and Curator gets the lock.  The semaphore's P/locks mutex is handed over the same
+# The waiter holds at once, while the released node (this session's) still
+# keeps everyone else out; the released node goes only together with a
+# check that the waiter's node is there (one multi): when the connection
+# drops right at a release, the waiter holds while the released node is
+# still first in ZooKeeper's queue and Curator waits, and once the
+# connection is back in the same session the released node goes and the
+# waiter's COMMIT succeeds; when the session expires instead, the lease
+# ends first, Curator gets the lock only after that, and the waiter's COMMIT
+# fails (its lock is lost).  The semaphore's P/locks mutex is handed over the same
 # way, and so are read/write locks: the readers behind a released writer,
 # the writer behind the last reader.  A holder that is terminated hands the
 # lock over only once PostgreSQL has released its own locks.  A waiter whose
@@ -101,17 +105,17 @@ subtest 'a Curator waiter between local waiters keeps its turn; no local waiter 
 	is($r->{out}, 't', 'b, next in the queue and local, gets the lock');
 	is(handovers(), $h0 + 1, 'by a local handover (zk_status().handovers)');
 	# a maintainer follows it step by step in the log: one slot and serial
-	# chosen to take a's node, its check of b's node behind a's delete,
-	# granted
+	# chosen to take a's node, granted at once with a's delete guarded by
+	# b's node, then confirmed
 	my ($na, $nb) = @$order[ 0, 1 ];
 	ok(wait_until(sub {
 			my $log = slurp_file($node->logfile);
 			return 0 unless $log =~ /zklock: handover: slot (\d+) serial (\d+) chosen to take \S*\Q$P\/$na\E\b/;
 			my ($slot, $serial) = ($1, $2);
-			return $log =~ /zklock: handover: slot $slot serial $serial checks \S*\Q$P\/$nb\E behind the delete of \Q$na\E/
-			  && $log =~ /zklock: handover: slot $slot serial $serial granted/;
+			return $log =~ /zklock: handover: slot $slot serial $serial granted at once: \S*\Q$P\/$na\E goes only with \S*\Q$P\/$nb\E there/
+			  && $log =~ /zklock: handover: \S*\Q$P\/$nb\E confirmed: there when \S*\Q$P\/$na\E went/;
 		}, 10),
-		"the log traces b's handover: chosen, checked behind a's delete, granted (DEBUG2)");
+		"the log traces b's handover: chosen, granted at once with a's delete guarded by b's node, confirmed (DEBUG2)");
 	ok(wait_children_count($peer, $P, 3), "a's node is deleted after the handover");
 	is(lock_children($peer, $P)->[0], $order->[1], "b's node is now the lowest (Curator's view)");
 	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
@@ -235,31 +239,32 @@ END $$;
 
 ############################################################################
 # 4. The connection drops right at a release to a local waiter: the waiter
-#    does not hold while the released node is still in ZooKeeper's queue
-#    (its delete cannot get through); once the connection is back in the
-#    same session the delete is applied and the waiter holds; a Curator
-#    waiter behind it still waits its turn.
+#    holds at once, while the released node is still first in ZooKeeper's
+#    queue (its guarded delete cannot get through) and keeps Curator out;
+#    once the connection is back in the same session the delete is applied,
+#    the waiter's node is the lowest, its COMMIT succeeds, and the Curator
+#    waiter behind it gets its turn after it.
 ############################################################################
-subtest 'the connection dropped at a release: the waiter holds only once the released node is deleted' => sub {
+subtest 'the connection dropped at a release: the waiter holds at once, the released node keeps Curator out until it goes' => sub {
 	$P = '/t056/drop';
 	$s0 = status_row($node)->{session_id};
 	hold_then_handover_queue($P, 'c2');
 	my $na = zk_lock_rows($node, $P)->{ $sa->pid }{node};
 	$proxy->set_mode('blackhole');
 	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases into a black hole');
-	ok(wait_until(sub { !exists zk_lock_rows($node, $P)->{ $sa->pid } }, 10, "a's release to be taken"),
-		"the worker took a's release");
-	is(lock_state($node, $sb->pid, $P), 'waiting', "b does not hold while a's node is not deleted");
+	my $r = $sb->result(10);
+	is($r->{out}, 't', 'b gets the lock at once');
+	is(lock_state($node, $sb->pid, $P), 'held', 'zk_locks: b holds');
 	is(lock_children($peer, $P)->[0], $na, "a's node is still first in ZooKeeper's queue");
+	ok(!$peer->has_reply(qr/^(acquired|error) c2\b/), "Curator c2 waits: a's node keeps it out");
 	$proxy->set_mode('cut');
 	ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 15, 'the drop to be seen'),
 		'the worker sees the connection drop');
+	ok(!$peer->has_reply(qr/^(acquired|error) c2\b/), 'Curator c2 still waits while the worker is cut off');
 	$proxy->set_mode('pass');
 	ok(wait_until(sub { status_row($node)->{state} eq 'connected' }, 15, 'reconnect'), 'it reconnects');
 	is(status_row($node)->{session_id}, $s0, '... in the same session');
-	my $r = $sb->result(10);
-	is($r->{out}, 't', 'b gets the lock once the connection is back');
-	ok(wait_children_count($peer, $P, 2), "a's node is deleted");
+	ok(wait_children_count($peer, $P, 2), "a's node is deleted once the connection is back");
 	is(lock_children($peer, $P)->[0], zk_lock_rows($node, $P)->{ $sb->pid }{node}, "b's node is the lowest");
 	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
 	ok(!$peer->has_reply(qr/^(acquired|error) c2\b/), 'Curator c2 still waits behind b');
@@ -272,28 +277,34 @@ subtest 'the connection dropped at a release: the waiter holds only once the rel
 
 ############################################################################
 # 5. The session expires right at a release to a local waiter: the waiter
-#    never holds; ZooKeeper gives the lock to Curator; the waiter's acquire
-#    fails once the worker learns the session is gone.
+#    holds at once, under the lease; ZooKeeper gives the lock to Curator only
+#    after the session expired, which is after the lease ran out; the
+#    waiter's COMMIT fails and keeps nothing.
 ############################################################################
-subtest 'the session expired at a release: the waiter never holds, Curator gets the lock' => sub {
+subtest 'the session expired at a release: the waiter held only under the lease, Curator after it, the COMMIT fails' => sub {
 	$P = '/t056/expire';
+	$node->safe_psql('postgres', 'CREATE TABLE IF NOT EXISTS expire_work(tag text)');
 	hold_then_handover_queue($P, 'c3');
 	$s0 = status_row($node)->{session_id};
 	$proxy->set_mode('blackhole');
 	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases into a black hole');
-	ok(wait_until(sub { !exists zk_lock_rows($node, $P)->{ $sa->pid } }, 10, "a's release to be taken"),
-		"the worker took a's release");
-	is(lock_state($node, $sb->pid, $P), 'waiting', "b does not hold while a's node is not deleted");
+	my $r = $sb->result(10);
+	is($r->{out}, 't', 'b gets the lock at once');
+	$sb->query(q{INSERT INTO expire_work VALUES ('b')});
 	is($peer->acquire_result('c3', 20), 'acquired', 'ZooKeeper expires the session: Curator c3 gets the lock');
-	isnt(lock_state($node, $sb->pid, $P), 'held', '... and b does not hold');
+	my $live = $node->safe_psql('postgres',
+		'SELECT coalesce(lease_until > clock_timestamp(), false) FROM zk_status()');
+	isnt(lock_state($node, $sb->pid, $P) . "/$live", 'held/t',
+		"... and b's hold is not under a live lease while Curator holds");
+	$r = $sb->query('COMMIT');
+	is($r->{sqlstate}, '40000', "b's COMMIT fails with 40000") or diag($r->{err});
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM expire_work'), '0', 'nothing b wrote is committed');
 	$proxy->set_mode('pass');
 	ok(wait_until(sub { my $s = status_row($node); $s->{state} eq 'connected' && $s->{session_id} ne $s0 },
 			30, 'a new session'),
 		'the worker reconnects in a new session');
-	my $r = $sb->result(10);
-	isnt($r->{out} // '', 't', "b's acquire does not return the lock");
-	like($r->{err} // '', qr/session/, '... it fails: the session ended while it waited') or diag($r->{err});
-	$sb->query('ROLLBACK');
+	ok(wait_until(sub { lock_state($node, $sb->pid, $P) ne 'held' }, 10, "b's lock to be called lost"),
+		"b's lock is not held once the worker knows the session ended");
 	is($peer->release('c3'), 'released', 'Curator c3 releases');
 	ok(wait_children_count($peer, $P, 0), 'nothing left');
 };

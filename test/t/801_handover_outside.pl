@@ -10,7 +10,10 @@
 #      and a Curator Revoker.attemptRevoke written into it asks no one who
 #      holds.  Once the delete is applied the local waiter holds, the
 #      participants name its node, and a revocation written into that node
-#      reaches it (zk_revocation_requested).
+#      reaches it (zk_revocation_requested).  A waiter that is not
+#      revocable holds at once instead: the released node keeps everyone
+#      else out until it goes (its delete is guarded by a check of the
+#      waiter's node), and a COMMIT meanwhile keeps what it wrote.
 #   2. A waiter whose node was deleted from outside (by another client)
 #      before the release reached ZooKeeper is never believed to hold the
 #      lock, across a connection loss or a restart of the worker right at
@@ -107,6 +110,54 @@ subtest 'while the released node\'s delete is held back nobody holds; revocation
 	ok(wait_until(sub { requested($sb) eq $P }, 10, "b's revocation"),
 		'the revocation reaches b, the holder (zk_revocation_requested)');
 	is($sb->value(qq{SELECT zk_mutex_release('$P')}), 't', 'b releases');
+	ok(wait_children_count($peer, $P, 0), 'nothing left');
+};
+
+############################################################################
+# 1b. The same with a waiter that is not revocable: it holds at once (a
+#     handover at memory speed), while the released node, still first in
+#     ZooKeeper's queue, keeps the Curator waiter behind it out; Curator's
+#     participants name the released node until its delete is applied (one
+#     round trip once the connection lets it through), then b's; a
+#     revocation written into the released node asks nothing of b, as it
+#     asks nothing of a Curator holder that did not make its lock revocable.
+############################################################################
+subtest 'a waiter that is not revocable holds at once; the released node keeps Curator out until it goes' => sub {
+	my $P = '/t062/fast';
+	my $s0 = status_row($node)->{session_id};
+	$node->safe_psql('postgres', 'DELETE FROM work_done');
+	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
+	$sb->value('BEGIN');
+	$sb->start(qq{SELECT zk_mutex_acquire_xact('$P', '60s')});
+	wait_children_count($peer, $P, 2) or BAIL_OUT('b is not queued');
+	wait_until(sub { waiting_for($sb) ne '' }, 10, 'b to be queued') or BAIL_OUT('b is not queued');
+	$peer->acquire('c_fast', $P, -1);
+	wait_children_count($peer, $P, 3) or BAIL_OUT('Curator is not queued');
+	my ($na, $nb, $nc) = @{ lock_children($peer, $P) };
+
+	$proxy->set_mode('blackhole');
+	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases, its delete held back');
+	my $r = $sb->result(10);
+	is($r->{out}, 't', 'b holds at once');
+	is(zk_holders($node, $P), $sb->pid, 'zk_locks: b holds');
+	$sb->query(q{INSERT INTO work_done VALUES ('fast')});
+	is_deeply(lock_children($peer, $P), [ $na, $nb, $nc ], "a's node is still first in ZooKeeper's queue");
+	is($peer->participants($P)->[0], "$P/$na", "Curator's participants: a's node comes first while its delete is held back");
+	ok($peer->revoke("$P/$na"), "Curator's Revoker.attemptRevoke on the first node (a's)");
+	ok(!$peer->has_reply(qr/^(acquired|error) c_fast\b/), 'the Curator waiter behind b waits');
+
+	reconnect_after($node, $proxy, 'cut', $s0);
+	ok(wait_children_count($peer, $P, 2), "a's node goes once the connection is back");
+	is_deeply(lock_children($peer, $P), [ $nb, $nc ], "b's node is first");
+	is($peer->participants($P)->[0], "$P/$nb", "Curator's participants: b's node comes first");
+	is(other_holder($P), $nb, "another cluster's zk_participants: b's node holds");
+	is(requested($sb), '', 'nothing was asked of b');
+	ok(!$peer->has_reply(qr/^(acquired|error) c_fast\b/), 'the Curator waiter still waits while b holds');
+	$r = $sb->query('COMMIT');
+	is($r->{err}, '', "b's COMMIT succeeds (and ends its transaction-level lock)");
+	is(committed($node, 'fast'), '1', 'what b wrote under the lock is committed');
+	is($peer->acquire_result('c_fast', 10), 'acquired', 'then the Curator waiter gets the lock');
+	is($peer->release('c_fast'), 'released', 'Curator releases');
 	ok(wait_children_count($peer, $P, 0), 'nothing left');
 };
 
