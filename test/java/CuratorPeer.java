@@ -96,6 +96,15 @@
  *                               session (parents as containers), with no data
  *                               -> "ephemeral PATH"
  *   delete PATH                 guaranteed delete, NoNode ok -> "deleted PATH"
+ *   delete_waiter PATH...       (on a thread of its own, trying for up to
+ *                               10 s) delete one lock node of a zklock
+ *                               session (JSON data; for the first 5 s one
+ *                               right behind a node of its own cluster)
+ *                               that is not the lowest under a PATH, in one
+ *                               transaction with a check that the lowest
+ *                               is still there, so never a holder's by the
+ *                               queue -> "deleted_waiter PATH/NODE", or
+ *                               "nowaiter PATH [why]"
  *   get PATH                    -> "data PATH <text>" | "nonode PATH"
  *   set PATH TEXT               -> "set PATH" | "nonode PATH"
  *   latch_start ID PATH LID     LeaderLatch(PATH, LID).start() under the name ID
@@ -223,6 +232,70 @@ public class CuratorPeer {
         synchronized (OUT_LOCK) {
             System.out.println(line);
             System.out.flush();
+        }
+    }
+
+    /**
+     * delete_waiter: a zklock session's lock node that is not the lowest,
+     * deleted only while the lowest is still there (one transaction).
+     */
+    static void deleteWaiter(String[] paths) {
+        // up to 10 s for a moment when a SQL session waits on one of them
+        long until = System.nanoTime() + 10_000_000_000L;
+        String why = "";
+        while (System.nanoTime() < until) {
+            // the worst moment first: a waiter right behind a node of its
+            // own cluster (a local handover gives it the lock); after 5 s any
+            boolean behindOwn = System.nanoTime() < until - 5_000_000_000L;
+            for (String path : paths) {
+                String r = tryDeleteWaiter(path, behindOwn);
+                if (r == null)
+                    return;
+                if (!r.isEmpty())
+                    why = r;
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                break;
+            }
+        }
+        reply(("nowaiter " + String.join(",", paths) + " " + why).trim());
+    }
+
+    /** One try of delete_waiter: null when a node was deleted, else why not. */
+    static String tryDeleteWaiter(String path, boolean behindOwn) {
+        try {
+            List<String> kids = new ArrayList<>(client.getChildren().forPath(path));
+            kids.sort((a, b) -> a.substring(a.lastIndexOf('-') + 1).compareTo(b.substring(b.lastIndexOf('-') + 1)));
+            List<String> sql = new ArrayList<>();
+            String prevCluster = null;
+            for (int i = 0; i < kids.size(); i++) {
+                String cluster = null;
+                try {
+                    byte[] d = client.getData().forPath(path + "/" + kids.get(i));
+                    String data = d == null ? "" : new String(d, StandardCharsets.UTF_8);
+                    java.util.regex.Matcher m = java.util.regex.Pattern
+                        .compile("\\{\"cluster_name\":\"([^\"]*)\"").matcher(data);
+                    if (m.lookingAt())
+                        cluster = m.group(1);
+                } catch (KeeperException.NoNodeException e) {
+                    // gone meanwhile
+                }
+                if (i > 0 && cluster != null && (!behindOwn || cluster.equals(prevCluster)))
+                    sql.add(kids.get(i));
+                prevCluster = cluster;
+            }
+            if (sql.isEmpty())
+                return "";
+            String victim = sql.get((int) (Math.random() * sql.size()));
+            client.transaction().forOperations(
+                client.transactionOp().check().forPath(path + "/" + kids.get(0)),
+                client.transactionOp().delete().forPath(path + "/" + victim));
+            reply("deleted_waiter " + path + "/" + victim);
+            return null;
+        } catch (Exception e) {
+            return msg(e);
         }
     }
 
@@ -541,6 +614,14 @@ public class CuratorPeer {
             }
             reply("deleted " + w[1]);
             return true;
+        case "delete_waiter": {
+            need(w, 2, "delete_waiter PATH...");
+            final String[] paths = java.util.Arrays.copyOfRange(w, 1, w.length);
+            Thread t = new Thread(() -> deleteWaiter(paths));
+            t.setDaemon(true);
+            t.start();
+            return true;
+        }
         case "get":
             need(w, 2, "get PATH");
             try {

@@ -37,8 +37,9 @@
 #   exists only if COMMIT accepted the lock as held throughout.  30% of the
 #   transactions set zklock.commit_confirm.  zklock.lock_cache is on (kept
 #   nodes idle for 3 s, paths cool down for 2 s): half of the mutex
-#   operations go to a path of their client pair (/adv/own/I, for AI and BI
-#   only, and Curator's actor cown now and then), where a session's next
+#   operations go to a path of their two client pairs (/adv/own/I, for AI,
+#   A(I+4), BI and B(I+4) only, and Curator's actor cown now and then; the
+#   local handover passes the lock between AI and A(I+4)), where a session's next
 #   mutex is often granted from the node its last one kept, and the other
 #   cluster, Curator and the faults meet kept nodes; half of the mutex
 #   sections ask for their fencing token (those leave no node to keep).
@@ -59,8 +60,11 @@
 #   session (ZkTool), and reloads that change zklock.session_timeout (10 s,
 #   20 s, 60 s), zklock.hosts (the same server through another proxy),
 #   zklock.lease_margin, zklock.server_tick_time and zklock.lock_cache (off,
-#   and on again), and steps of the wall
-#   clock (below).
+#   and on again), a lock node of a SQL waiter on a mutex path deleted from
+#   outside (never the lowest: the peer checks the lowest is there in the
+#   same transaction; a local handover may give the lock to that waiter at
+#   once, which must then lose it before anyone else gets it), and steps of
+#   the wall clock (below).
 #
 # The checks, from outside, per recipe:
 #   - no two committed sections of a mutex, semaphore mutex, write lock or
@@ -152,10 +156,11 @@ my @CLUSTERS = ('A', 'B');
 my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
-# mutex paths of one client pair each: /adv/own/I is taken by clients AI and
-# BI only (and now and then by Curator's actor cown), so the lock cache
-# keeps its nodes and grants from them, and other clients meet them
-my $N_OWN = 8;
+# mutex paths of two client pairs each: /adv/own/I is taken by clients AI,
+# A(I+4), BI and B(I+4) only (and now and then by Curator's actor cown), so
+# the lock cache keeps its nodes and grants from them, other clients meet
+# them, and two sessions of one cluster hand the lock to each other
+my $N_OWN = 4;
 my @OWN = map { "/adv/own/$_" } 1 .. $N_OWN;
 my $SEM_MAX = 3;
 my $N_CNT = 12;              # add counters /adv/cnt/0.. (an overrun is seen per counter)
@@ -688,6 +693,7 @@ $_->{state} = 'idle', $_->{next_at} = 0 for @actors;
 my %latch = (state => 'idle', next_at => 0);       # Curator's LeaderLatch: joins and closes
 my %cadd = (state => 'idle', next_at => 0);        # Curator's atomic adds
 my @peer_other;
+my $deleted_waiters = 0;    # SQL waiters' nodes the peer deleted (delete_waiter)
 
 sub curator_op
 {
@@ -774,6 +780,11 @@ sub pump_peer
 			$cadd{state} = 'idle';
 			$cadd{next_at} = time + runi($crng, 0.1, 1.5);
 		}
+		elsif ($verb eq 'deleted_waiter' || $verb eq 'nowaiter')
+		{
+			$deleted_waiters++ if $verb eq 'deleted_waiter';
+			note("Curator peer: $l");
+		}
 		else
 		{
 			push @peer_other, $l;
@@ -817,6 +828,7 @@ sub pump_peer
 my @FAULTS = (
 	[ reload => 24 ], [ blackhole => 16 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 13 ], [ expire => 6 ],
 	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ], [ clock_step => 4 ],
+	[ delete_waiter => 12 ],
 	# the ensemble's own: a follower cut off from the others (its clients
 	# keep their link), the leader killed, the leader in a minority
 	$ENSEMBLE ? ([ follower_cut => 8 ], [ leader_kill => 5 ], [ minority => 5 ]) : ());
@@ -971,6 +983,16 @@ sub do_fault
 		return fault_note('ZooKeeper: ' . ($f eq 'leader_kill' ? "leader (server $e->{id}) killed"
 				: $f eq 'minority' ? "leader (server $e->{id}) cut off from the others (minority)"
 				: "follower (server $e->{id}) cut off from the others"), sprintf('%.1f s', $p->{dur}));
+	}
+	if ($f eq 'delete_waiter')
+	{
+		# the Curator peer deletes a lock node of a SQL session that is not
+		# the lowest (checked in the same transaction), so never a holder's
+		# by ZooKeeper's queue; a waiter a local handover gives the lock to
+		# at that moment must not keep it (its COMMIT fails)
+		$peer->{in} .= "delete_waiter $PATH{m1} $PATH{m2} @OWN\n";
+		peer_flush($peer);
+		return fault_note('delete_waiter');
 	}
 	if ($f eq 'reload')
 	{
@@ -1584,6 +1606,15 @@ subtest 'once everything is released, no lock, lease, member or latch node is le
 	$f{ $_->[0] =~ s/^[AB]: //r }++ for faults();
 	note('faults and actions: ' . join(', ', map { "$_ x$f{$_}" } sort keys %f));
 	note('schedule: ' . join('; ', map { sprintf('%.1f %s%s', $_->[1], $_->[0], defined $_->[2] ? " ($_->[2])" : '') } faults()));
+	note("SQL waiters' nodes deleted from outside: $deleted_waiters");
+	for my $c (@CLUSTERS)
+	{
+		# what the runs covered: local handovers, and handed locks found
+		# lost because their node had been deleted from outside
+		my $log = slurp_file($node{$c}->logfile);
+		my $lost = () = $log =~ /deleted by another client (?:before|while) the lock was handed to it/g;
+		note("cluster $c: " . status_row($node{$c})->{handovers} . " local handovers, $lost handed locks lost to a deleted node");
+	}
 	note("other Curator replies: @peer_other[0 .. ($#peer_other > 20 ? 20 : $#peer_other)]") if @peer_other;
 	diag(sprintf('905_adversary: seed %d, %.0f s of load, %d operations, %d faults, %d violations; took %.0f s',
 			$SEED, $t_load_end - $t0, scalar(@ops), scalar(faults()), $violations, time - $t_begin));
