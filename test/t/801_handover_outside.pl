@@ -21,6 +21,8 @@
 #      zklock waiter does not hold (zk_locks), and work done in a
 #      transaction is committed only when its lock was really held (a COMMIT
 #      under a lock called lost fails with 40000 and keeps nothing).
+#   3. A semaphore lease request handed P/locks although its node there was
+#      deleted from outside fails (38000) rather than take a lease.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -212,6 +214,38 @@ subtest 'a waiter whose node was deleted from outside is never believed to hold 
 		}
 		ok(wait_children_count($peer, $P, 0), "$how: nothing left");
 	}
+};
+
+############################################################################
+# 3. The semaphore: a lease request whose P/locks node was deleted from
+#    outside waits behind the request that holds P/locks while it waits for
+#    a lease; when that one gets its lease, P/locks is handed to it at once,
+#    the guarded delete finds its node gone, and the request fails (38000)
+#    instead of counting leases under a lock nobody gave it; the released
+#    P/locks node goes after that, and nothing is left.
+############################################################################
+subtest 'a lease request whose P/locks node was deleted from outside fails instead of taking a lease' => sub {
+	my $P = '/t062/sem';
+	my ($s1, $s2, $s3) = map { ZklockTest::Session->new($node, $_) } qw(s1 s2 s3);
+	isnt($s1->value(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '10s')}), '', 's1 has the only lease');
+	$s2->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
+	wait_children_count($peer, "$P/leases", 2) or BAIL_OUT('s2 has no lease node');
+	$s3->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
+	wait_children_count($peer, "$P/locks", 2) or BAIL_OUT('s3 does not wait on P/locks');
+	wait_until(sub { waiting_for($s3) ne '' }, 10, 's3 to be queued') or BAIL_OUT('s3 is not queued');
+	my $locks = lock_children($peer, "$P/locks");
+	like($peer->delete("$P/locks/$locks->[1]"), qr/^deleted /, "s3's P/locks node is deleted from outside");
+	is($s1->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's1 returns its lease');
+	is($s2->result(10)->{out}, 't', 's2 gets the lease (and hands P/locks on)');
+	my $r = $s3->result(10);
+	is($r->{sqlstate}, '38000', "s3's acquire fails with 38000") or diag($r->{err});
+	like($r->{err}, qr/deleted by another client while the lock was handed to it/, '... saying why');
+	is($s2->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's2 returns its lease');
+	ok(wait_children_count($peer, "$P/leases", 0), 'no lease node left');
+	ok(wait_children_count($peer, "$P/locks", 0), 'no P/locks node left');
+	is($s3->value(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '10s') IS NOT NULL}), 't', 's3 gets a lease when it asks again');
+	is($s3->value(qq{SELECT zk_semaphore_release_all('$P')}), '1', 's3 returns it');
+	$_->quit for ($s1, $s2, $s3);
 };
 
 $_->quit for ($sa, $sb);
