@@ -38,7 +38,15 @@ static int	delete_hint = 0;	/* where to look for a free entry */
 static bool persist_dirty = false;
 static bool persist_failed = false;
 
+/* a walk over the entries in use (delete_scan_next) */
+typedef struct DeleteScan
+{
+	int			i;				/* the next index to look at */
+	int			seen;			/* entries in use met so far */
+} DeleteScan;
+
 static void log_deletes_full(const char *consequence);
+static ZklockDelete *delete_scan_next(DeleteScan *scan);
 static bool delete_pending_match(const char *path, bool under);
 
 /* ---------------------------------------------------------------------
@@ -205,21 +213,13 @@ zklock_delete_record(const char *path, const char *prefix, bool persistent,
 int
 zklock_delete_find_persistent(const char *path, const char *prefix, int64 czxid)
 {
-	ZklockShared *sh = zklock_shared;
-	int			seen = 0;
-	int			i;
+	DeleteScan	scan = {0, 0};
+	ZklockDelete *e;
 
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
+	while ((e = delete_scan_next(&scan)) != NULL)
 		if (e->persistent && e->czxid == czxid &&
 			strcmp(e->path, path) == 0 && strcmp(e->prefix, prefix) == 0)
-			return i;
-	}
+			return scan.i - 1;
 	return -1;
 }
 
@@ -254,20 +254,12 @@ zklock_delete_pending_under(const char *path)
 int
 zklock_delete_find_ephemeral(const char *path)
 {
-	ZklockShared *sh = zklock_shared;
-	int			seen = 0;
-	int			i;
+	DeleteScan	scan = {0, 0};
+	ZklockDelete *e;
 
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
+	while ((e = delete_scan_next(&scan)) != NULL)
 		if (!e->by_prefix && !e->persistent && strcmp(e->path, path) == 0)
-			return i;
-	}
+			return scan.i - 1;
 	return -1;
 }
 
@@ -278,23 +270,15 @@ zklock_delete_find_ephemeral(const char *path)
 bool
 zklock_delete_guarded_by(const char *base, const char *node)
 {
-	ZklockShared *sh = zklock_shared;
+	DeleteScan	scan = {0, 0};
 	size_t		len = strlen(base);
-	int			seen = 0;
-	int			i;
+	ZklockDelete *e;
 
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
+	while ((e = delete_scan_next(&scan)) != NULL)
 		if (e->guard[0] != '\0' && strcmp(e->guard, node) == 0 &&
 			strncmp(e->path, base, len) == 0 && e->path[len] == '/' &&
 			strchr(e->path + len + 1, '/') == NULL)
 			return true;
-	}
 	return false;
 }
 
@@ -305,24 +289,38 @@ zklock_delete_guarded_by(const char *base, const char *node)
 static bool
 delete_pending_match(const char *path, bool under)
 {
-	ZklockShared *sh = zklock_shared;
+	DeleteScan	scan = {0, 0};
 	size_t		len = strlen(path);
-	int			seen = 0;
-	int			i;
+	ZklockDelete *e;
 
-	for (i = 0; i < sh->ndeletes && seen < sh->deletes_used; i++)
-	{
-		ZklockDelete *e = &zklock_deletes[i];
-
-		if (e->serial == 0)
-			continue;
-		seen++;
+	while ((e = delete_scan_next(&scan)) != NULL)
 		if (under ? (strncmp(e->path, path, len) == 0 &&
 					 (e->path[len] == '\0' || e->path[len] == '/')) :
 			(!e->by_prefix && strcmp(e->path, path) == 0))
 			return true;
-	}
 	return false;
+}
+
+/*
+ * The next entry in use of the walk scan (its index is scan->i - 1), or
+ * NULL when every entry in use was met.  Caller holds the lock.
+ */
+static ZklockDelete *
+delete_scan_next(DeleteScan *scan)
+{
+	ZklockShared *sh = zklock_shared;
+
+	while (scan->i < sh->ndeletes && scan->seen < sh->deletes_used)
+	{
+		ZklockDelete *e = &zklock_deletes[scan->i++];
+
+		if (e->serial != 0)
+		{
+			scan->seen++;
+			return e;
+		}
+	}
+	return NULL;
 }
 
 /*
