@@ -802,18 +802,25 @@ net_part() {
 		for how in direct proxy; do
 			target=$NET_SUBNET.$follower.2:2181
 			[ "$how" = direct ] || target=127.0.0.1:$pp
-			line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "$target" 1 "$kind2" "$SECS" 0.5) \
-				|| die "net: raw_cycle ($kind2, $how) failed"
+			# the proxy's own cost is a side measurement: when it fails
+			# (seen: the direct connection to the follower timing out)
+			# the run says so loudly and goes on to the shapes, which go
+			# through the proxy
+			if ! line=$(BENCH_ZK_PID=$zkpids "$work/raw_cycle" "$target" 1 "$kind2" "$SECS" 0.5); then
+				log "net: WARNING: the proxy alone, $kind2, $how ($target): raw_cycle failed; not measured"
+				continue
+			fi
 			log "net: the proxy alone, $kind2, $how ($target): $line"
 			echo "$kind2 $how $line" >>"$out/proxy.raw"
 		done
 	done
 	awk -v f="$follower" '{
 		for (i = 4; i <= NF; i++) { split($i, kv, "="); v[$1, $2, kv[1]] = kv[2] } }
-		END { print f, v["read", "direct", "p50"], v["read", "proxy", "p50"],
-			v["read", "direct", "avg"], v["read", "proxy", "avg"],
-			v["distinct", "direct", "p50"], v["distinct", "proxy", "p50"],
-			v["distinct", "direct", "avg"], v["distinct", "proxy", "avg"] }' "$out/proxy.raw" >"$out/proxy"
+		function g(a, b, c) { return ((a, b, c) in v) ? v[a, b, c] : "-" }
+		END { print f, g("read", "direct", "p50"), g("read", "proxy", "p50"),
+			g("read", "direct", "avg"), g("read", "proxy", "avg"),
+			g("distinct", "direct", "p50"), g("distinct", "proxy", "p50"),
+			g("distinct", "direct", "avg"), g("distinct", "proxy", "avg") }' "$out/proxy.raw" >"$out/proxy"
 
 	for round in $(seq 1 "$RUNS"); do
 		[ "$RUNS" -gt 1 ] && log "net: round $round of $RUNS"
@@ -1692,10 +1699,16 @@ if [ -s "$WORK/net/proxy" ]; then
 	echo "  (${NET_DELAY_US} us each way: $((2 * NET_DELAY_US)) us per round trip asked for):"
 	awk -v rd="$rd50" -v rp="$rp50" -v rda="$rdavg" -v rpa="$rpavg" \
 		-v cd="$cd50" -v cp="$cp50" -v cda="$cdavg" -v cpa="$cpavg" 'BEGIN {
-		printf "  one read (get_children, 1 round trip): p50 %d us direct, %d us through it: +%d us per round trip (avg %+.0f)\n",
-			rd, rp, rp - rd, rpa - rda
-		printf "  the lock cycle (create + get_children + delete, 3 round trips, 2 writes): p50 %d us direct, %d us through it: %+.0f us per round trip (avg %+.0f)\n",
-			cd, cp, (cp - cd) / 3, (cpa - cda) / 3 }'
+		if (rd == "-" || rp == "-")
+			print "  one read (get_children, 1 round trip): not measured (raw_cycle failed, see the log)"
+		else
+			printf "  one read (get_children, 1 round trip): p50 %d us direct, %d us through it: +%d us per round trip (avg %+.0f)\n",
+				rd, rp, rp - rd, rpa - rda
+		if (cd == "-" || cp == "-")
+			print "  the lock cycle (create + get_children + delete): not measured (raw_cycle failed, see the log)"
+		else
+			printf "  the lock cycle (create + get_children + delete, 3 round trips, 2 writes): p50 %d us direct, %d us through it: %+.0f us per round trip (avg %+.0f)\n",
+				cd, cp, (cp - cd) / 3, (cpa - cda) / 3 }'
 fi
 
 ###########################################################################
