@@ -34,8 +34,10 @@
 #                                 sessions and peers write for every
 #                                 statement (the caller's own note/diag,
 #                                 bound at import, still print)
-#   wait_back($node, $timeout)    poll until the cluster accepts queries again
-#                                 (after a crash-restart)
+#   wait_back($node, $timeout, $log_from)
+#                                 poll until the cluster accepts queries again
+#                                 (after a crash-restart: pass the log's size
+#                                 taken before the kill)
 #   drop_create_reply(...)        a create whose reply the proxy drops
 #   drop_set_reply($proxy, $session, $sql)
 #                                 a setData whose reply the proxy drops
@@ -483,11 +485,26 @@ sub status_has_column
 	return exists status_row($node)->{$col};
 }
 
-# wait_back($node, $timeout): true once the cluster answers a query again
-# (after a crash-restart, during which connections are refused).
+# wait_back($node, $timeout, $log_from): true once the cluster answers a
+# query again (after a crash-restart, during which connections are
+# refused).  With $log_from (the log's size taken before the kill), it
+# first waits until the log past it shows the postmaster reinitialising:
+# a kill is delivered at once but the postmaster reaps the child a moment
+# later, and until then the old processes still answer queries.
 sub wait_back
 {
-	my ($node, $timeout) = @_;
+	my ($node, $timeout, $log_from) = @_;
+	my $end = time + ($timeout // 30);
+	if (defined $log_from)
+	{
+		return 0
+		  unless wait_until(
+			sub {
+				substr(log_contents($node), $log_from) =~
+				  /all server processes terminated; reinitializing/;
+			},
+			$end - time, 'the postmaster to reinitialise after the crash');
+	}
 	return wait_until(
 		sub {
 			my ($out, $err) = ('', '');
@@ -496,7 +513,7 @@ sub wait_back
 				timeout => 5, timed_out => \$to);
 			return $out eq '1';
 		},
-		$timeout // 30, 'the cluster to accept queries again');
+		$end - time, 'the cluster to accept queries again');
 }
 
 ############################################################################

@@ -235,10 +235,11 @@ subtest 'the worker killed (SIGKILL) with the write in flight: applied at most o
 	ok(drop_set_reply($proxy, $s, qq{INSERT INTO adds SELECT '$p', zk_atomic_long_add('$p', 1) RETURNING v}),
 		'the add went out and its answer was dropped');
 	my $wpid = worker_pid($node);
+	my $log_from = -s $node->logfile;
 	ok(kill('KILL', $wpid), "worker $wpid killed (SIGKILL): the cluster restarts");
 	my $r = $s->result(30);
 	$proxy->set_mode('pass');
-	ok(wait_back($node, 60), 'the cluster is back');
+	ok(wait_back($node, 60, $log_from), 'the cluster is back');
 	ok(wait_connected($node, 30), 'connected again');
 	my $final = peer_long($p);
 	my $succ = sql(qq{SELECT count(*) FROM adds WHERE path = '$p'});

@@ -54,8 +54,9 @@ sub crash_case
 	my $old_session = status_row($node)->{session_id};
 	my $old_worker = worker_pid($node);
 
+	my $log_from = -s $node->logfile;
 	$kill->($s);
-	ok(wait_back($node, 60), "$what: the cluster is back after the crash-restart");
+	ok(wait_back($node, 60, $log_from), "$what: the cluster is back after the crash-restart");
 	my $t_back = time;
 	isnt(worker_pid($node), $old_worker, "$what: a new worker runs");
 

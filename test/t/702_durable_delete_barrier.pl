@@ -93,8 +93,9 @@ sub crash_restart
 {
 	my $victim = ZklockTest::Session->new($node, 'victim');
 	my $old_worker = worker_pid($node);
+	my $log_from = -s $node->logfile;
 	ok(kill('KILL', $victim->pid), 'SIGKILL sent to backend ' . $victim->pid);
-	ok(wait_back($node, 60), 'the cluster is back after the crash-restart');
+	ok(wait_back($node, 60, $log_from), 'the cluster is back after the crash-restart');
 	isnt(worker_pid($node), $old_worker, 'a new worker runs (shared memory was reinitialised)');
 	$victim->quit;
 	return;
