@@ -1,0 +1,163 @@
+/*-------------------------------------------------------------------------
+ *
+ * core/deadlock_rules.c
+ *	  Pure rules of the deadlock detector (see core/deadlock_rules.h and
+ *	  backend/deadlock.c, which gathers the edges and acts on the answer).
+ *
+ * The graph.  A node is a process (pid); an edge waiter -> holder says
+ * that waiter cannot go on before holder lets go.  Every edge is an AND
+ * wait (the waiter needs every one of its blockers gone), so a cycle of
+ * edges that all stand at one instant is a deadlock: none of its members
+ * can move before another does.  That is why an edge is drawn only where
+ * it surely holds (zklock_deadlock_blocks; a wait that any one of several
+ * holders could end draws none): a missing edge only misses a deadlock,
+ * a wrong one would fail a session for nothing.
+ *
+ * The search.  Only cycles through the checking process count (each
+ * waiter checks for itself, as PostgreSQL's detector does): a
+ * breadth-first walk from it, so the cycle found is a shortest one, and
+ * the same edge list always gives the same cycle.
+ *
+ * The victim rule.  The process that ran the check and found the cycle
+ * is its victim, if the cycle still stands when it looks again with the
+ * shared table's lock held exclusively: every zklock edge of it is still
+ * the same waiting request behind the same hold (zklock_cycle_stands).
+ * In the same critical section the victim withdraws its own wait, so its
+ * edge is gone for any other member that checks next: two zklock waiters
+ * of one cycle that find it at the same time cannot both fail, because
+ * the second one's re-check finds the first one's wait withdrawn.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stddef.h>
+
+#include "core/deadlock_rules.h"
+
+/*
+ * Does a waiter in mode waiting wait for a holder, of the same path, in
+ * mode held?  Both come from the recipes' kinds; only modes of one recipe
+ * family meet (a mutex and a read/write lock on one path are two queues
+ * as zklock reads them, so no edge between them).
+ */
+bool
+zklock_deadlock_blocks(ZklockDeadlockMode waiting, ZklockDeadlockMode held)
+{
+	switch (waiting)
+	{
+		case ZKDL_MUTEX:
+			return held == ZKDL_MUTEX;
+		case ZKDL_READ:
+			/* Curator's reader waits for the writers ahead of it only */
+			return held == ZKDL_WRITE;
+		case ZKDL_WRITE:
+			/* a writer waits for every node ahead, read or write */
+			return held == ZKDL_READ || held == ZKDL_WRITE;
+		case ZKDL_LEASE_ONE:
+			/* at most one lease: every lease held must go first */
+			return held == ZKDL_LEASE_ONE || held == ZKDL_LEASE;
+		case ZKDL_LEASE:
+		case ZKDL_NONE:
+			return false;
+	}
+	return false;
+}
+
+/* parent[] of an edge not reached yet, and of one leaving the start */
+#define EDGE_UNSEEN		(-2)
+#define EDGE_FROM_START	(-1)
+
+/*
+ * One step of the walk: the edges on which process from waits, not seen
+ * yet, are reached through edge via (EDGE_FROM_START for the start's own)
+ * and queued in order.  Returns the first of them that comes back to
+ * start, or -1.  A process expanded twice finds all its edges seen.
+ */
+static int
+expand(const ZklockWaitEdge *edges, int nedges, int32_t start, int32_t from,
+	   int via, int *parent, int *order, int *nseen)
+{
+	int			e;
+
+	for (e = 0; e < nedges; e++)
+	{
+		if (parent[e] != EDGE_UNSEEN || edges[e].waiter != from ||
+			edges[e].holder == edges[e].waiter)
+			continue;
+		parent[e] = via;
+		order[(*nseen)++] = e;
+		if (edges[e].holder == start)
+			return e;
+	}
+	return -1;
+}
+
+/*
+ * Look for a cycle of edges that leaves start and comes back to it.
+ * Returns its length and puts the indexes of its edges into cycle, in
+ * order (the first leaves start, the last comes back to it); 0 when there
+ * is none, or when the shortest one has more than maxlen edges.  work must
+ * have room for 2 * nedges ints.  Breadth first, so the cycle is a
+ * shortest one; the same edges in the same order give the same answer.
+ */
+int
+zklock_wait_cycle(const ZklockWaitEdge *edges, int nedges, int32_t start,
+				  int *work, int *cycle, int maxlen)
+{
+	int		   *parent = work;
+	int		   *order = work + nedges;
+	int			nseen = 0;
+	int			next = 0;
+	int			closing;
+	int			e;
+	int			len;
+
+	for (e = 0; e < nedges; e++)
+		parent[e] = EDGE_UNSEEN;
+
+	/* processes are expanded in the order they were reached */
+	closing = expand(edges, nedges, start, start, EDGE_FROM_START,
+					 parent, order, &nseen);
+	while (closing < 0 && next < nseen)
+	{
+		int			via = order[next++];
+
+		closing = expand(edges, nedges, start, edges[via].holder, via,
+						 parent, order, &nseen);
+	}
+	if (closing < 0)
+		return 0;
+
+	len = 0;
+	for (e = closing; e != EDGE_FROM_START; e = parent[e])
+		len++;
+	if (len > maxlen)
+		return 0;
+	next = len;
+	for (e = closing; e != EDGE_FROM_START; e = parent[e])
+		cycle[--next] = e;
+	return len;
+}
+
+/*
+ * The victim rule (see the banner): does the cycle (ncycle edges of
+ * edges, by index) still stand, as live says of each of its zklock edges
+ * now?  Heavyweight edges (no keys) are confirmed by the caller before,
+ * from PostgreSQL's lock table.
+ */
+bool
+zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle, int ncycle,
+					ZklockEdgeLive live, void *arg)
+{
+	int			i;
+
+	if (ncycle <= 0)
+		return false;
+	for (i = 0; i < ncycle; i++)
+	{
+		const ZklockWaitEdge *e = &edges[cycle[i]];
+
+		if (e->wait_key != 0 && !live(e, arg))
+			return false;
+	}
+	return true;
+}

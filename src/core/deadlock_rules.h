@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * core/deadlock_rules.h
+ *	  The deadlock detector's decisions (backend/deadlock.c), as pure
+ *	  functions: which held lock a wait is blocked by, the search for a
+ *	  cycle of waits through the checking process, and the victim rule.
+ *	  No PostgreSQL or ZooKeeper calls, unit-tested in
+ *	  test/unit/test_deadlock_rules.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_DEADLOCK_RULES_H
+#define ZKLOCK_DEADLOCK_RULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * How a kind of hold takes part in wait-for edges (ZklockKindInfo.deadlock):
+ * what a waiter of it waits for, and whom a holder of it blocks.  Only
+ * kinds whose waiter cannot go on before every blocking holder of the
+ * same path released it give edges (a wait for all of them); a wait that
+ * any one of several holders ends (a lease of a semaphore of more than
+ * one) gives none, so no edge is ever one that does not hold.
+ */
+typedef enum ZklockDeadlockMode
+{
+	ZKDL_NONE = 0,				/* neither waits for nor blocks anyone */
+	ZKDL_MUTEX,					/* a mutex: waits for and blocks mutexes */
+	ZKDL_READ,					/* read lock: waits for writers, blocks them */
+	ZKDL_WRITE,					/* write lock: waits for and blocks both */
+	ZKDL_LEASE_ONE,				/* a semaphore of one lease (a semaphore
+								 * mutex): waits until no lease is held */
+	ZKDL_LEASE					/* a lease of a larger semaphore: waits for
+								 * nobody in particular; a holder blocks
+								 * ZKDL_LEASE_ONE waiters */
+} ZklockDeadlockMode;
+
+extern bool zklock_deadlock_blocks(ZklockDeadlockMode waiting,
+								   ZklockDeadlockMode held);
+
+/*
+ * One wait-for edge: process waiter cannot go on before process holder
+ * lets go of what it holds (or, for a heavyweight lock, of its place in
+ * the wait queue ahead of waiter).  The keys name what the edge rests on,
+ * for the re-check before anyone is failed: for a zklock wait, the
+ * waiting request and the blocking hold, each as (slot index << 32 |
+ * slot serial); for a heavyweight wait both are 0.
+ */
+typedef struct ZklockWaitEdge
+{
+	int32_t		waiter;			/* pid of the waiting process */
+	int32_t		holder;			/* pid it waits for */
+	uint64_t	wait_key;		/* zklock: the waiting request; 0: none */
+	uint64_t	hold_key;		/* zklock: the blocking hold; 0: none */
+} ZklockWaitEdge;
+
+/* a zklock edge's key from a slot index and its serial */
+#define ZKLOCK_DL_KEY(idx, serial) \
+	(((uint64_t) (uint32_t) (idx) << 32) | (uint64_t) (uint32_t) (serial))
+#define ZKLOCK_DL_KEY_IDX(key)		((int) ((key) >> 32))
+#define ZKLOCK_DL_KEY_SERIAL(key)	((uint32_t) (key))
+
+extern int	zklock_wait_cycle(const ZklockWaitEdge *edges, int nedges,
+							  int32_t start, int *work, int *cycle,
+							  int maxlen);
+
+/*
+ * The victim rule's re-check: is the zklock edge e still there, exactly
+ * (the same waiting request, the same hold)?  The caller answers it under
+ * the shared table's lock held exclusively.
+ */
+typedef bool (*ZklockEdgeLive) (const ZklockWaitEdge *e, void *arg);
+
+extern bool zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle,
+								int ncycle, ZklockEdgeLive live, void *arg);
+
+#endif							/* ZKLOCK_DEADLOCK_RULES_H */
