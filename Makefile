@@ -4,9 +4,9 @@ MODULE_big = zklock
 # one folder per layer (src/README, "Layers"); test/callgraph.pl checks
 # which folder may call which
 CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
-	lease_rules.o handover_rules.o)
+	lease_rules.o handover_rules.o deadlock_rules.o)
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
-BACKEND_OBJS = $(addprefix src/backend/, args.o channel.o cancel_on_loss.o \
+BACKEND_OBJS = $(addprefix src/backend/, args.o deadlock.o channel.o cancel_on_loss.o \
 	xact.o holds.o acquire.o views.o)
 WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
 	batch.o ghosts.o path_index.o request.o revocation_watch.o \

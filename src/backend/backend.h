@@ -53,6 +53,12 @@ extern void zklock_xact_note_lost(LocalLock *ll);
 extern void zklock_xact_release_due(void);
 extern void zklock_publish_counts(LocalLock *ll);
 
+/* backend/deadlock.c */
+typedef struct ZklockDeadlock ZklockDeadlock;
+extern ZklockDeadlock *zklock_deadlock_search(int idx, uint32 serial);
+extern bool zklock_deadlock_stands(const ZklockDeadlock *dl);
+extern void zklock_deadlock_report(const ZklockDeadlock *dl);
+
 /* backend/channel.c */
 extern void zklock_build_node_data(void);
 extern bool zklock_confirm_hold(int slot_idx, char *why, size_t whylen);

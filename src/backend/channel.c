@@ -63,7 +63,8 @@ typedef enum GiveUp
 } GiveUp;
 
 static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
-							 SlotAnswer *ans, ZklockConnState *cs);
+							 const ZklockDeadlock *dl, SlotAnswer *ans,
+							 ZklockConnState *cs);
 
 
 /* pause between two looks for a slot the worker is giving back (ms) */
@@ -187,11 +188,14 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
  * answer of a done request, a grant, or a grant lost with the session.
  * With give_up, a request still pending is withdrawn in the same look, so
  * an answer that arrives as the caller gives up is taken, never thrown
- * away.  *cs gets the connection state seen.
+ * away.  With a deadlock cycle dl found by our check, it is withdrawn
+ * the same way if the cycle still stands (backend/deadlock.c: the victim
+ * rule's re-check, in this critical section).  *cs gets the connection
+ * state seen.
  */
 static SlotLook
-look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
-			 ZklockConnState *cs)
+look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
+			 SlotAnswer *ans, ZklockConnState *cs)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	SlotLook	look = LOOK_PENDING;
@@ -201,6 +205,8 @@ look_at_slot(int idx, uint32 serial, bool give_up, SlotAnswer *ans,
 	*cs = zklock_shared->conn_state;
 	if (slot->serial == serial && slot->pid == MyProcPid)
 	{
+		if (dl != NULL && (slot->state == ZKS_NEW || slot->state == ZKS_ACTIVE))
+			give_up = zklock_deadlock_stands(dl);
 		switch (slot->state)
 		{
 			case ZKS_HELD:
@@ -267,7 +273,10 @@ zklock_deadline_after(TimestampTz start, int64 timeout_ms)
  * provable session (connected, with a valid lease) for
  * zklock.connect_timeout, or an interrupt arrives.  Whatever ends the wait
  * early withdraws the request, so no node is left behind; an answer that
- * is there when the wait ends is taken whatever ended it.  For WAIT_DONE,
+ * is there when the wait ends is taken whatever ended it.  A lock wait
+ * that lasts deadlock_timeout looks for a cycle of waits through it, and
+ * again every deadlock_timeout (backend/deadlock.c); one found fails the
+ * wait with 40P01.  For WAIT_DONE,
  * *value gets the worker's result.
  */
 WaitOutcome
@@ -282,10 +291,15 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	WaitOutcome outcome = WAIT_NOT_GRANTED;
 	SlotAnswer	ans;
 	uint32		wait_event;
+	TimestampTz deadlock_at = 0;
 
 	/* the kind was set by this backend when it filled the slot */
 	wait_event = zklock_wait_event(zklock_kind_info(slot->kind)->acquire ?
 								   ZKLOCK_WAIT_ACQUIRE : ZKLOCK_WAIT_REQUEST);
+	/* a wait that may be part of a deadlock is checked after deadlock_timeout */
+	if (zklock_deadlock_waits(zklock_kind_info(slot->kind)->deadlock) &&
+		!slot->try_only)
+		deadlock_at = TimestampTzPlusMilliseconds(start, DeadlockTimeout);
 
 	PG_TRY();
 	{
@@ -297,7 +311,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 			TimestampTz now;
 			long		wait_ms = 1000;
 
-			look = look_at_slot(idx, serial, false, &ans, &cs);
+			look = look_at_slot(idx, serial, false, NULL, &ans, &cs);
 			if (look == LOOK_PENDING)
 			{
 				now = GetCurrentTimestamp();
@@ -309,7 +323,22 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 				else if (lock_deadline != 0 && now >= lock_deadline)
 					give_up = GIVE_UP_LOCK_TIMEOUT;
 				if (give_up != GIVE_UP_NONE)
-					look = look_at_slot(idx, serial, true, &ans, &cs);
+					look = look_at_slot(idx, serial, true, NULL, &ans, &cs);
+				else if (deadlock_at != 0 && now >= deadlock_at)
+				{
+					/* waited deadlock_timeout: look for a cycle */
+					ZklockDeadlock *dl = zklock_deadlock_search(idx, serial);
+
+					if (dl != NULL)
+					{
+						look = look_at_slot(idx, serial, false, dl, &ans, &cs);
+						if (look == LOOK_WITHDRAWN)
+							zklock_deadlock_report(dl);
+						pfree(dl);
+					}
+					deadlock_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															  DeadlockTimeout);
+				}
 			}
 
 			if (look == LOOK_HELD)
@@ -362,6 +391,8 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 				wait_ms = Min(wait_ms, (long) ((deadline - now + 999) / 1000));
 			if (lock_deadline != 0)
 				wait_ms = Min(wait_ms, (long) ((lock_deadline - now + 999) / 1000));
+			if (deadlock_at != 0)
+				wait_ms = Min(wait_ms, (long) ((deadlock_at - now + 999) / 1000));
 			if (down_since != 0)
 				wait_ms = Min(wait_ms,
 							  (long) ((TimestampTzPlusMilliseconds(down_since, zklock_connect_timeout) - now + 999) / 1000));

@@ -62,6 +62,20 @@ zklock_deadlock_blocks(ZklockDeadlockMode waiting, ZklockDeadlockMode held)
 	return false;
 }
 
+/*
+ * Can a waiter in mode waiting be blocked by any hold at all (is its wait
+ * worth a deadlock check)?
+ */
+bool
+zklock_deadlock_waits(ZklockDeadlockMode waiting)
+{
+	return zklock_deadlock_blocks(waiting, ZKDL_MUTEX) ||
+		zklock_deadlock_blocks(waiting, ZKDL_READ) ||
+		zklock_deadlock_blocks(waiting, ZKDL_WRITE) ||
+		zklock_deadlock_blocks(waiting, ZKDL_LEASE_ONE) ||
+		zklock_deadlock_blocks(waiting, ZKDL_LEASE);
+}
+
 /* parent[] of an edge not reached yet, and of one leaving the start */
 #define EDGE_UNSEEN		(-2)
 #define EDGE_FROM_START	(-1)

@@ -38,6 +38,7 @@ typedef enum ZklockDeadlockMode
 
 extern bool zklock_deadlock_blocks(ZklockDeadlockMode waiting,
 								   ZklockDeadlockMode held);
+extern bool zklock_deadlock_waits(ZklockDeadlockMode waiting);
 
 /*
  * One wait-for edge: process waiter cannot go on before process holder

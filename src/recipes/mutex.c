@@ -264,7 +264,7 @@ static const ZklockWorkerOps mutex_ops[] = {
 static const ZklockKindInfo mutex_kinds[] = {
 	{
 		.kind = ZKK_MUTEX, .recipe = "mutex", .mode = "exclusive",
-		.acquire = true, .token_rank = 1,
+		.acquire = true, .token_rank = 1, .deadlock = ZKDL_MUTEX,
 	},
 };
 

@@ -61,6 +61,7 @@
 #include "utils/hsearch.h"
 
 #include "zklock.h"
+#include "core/deadlock_rules.h"
 #include "core/handover_rules.h"
 
 struct ZklockAsk;
@@ -86,6 +87,11 @@ typedef struct ZklockKindInfo
 	const char *node_dir;		/* "leases/" or NULL: directly under P */
 	int			token_rank;		/* 0: no fencing token; else zk_lock_token
 								 * looks at lower ranks first */
+	ZklockDeadlockMode deadlock;	/* what a waiter of this kind waits for
+									 * and whom a holder blocks, for the
+									 * deadlock detector
+									 * (backend/deadlock.c); ZKDL_NONE: no
+									 * edges */
 
 	/*
 	 * The recipe's rules before an acquire (backend, no lock held): held is

@@ -198,12 +198,12 @@ static const ZklockWorkerOps rw_ops[] = {
 static const ZklockKindInfo rw_kinds[] = {
 	{
 		.kind = ZKK_READ, .recipe = "read", .mode = "shared",
-		.acquire = true, .token_rank = 3,
+		.acquire = true, .token_rank = 3, .deadlock = ZKDL_READ,
 		.before_acquire = read_before_acquire,
 	},
 	{
 		.kind = ZKK_WRITE, .recipe = "write", .mode = "exclusive",
-		.acquire = true, .token_rank = 2,
+		.acquire = true, .token_rank = 2, .deadlock = ZKDL_WRITE,
 		.before_acquire = write_before_acquire,
 	},
 };

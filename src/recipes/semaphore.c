@@ -572,11 +572,12 @@ static const ZklockKindInfo semaphore_kinds[] = {
 		.kind = ZKK_SEMAPHORE_MUTEX, .recipe = "semaphore_mutex",
 		.mode = "exclusive", .acquire = true,
 		.node_dir = "leases/", .token_rank = 4,
+		.deadlock = ZKDL_LEASE_ONE,
 		.before_acquire = semaphore_mutex_before_acquire,
 	},
 	{
 		.kind = ZKK_SEMAPHORE, .recipe = "semaphore", .mode = "lease",
-		.acquire = true, .node_dir = "leases/",
+		.acquire = true, .node_dir = "leases/", .deadlock = ZKDL_LEASE,
 	},
 };
 

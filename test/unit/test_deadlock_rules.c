@@ -75,6 +75,13 @@ test_blocks(void **state)
 	assert_false(zklock_deadlock_blocks(ZKDL_LEASE, ZKDL_LEASE_ONE));
 	assert_false(zklock_deadlock_blocks(ZKDL_NONE, ZKDL_MUTEX));
 	assert_false(zklock_deadlock_blocks(ZKDL_MUTEX, ZKDL_NONE));
+	/* whose waits are worth a check */
+	assert_true(zklock_deadlock_waits(ZKDL_MUTEX));
+	assert_true(zklock_deadlock_waits(ZKDL_READ));
+	assert_true(zklock_deadlock_waits(ZKDL_WRITE));
+	assert_true(zklock_deadlock_waits(ZKDL_LEASE_ONE));
+	assert_false(zklock_deadlock_waits(ZKDL_LEASE));
+	assert_false(zklock_deadlock_waits(ZKDL_NONE));
 }
 
 /* /a then /b against /b then /a */

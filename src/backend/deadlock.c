@@ -1,0 +1,519 @@
+/*-------------------------------------------------------------------------
+ *
+ * backend/deadlock.c
+ *	  Deadlock detection inside one cluster: a cycle of waits among zklock
+ *	  locks, or among zklock locks and PostgreSQL's heavyweight locks (row,
+ *	  table, advisory), is found by a waiter that has waited
+ *	  deadlock_timeout and broken by failing that waiter with 40P01.
+ *
+ * The design (issue 33, item 1; chosen).  A zklock detector that reads
+ * both graphs, run by the waiting backend itself from its wait loop
+ * (backend/channel.c, zklock_wait_for_request) once its wait has lasted
+ * deadlock_timeout, and again every deadlock_timeout while it still
+ * waits.  PostgreSQL's own detector cannot see a wait on a latch, so it
+ * can never find a cycle that passes through a zklock wait; the other
+ * design (making zklock's holds and waits PostgreSQL lock objects, so
+ * that its detector and pg_locks see them) would put a heavyweight lock
+ * acquire and release on every zklock acquire, which the fast path must
+ * not pay.  Here an acquire granted before deadlock_timeout pays nothing
+ * but the wake-up time folded into its wait.
+ *
+ * Interface (backend/backend.h), called by backend/channel.c only:
+ *
+ *	zklock_deadlock_search(idx, serial)   no lock held.  Walks the wait-for
+ *		graph from this backend's waiting request in slot idx and returns
+ *		a cycle back to it, its heavyweight edges confirmed, or NULL.
+ *	zklock_deadlock_stands(dl)   caller holds zklock_shared->lock
+ *		exclusively: the victim rule's re-check of the cycle's zklock edges
+ *		(core/deadlock_rules.c).  The caller withdraws its own request in
+ *		the same critical section when it stands.
+ *	zklock_deadlock_report(dl)   ereport(ERROR) 40P01 "deadlock detected",
+ *		one DETAIL line per edge in PostgreSQL's wording, the queries in
+ *		the server log.
+ *
+ * The walk, from this backend (waiting for zklock path P):
+ *
+ *	- a process that waits for a zklock lock (a slot of a kind with a
+ *	  deadlock mode, NEW or ACTIVE, not a try, not given back) has an edge
+ *	  to each other process holding (HELD, not given back) a slot of the
+ *	  same path whose mode blocks it (zklock_deadlock_blocks: a reader
+ *	  waits for writers, a writer for everyone, a mutex for the mutex, a
+ *	  semaphore of one lease for every lease);
+ *	- any other process has the edges pg_blocking_pids() would give it:
+ *	  GetBlockerStatusData, each holder of a conflicting mode (hard) and
+ *	  each process ahead of it in the lock's wait queue asking for a
+ *	  conflicting mode (soft), by lock group leader.  Only the process's
+ *	  own wait counts, not that of the members of its lock group;
+ *	- waits on a Curator client or on another cluster give no edge (the
+ *	  holder is not in this cluster's table): such a cycle is not seen.
+ *
+ * Snapshots, and why a cycle found stood at one instant.  The zklock slots
+ * are read under zklock_shared->lock in shared mode, which is released
+ * before GetBlockerStatusData takes PostgreSQL's lock partition locks: the
+ * backend never holds both families at once (the worker holds the zklock
+ * lock for its passes, and must not wait behind PostgreSQL's lock table).
+ * A cycle found is confirmed before anyone fails: each heavyweight edge of
+ * it is read again from PostgreSQL's lock table, after all of them were
+ * read once; then the zklock edges are re-checked under the zklock lock
+ * held exclusively (zklock_deadlock_stands).  A zklock edge names its
+ * waiting request and its hold by slot and serial: a request keeps its
+ * serial only while it waits (NEW or ACTIVE), a hold only while it is held,
+ * so an edge seen at the first look and again at the re-check was there
+ * all along.  A heavyweight edge seen at both of its looks was there at
+ * the instant between the last first look and the first second look
+ * (barring the same waiter leaving the queue and queueing again for the
+ * same lock behind the same holder in between), and every zklock edge too:
+ * at that instant the whole cycle stood, and a cycle of waits that stands
+ * is a deadlock.  Nothing is cached between checks.
+ *
+ * Exactly one victim.  The waiter that ran the check is the victim, and
+ * withdraws its request in the critical section of its re-check, so its
+ * edge is gone for every later re-check: of two zklock waiters of one
+ * cycle checking at the same time, the second finds the cycle broken.
+ * The withdrawn request is given back by the caller's error path as any
+ * wait that ends early, and the worker gives the lock to the next waiter.
+ * A backend waiting for a heavyweight lock of the same cycle runs
+ * PostgreSQL's detector, which cannot see the zklock edge: it finds no
+ * cycle and fails nobody.  A grant that reaches this backend's slot before
+ * the re-check wins: no error.
+ *
+ * Cost.  Nothing before deadlock_timeout.  Then, per check: one copy of the
+ * lock slots under the shared lock, one GetBlockerStatusData per process
+ * reached that does not wait for a zklock lock (twice for the edges of a
+ * cycle found), and a walk of the edges found.  A waiter behind a holder
+ * that waits for nothing reaches one process and one call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/backend_status.h"
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "backend/backend.h"
+
+/* most processes one check walks through */
+#define DL_MAX_PROCS	1024
+
+/* What the walk keeps of a zklock slot */
+typedef struct DlSlot
+{
+	int			idx;
+	uint32		serial;
+	int			pid;
+	bool		waiting;		/* NEW or ACTIVE: it waits; else HELD */
+	ZklockKind	kind;
+	ZklockDeadlockMode mode;
+	int			user_path_off;
+	char		path[ZKLOCK_FULL_PATH_SIZE];
+} DlSlot;
+
+/* What an edge waits for, for the DETAIL */
+typedef struct DlEdgeInfo
+{
+	bool		zk;				/* a zklock wait, else a heavyweight one */
+	ZklockKind	kind;			/* zk: the kind waited for */
+	char	   *path;			/* zk: the user's path, as stored (UTF-8) */
+	LOCKTAG		locktag;		/* heavyweight: the lock waited for */
+	LOCKMODE	lockmode;		/* ... and the mode asked */
+} DlEdgeInfo;
+
+/* The edges gathered by one walk */
+typedef struct DlGraph
+{
+	ZklockWaitEdge *edges;
+	DlEdgeInfo *info;
+	int			n;
+	int			max;
+} DlGraph;
+
+/* A cycle found: its edges in order, the first one this backend's */
+struct ZklockDeadlock
+{
+	int			n;
+	ZklockWaitEdge *edges;
+	DlEdgeInfo *info;
+	int		   *order;			/* 0 .. n - 1: the cycle, for its re-check */
+};
+
+/*
+ * Copy the slots that take part in wait-for edges: waits (NEW or ACTIVE,
+ * not a try) and holds (HELD) of a kind with a deadlock mode, not given
+ * back.  Takes zklock_shared->lock in shared mode; allocates before.
+ */
+static DlSlot *
+snapshot_slots(int *nout)
+{
+	ZklockShared *sh = zklock_shared;
+	DlSlot	   *out = palloc_extended(sizeof(DlSlot) * (Size) sh->nslots,
+									  MCXT_ALLOC_HUGE);
+	int			n = 0;
+	int			i;
+
+	zklock_lock_table(LW_SHARED);
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlot *s = &sh->slots[i];
+		ZklockDeadlockMode mode;
+		bool		waiting;
+
+		if (s->state == ZKS_NEW || s->state == ZKS_ACTIVE)
+			waiting = true;
+		else if (s->state == ZKS_HELD)
+			waiting = false;
+		else
+			continue;
+		mode = zklock_kind_info(s->kind)->deadlock;
+		if (mode == ZKDL_NONE || (waiting && s->try_only) ||
+			zklock_give_back_pending(s))
+			continue;
+		out[n].idx = i;
+		out[n].serial = s->serial;
+		out[n].pid = s->pid;
+		out[n].waiting = waiting;
+		out[n].kind = s->kind;
+		out[n].mode = mode;
+		out[n].user_path_off = s->user_path_off;
+		strlcpy(out[n].path, s->path, sizeof(out[n].path));
+		n++;
+	}
+	LWLockRelease(sh->lock);
+	*nout = n;
+	return out;
+}
+
+/*
+ * Add one edge to the graph, growing it as needed.
+ */
+static void
+add_edge(DlGraph *g, int waiter, int holder, uint64 wait_key, uint64 hold_key,
+		 const DlEdgeInfo *info)
+{
+	if (g->n == g->max)
+	{
+		g->max = g->max == 0 ? 16 : g->max * 2;
+		g->edges = g->edges ? repalloc(g->edges, sizeof(ZklockWaitEdge) * g->max) :
+			palloc(sizeof(ZklockWaitEdge) * g->max);
+		g->info = g->info ? repalloc(g->info, sizeof(DlEdgeInfo) * g->max) :
+			palloc(sizeof(DlEdgeInfo) * g->max);
+	}
+	g->edges[g->n].waiter = waiter;
+	g->edges[g->n].holder = holder;
+	g->edges[g->n].wait_key = wait_key;
+	g->edges[g->n].hold_key = hold_key;
+	g->info[g->n] = *info;
+	g->n++;
+}
+
+/*
+ * The zklock edges of the waiting slot w: to every other process holding a
+ * slot of the same path in a mode that blocks it.  No lock (a snapshot).
+ */
+static void
+zklock_edges(DlGraph *g, const DlSlot *slots, int nslots, const DlSlot *w)
+{
+	DlEdgeInfo	info;
+	int			i;
+
+	memset(&info, 0, sizeof(info));
+	info.zk = true;
+	info.kind = w->kind;
+	info.path = pstrdup(w->path + w->user_path_off);
+	for (i = 0; i < nslots; i++)
+	{
+		const DlSlot *h = &slots[i];
+
+		if (h->waiting || h->pid == w->pid ||
+			!zklock_deadlock_blocks(w->mode, h->mode) ||
+			strcmp(h->path, w->path) != 0)
+			continue;
+		add_edge(g, w->pid, h->pid, ZKLOCK_DL_KEY(w->idx, w->serial),
+				 ZKLOCK_DL_KEY(h->idx, h->serial), &info);
+	}
+}
+
+/*
+ * The heavyweight edges of process pid, as pg_blocking_pids() finds its
+ * blockers (PostgreSQL's src/backend/utils/adt/lockfuncs.c), for pid's own
+ * wait only.  GetBlockerStatusData takes every lock partition lock; the
+ * caller holds no zklock lock.
+ */
+static void
+heavyweight_edges(DlGraph *g, int pid)
+{
+	BlockedProcsData *data = GetBlockerStatusData(pid);
+	int			i;
+	int			j;
+
+	for (i = 0; i < data->nprocs; i++)
+	{
+		BlockedProcData *bproc = &data->procs[i];
+		LockInstanceData *instances = &data->locks[bproc->first_lock];
+		int		   *ahead = &data->waiter_pids[bproc->first_waiter];
+		LockInstanceData *blocked = NULL;
+		int			conflicts;
+		DlEdgeInfo	info;
+
+		if (bproc->pid != pid)
+			continue;			/* a member of its lock group */
+		for (j = 0; j < bproc->num_locks; j++)
+			if (instances[j].pid == bproc->pid)
+				blocked = &instances[j];
+		if (blocked == NULL)
+			continue;
+		conflicts = GetLockTagsMethodTable(&blocked->locktag)->conflictTab[blocked->waitLockMode];
+		memset(&info, 0, sizeof(info));
+		info.zk = false;
+		info.locktag = blocked->locktag;
+		info.lockmode = blocked->waitLockMode;
+
+		for (j = 0; j < bproc->num_locks; j++)
+		{
+			LockInstanceData *inst = &instances[j];
+
+			if (inst == blocked || inst->leaderPid == blocked->leaderPid ||
+				inst->leaderPid == 0)
+				continue;
+			if ((conflicts & inst->holdMask) == 0)
+			{
+				/* not held in a conflicting mode: asked for, ahead of pid? */
+				bool		is_ahead = false;
+				int			k;
+
+				if (inst->waitLockMode == NoLock ||
+					(conflicts & LOCKBIT_ON(inst->waitLockMode)) == 0)
+					continue;
+				for (k = 0; k < bproc->num_waiters && !is_ahead; k++)
+					is_ahead = (ahead[k] == inst->pid);
+				if (!is_ahead)
+					continue;
+			}
+			add_edge(g, pid, inst->leaderPid, 0, 0, &info);
+		}
+	}
+}
+
+/*
+ * Is pid in procs (of n)?  Adds it if not, when there is room.
+ */
+static bool
+seen_pid(int *procs, int *n, int pid)
+{
+	int			i;
+
+	for (i = 0; i < *n; i++)
+		if (procs[i] == pid)
+			return true;
+	if (*n < DL_MAX_PROCS)
+		procs[(*n)++] = pid;
+	return false;
+}
+
+/*
+ * Does a second look at PostgreSQL's lock table still show the heavyweight
+ * edge e (same waiter, holder, lock and mode)?  No zklock lock held.
+ */
+static bool
+heavyweight_edge_again(const ZklockWaitEdge *e, const DlEdgeInfo *info)
+{
+	DlGraph		again;
+	int			i;
+
+	memset(&again, 0, sizeof(again));
+	heavyweight_edges(&again, e->waiter);
+	for (i = 0; i < again.n; i++)
+		if (again.edges[i].holder == e->holder &&
+			again.info[i].lockmode == info->lockmode &&
+			memcmp(&again.info[i].locktag, &info->locktag, sizeof(LOCKTAG)) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Walk the wait-for graph from this backend's request in slot idx (serial)
+ * and return a cycle back to it whose heavyweight edges were confirmed by
+ * a second look, or NULL.  Takes zklock_shared->lock in shared mode for the
+ * snapshot and PostgreSQL's lock partition locks after, never both; the
+ * answer is allocated in the caller's memory context.
+ */
+ZklockDeadlock *
+zklock_deadlock_search(int idx, uint32 serial)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt;
+	DlSlot	   *slots;
+	int			nslots;
+	DlGraph		g;
+	int		   *procs;
+	int			nprocs = 0;
+	int			next = 0;
+	int		   *work;
+	int		   *cycle;
+	int			ncycle;
+	int			i;
+	ZklockDeadlock *dl = NULL;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zklock deadlock check",
+								ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+	memset(&g, 0, sizeof(g));
+	slots = snapshot_slots(&nslots);
+	procs = palloc(sizeof(int) * DL_MAX_PROCS);
+
+	/* breadth first from this backend, each process reached once */
+	(void) seen_pid(procs, &nprocs, MyProcPid);
+	while (next < nprocs)
+	{
+		int			pid = procs[next++];
+		const DlSlot *w = NULL;
+		int			first = g.n;
+
+		for (i = 0; i < nslots && w == NULL; i++)
+			if (slots[i].waiting && slots[i].pid == pid)
+				w = &slots[i];
+		if (pid == MyProcPid &&
+			(w == NULL || w->idx != idx || w->serial != serial))
+			break;				/* our own wait is over */
+		if (w != NULL)
+			zklock_edges(&g, slots, nslots, w);
+		else
+			heavyweight_edges(&g, pid);
+		for (i = first; i < g.n; i++)
+			(void) seen_pid(procs, &nprocs, g.edges[i].holder);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	work = palloc(sizeof(int) * 2 * Max(g.n, 1));
+	cycle = palloc(sizeof(int) * Max(g.n, 1));
+	ncycle = zklock_wait_cycle(g.edges, g.n, MyProcPid, work, cycle, g.n);
+
+	/* the second look at each heavyweight edge of the cycle */
+	for (i = 0; i < ncycle; i++)
+		if (!g.info[cycle[i]].zk &&
+			!heavyweight_edge_again(&g.edges[cycle[i]], &g.info[cycle[i]]))
+			ncycle = 0;
+
+	MemoryContextSwitchTo(caller);
+	if (ncycle > 0)
+	{
+		dl = palloc(sizeof(ZklockDeadlock));
+		dl->n = ncycle;
+		dl->edges = palloc(sizeof(ZklockWaitEdge) * ncycle);
+		dl->info = palloc(sizeof(DlEdgeInfo) * ncycle);
+		dl->order = palloc(sizeof(int) * ncycle);
+		for (i = 0; i < ncycle; i++)
+		{
+			dl->order[i] = i;
+			dl->edges[i] = g.edges[cycle[i]];
+			dl->info[i] = g.info[cycle[i]];
+			if (dl->info[i].zk)
+				dl->info[i].path = pstrdup(g.info[cycle[i]].path);
+		}
+	}
+	MemoryContextDelete(cxt);
+	return dl;
+}
+
+/*
+ * Is the zklock edge e still there: its waiting request still waiting in
+ * the same slot with the same serial, its hold still held likewise, neither
+ * given back?  Caller holds zklock_shared->lock.
+ */
+static bool
+zklock_edge_live(const ZklockWaitEdge *e, void *arg)
+{
+	ZklockSlot *w = &zklock_shared->slots[ZKLOCK_DL_KEY_IDX(e->wait_key)];
+	ZklockSlot *h = &zklock_shared->slots[ZKLOCK_DL_KEY_IDX(e->hold_key)];
+
+	(void) arg;
+	return w->serial == ZKLOCK_DL_KEY_SERIAL(e->wait_key) &&
+		(w->state == ZKS_NEW || w->state == ZKS_ACTIVE) &&
+		!zklock_give_back_pending(w) &&
+		h->serial == ZKLOCK_DL_KEY_SERIAL(e->hold_key) &&
+		h->state == ZKS_HELD && !zklock_give_back_pending(h);
+}
+
+/*
+ * The victim rule's re-check (core/deadlock_rules.c): does the cycle still
+ * stand?  Then this backend is its victim, and the caller withdraws its
+ * request before it releases the lock.  Caller holds zklock_shared->lock
+ * exclusively.
+ */
+bool
+zklock_deadlock_stands(const ZklockDeadlock *dl)
+{
+	return zklock_cycle_stands(dl->edges, dl->order, dl->n, zklock_edge_live,
+							   NULL);
+}
+
+/*
+ * What one edge waits for, in PostgreSQL's words for a heavyweight lock
+ * ("ShareLock on transaction 789") and ours for a zklock one ("zookeeper
+ * lock \"/a\"", "zookeeper read lock \"/a\"").
+ */
+static void
+describe_wait(StringInfo buf, const DlEdgeInfo *info)
+{
+	if (info->zk)
+	{
+		const ZklockKindInfo *k = zklock_kind_info(info->kind);
+
+		appendStringInfo(buf, "zookeeper %s%slock \"%s\"",
+						 k->deadlock == ZKDL_MUTEX ? "" : k->recipe,
+						 k->deadlock == ZKDL_MUTEX ? "" : " ",
+						 zklock_text_from_utf8(info->path, strlen(info->path)));
+	}
+	else
+	{
+		StringInfoData tag;
+
+		initStringInfo(&tag);
+		DescribeLockTag(&tag, &info->locktag);
+		appendStringInfo(buf, "%s on %s",
+						 GetLockmodeName(info->locktag.locktag_lockmethodid,
+										 info->lockmode),
+						 tag.data);
+		pfree(tag.data);
+	}
+}
+
+/*
+ * Fail this backend, the victim of the cycle dl, as PostgreSQL's
+ * DeadLockReport does: 40P01, one DETAIL line per edge, the queries of its
+ * members in the server log only.  Its request is already withdrawn.
+ */
+void
+zklock_deadlock_report(const ZklockDeadlock *dl)
+{
+	StringInfoData client;
+	StringInfoData log;
+	int			i;
+
+	initStringInfo(&client);
+	initStringInfo(&log);
+	for (i = 0; i < dl->n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(&client, '\n');
+		appendStringInfo(&client, "Process %d waits for ", dl->edges[i].waiter);
+		describe_wait(&client, &dl->info[i]);
+		appendStringInfo(&client, "; blocked by process %d.", dl->edges[i].holder);
+	}
+	appendBinaryStringInfo(&log, client.data, client.len);
+	for (i = 0; i < dl->n; i++)
+		appendStringInfo(&log, "\nProcess %d: %s", dl->edges[i].waiter,
+						 pgstat_get_backend_current_activity(dl->edges[i].waiter, false));
+	pgstat_report_deadlock();
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("deadlock detected"),
+			 errdetail_internal("%s", client.data),
+			 errdetail_log("%s", log.data),
+			 errhint("See server log for query details.")));
+}
