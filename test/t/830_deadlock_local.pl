@@ -1,0 +1,314 @@
+
+# 830_deadlock_local: deadlocks inside one cluster are detected and broken
+# like PostgreSQL's own (issue 33, item 1).
+#
+# What users rely on:
+#   1. Two sessions that take /a then /b and /b then /a: after
+#      deadlock_timeout one of them fails with 40P01 "deadlock detected",
+#      whose DETAIL names both processes and both paths in PostgreSQL's
+#      style; the other gets its lock and commits.  Also when both close
+#      the cycle at the same moment and check at about the same time.
+#   2. A cycle through a row lock (or an advisory lock) and a zklock lock:
+#      S1 holds a row and waits for /c, S2 holds /c and waits for S1's
+#      row.  PostgreSQL's own detector cannot see the zklock wait, so the
+#      zklock waiter (S1) is the one that fails, with a DETAIL that names
+#      the heavyweight lock in PostgreSQL's words; S2 goes on (S1's
+#      transaction is aborted at the error, which gives back its row as a
+#      deadlock PostgreSQL detects does).
+#   3. Three sessions in a cycle /x -> /y -> /z -> /x: exactly one fails,
+#      the other two finish.
+#   4. No cycle, no error: a waiter behind a holder that merely holds for
+#      longer than deadlock_timeout, and a waiter behind a holder that
+#      itself waits for a row held by a third session that waits for
+#      nothing, wait as long as it takes and get the lock.
+# Every acquire has a timeout of 20 s, so the code before the feature
+# fails these tests (the deadlocked waits time out, no 40P01) rather than
+# hangs.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZklockTest;
+
+my $DEADLOCK_TIMEOUT = 1;    # seconds, as set below
+my $BOUND = $DEADLOCK_TIMEOUT + 2;    # the issue's bound for a 40P01
+
+my $zk = start_zk();
+my $node = new_zklock_node('deadlock', $zk, "deadlock_timeout = '1s'\n");
+$node->safe_psql('postgres',
+	'CREATE TABLE rows_t(id int PRIMARY KEY, v int); INSERT INTO rows_t VALUES (1, 0), (2, 0), (3, 0)');
+
+# sessions(@names): a new session per name
+sub sessions { return map { ZklockTest::Session->new($node, $_) } @_; }
+
+# ok_value($s, $sql, $label): $sql in $s succeeds
+sub ok_value
+{
+	my ($s, $sql, $label) = @_;
+	my $r = $s->query($sql);
+	ok($r->{err} !~ /ERROR/, $label) or diag($r->{err});
+	return $r->{out};
+}
+
+# acquire($path): an xact mutex acquire that gives up after 20 s
+sub acquire { my ($path) = @_; return "SELECT zk_mutex_acquire_xact('$path', '20s')"; }
+
+# wait_lock_wait($s): $s waits for a heavyweight lock (pg_stat_activity)
+sub wait_lock_wait
+{
+	my ($s) = @_;
+	return wait_sql($node,
+		'SELECT wait_event_type FROM pg_stat_activity WHERE pid = ' . $s->pid, 'Lock');
+}
+
+# outcomes(\@sessions, $t0, $only_first): wait (bounded, 25 s) for the
+# pending statements (only the first to end, with $only_first); returns
+# their results by session name, each with {elapsed}: seconds since $t0
+# when the result was seen (polled every 20 ms).
+sub outcomes
+{
+	my ($ss, $t0, $only_first) = @_;
+	my %res;
+	my $deadline = time + 25;
+	while (time < $deadline && keys %res < ($only_first ? 1 : @$ss))
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = time - $t0;
+			$r->{session} = $s;
+			$res{ $s->name } = $r;
+			last if $only_first;
+		}
+		usleep(20_000);
+	}
+	return \%res;
+}
+
+# detail_has($err, $waiter, $what, $holder): the DETAIL line of one edge
+sub detail_has
+{
+	my ($err, $waiter, $what, $holder, $label) = @_;
+	my $line = "Process " . $waiter->pid . " waits for $what; blocked by process " . $holder->pid . '.';
+	ok(index($err, $line) >= 0, $label) or diag("wanted [$line] in:\n$err");
+}
+
+############################################################################
+# 1. /a then /b against /b then /a
+############################################################################
+{
+	my ($a, $b) = sessions('a', 'b');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a, $b);
+	is(ok_value($a, acquire('/t830/a'), 'a takes /t830/a'), 't', 'a holds /t830/a');
+	is(ok_value($b, acquire('/t830/b'), 'b takes /t830/b'), 't', 'b holds /t830/b');
+	$a->start(acquire('/t830/b'));
+	ok(wait_waiting($node, $a->pid, '/t830/b'), 'a waits for /t830/b');
+	my $t0 = time;
+	$b->start(acquire('/t830/a'));
+
+	my $first = outcomes([ $a, $b ], $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('no session ended: a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	detail_has($v->{err}, $a, 'zookeeper lock "/t830/b"', $b, 'DETAIL: a waits for /t830/b, blocked by b');
+	detail_has($v->{err}, $b, 'zookeeper lock "/t830/a"', $a, 'DETAIL: b waits for /t830/a, blocked by a');
+
+	my ($victim, $other) = $victim_name eq 'a' ? ($a, $b) : ($b, $a);
+	# the victim's transaction is aborted at the error, which gives back
+	# its locks, as PostgreSQL gives back its own: the other goes on
+	my $r = $other->result(25);
+	is($r->{out}, 't', 'the other session gets its lock') or diag($r->{err});
+	isnt($r->{sqlstate} // '', '40P01', 'the other session did not fail');
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	ok_value($other, 'COMMIT', 'the other session commits');
+	ok(wait_no_zklock_rows($node, '/t830/a') && wait_no_zklock_rows($node, '/t830/b'),
+		'nothing is left held or waiting');
+	$_->quit for ($a, $b);
+}
+
+# 1b. both close the cycle at the same moment, so both checks run at about
+# the same time: still exactly one victim, five times over
+for my $round (1 .. 5)
+{
+	my ($a, $b) = sessions("a$round", "b$round");
+	my ($pa, $pb) = ("/t830/r$round/a", "/t830/r$round/b");
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a, $b);
+	is(ok_value($a, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
+	is(ok_value($b, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
+	my $t0 = time;
+	$a->start(acquire($pb));
+	$b->start(acquire($pa));
+	my $res = outcomes([ $a, $b ], $t0);
+	my @failed = grep { ($res->{$_}{sqlstate} // '') eq '40P01' } sort keys %$res;
+	is(scalar(keys %$res), 2, "round $round: both waits ended");
+	is(scalar(@failed), 1, "round $round: exactly one 40P01 (@failed)");
+	my @won = grep { ($res->{$_}{out} // '') eq 't' } sort keys %$res;
+	is(scalar(@won), 1, "round $round: the other got its lock");
+	cmp_ok($res->{ $failed[0] // '' }{elapsed} // 99, '<=', $BOUND, "round $round: within deadlock_timeout + 2 s");
+	ok_value($_, ($res->{ $_->name }{sqlstate} // '') eq '40P01' ? 'ROLLBACK' : 'COMMIT',
+		"round $round: " . $_->name . ' ends its transaction') for ($a, $b);
+	$_->quit for ($a, $b);
+}
+
+############################################################################
+# 2. a row lock and a zklock lock; then an advisory lock and a zklock lock
+############################################################################
+{
+	my ($s1, $s2) = sessions('s1', 's2');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2);
+	ok_value($s1, 'UPDATE rows_t SET v = v + 1 WHERE id = 1', 's1 holds row 1');
+	is(ok_value($s2, acquire('/t830/c'), 's2 takes /t830/c'), 't', 's2 holds /t830/c');
+	$s1->start(acquire('/t830/c'));
+	ok(wait_waiting($node, $s1->pid, '/t830/c'), 's1 waits for /t830/c');
+	my $t0 = time;
+	$s2->start('UPDATE rows_t SET v = v + 10 WHERE id = 1');
+
+	my $first = outcomes([ $s1, $s2 ], $t0, 1);
+	ok(exists $first->{s1}, 's1, the zklock waiter, ends its wait')
+	  or BAIL_OUT('s1 did not end: ' . join(',', keys %$first));
+	my $v = $first->{s1};
+	is($v->{sqlstate}, '40P01', 's1 fails with 40P01') or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	ok(!exists $first->{s2}, 's2 is not failed by PostgreSQL\'s detector');
+	detail_has($v->{err}, $s1, 'zookeeper lock "/t830/c"', $s2, 'DETAIL: s1 waits for /t830/c, blocked by s2');
+	like($v->{err}, qr/Process ${\ $s2->pid } waits for ShareLock on transaction \d+; blocked by process ${\ $s1->pid }\./,
+		'DETAIL: s2 waits for ShareLock on s1\'s transaction, in PostgreSQL\'s words');
+	like($v->{err}, qr/HINT:\s+See server log for query details\./, 'HINT as PostgreSQL gives it');
+
+	my $r = $s2->result(25);
+	ok($r->{done} && $r->{err} !~ /ERROR/, 's2\'s UPDATE goes on') or diag($r->{err});
+	ok_value($s1, 'ROLLBACK', 's1 rolls back');
+	ok_value($s2, 'COMMIT', 's2 commits');
+	is($node->safe_psql('postgres', 'SELECT v FROM rows_t WHERE id = 1'), '10',
+		'only s2\'s update is kept');
+
+	# the same with an advisory lock
+	ok_value($_, 'BEGIN', $_->name . ' begins again') for ($s1, $s2);
+	ok_value($s1, 'SELECT pg_advisory_xact_lock(830)', 's1 holds advisory lock 830');
+	is(ok_value($s2, acquire('/t830/e'), 's2 takes /t830/e'), 't', 's2 holds /t830/e');
+	$s1->start(acquire('/t830/e'));
+	ok(wait_waiting($node, $s1->pid, '/t830/e'), 's1 waits for /t830/e');
+	$t0 = time;
+	$s2->start('SELECT pg_advisory_xact_lock(830)');
+	$first = outcomes([ $s1, $s2 ], $t0, 1);
+	ok(exists $first->{s1}, 'advisory: s1 ends its wait') or BAIL_OUT('s1 did not end');
+	$v = $first->{s1};
+	is($v->{sqlstate}, '40P01', 'advisory: s1 fails with 40P01') or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "advisory: within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	like($v->{err}, qr/Process ${\ $s2->pid } waits for ExclusiveLock on advisory lock \[\d+,0,830,1\]; blocked by process ${\ $s1->pid }\./,
+		'advisory: DETAIL names the advisory lock');
+	$r = $s2->result(25);
+	ok($r->{done} && $r->{err} !~ /ERROR/, 'advisory: s2 gets the advisory lock') or diag($r->{err});
+	ok_value($s1, 'ROLLBACK', 'advisory: s1 rolls back');
+	ok_value($s2, 'COMMIT', 'advisory: s2 commits');
+	$_->quit for ($s1, $s2);
+}
+
+############################################################################
+# 3. three sessions: x holds /x and waits for /y, y for /z, z for /x
+############################################################################
+{
+	my @s = sessions('x', 'y', 'z');
+	my @p = ('/t830/x', '/t830/y', '/t830/z');
+	for my $i (0 .. 2)
+	{
+		ok_value($s[$i], 'BEGIN', $s[$i]->name . ' begins');
+		is(ok_value($s[$i], acquire($p[$i]), $s[$i]->name . " takes $p[$i]"), 't',
+			$s[$i]->name . " holds $p[$i]");
+	}
+	for my $i (0 .. 1)
+	{
+		$s[$i]->start(acquire($p[ $i + 1 ]));
+		ok(wait_waiting($node, $s[$i]->pid, $p[ $i + 1 ]), $s[$i]->name . ' waits for ' . $p[ $i + 1 ]);
+	}
+	my $t0 = time;
+	$s[2]->start(acquire($p[0]));
+
+	my $first = outcomes(\@s, $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	for my $i (0 .. 2)
+	{
+		detail_has($v->{err}, $s[$i], "zookeeper lock \"$p[($i + 1) % 3]\"", $s[ ($i + 1) % 3 ],
+			'DETAIL: ' . $s[$i]->name . ' waits for ' . $p[ ($i + 1) % 3 ]);
+	}
+	my ($victim) = grep { $_->name eq $victim_name } @s;
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+
+	# the others get their locks one after the other as each commits
+	my @rest = grep { $_->name ne $victim_name } @s;
+	my $failed = 0;
+	my %left = map { $_->name => $_ } @rest;
+	my $deadline = time + 25;
+	while (%left && time < $deadline)
+	{
+		for my $s (values %left)
+		{
+			next unless $s->done;
+			my $r = $s->result(5);
+			$failed++ if ($r->{sqlstate} // '') eq '40P01';
+			is($r->{out}, 't', $s->name . ' gets its lock') or diag($r->{err});
+			ok_value($s, 'COMMIT', $s->name . ' commits');
+			delete $left{ $s->name };
+		}
+		usleep(20_000);
+	}
+	is(scalar(keys %left), 0, 'both others finished');
+	is($failed, 0, 'exactly one 40P01 in the cycle');
+	$_->quit for @s;
+}
+
+############################################################################
+# 4. no cycle: no 40P01, however long the wait
+############################################################################
+{
+	# a holder that merely holds for 3 s (three deadlock_timeouts)
+	my ($h, $w) = sessions('slow_holder', 'waiter');
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t830/slow', '20s')", 'holder takes /t830/slow'), 't',
+		'holder holds /t830/slow');
+	my $t0 = time;
+	$w->start("SELECT zk_mutex_acquire('/t830/slow', '20s')");
+	ok(wait_waiting($node, $w->pid, '/t830/slow'), 'waiter waits behind the slow holder');
+	usleep(3_000_000);
+	ok(!$w->done, 'after 3 s the waiter still waits (no 40P01)');
+	ok_value($h, "SELECT zk_mutex_release('/t830/slow')", 'holder releases');
+	my $r = $w->result(25);
+	is($r->{out}, 't', 'the waiter gets the lock') or diag($r->{err});
+	is($r->{sqlstate}, undef, 'and no error');
+	ok_value($w, "SELECT zk_mutex_release('/t830/slow')", 'waiter releases');
+	$_->quit for ($h, $w);
+
+	# a chain that is no cycle: w -> h (zklock) -> r (row lock), r waits for nothing
+	my ($rs, $hs, $ws) = sessions('row_holder', 'chain_holder', 'chain_waiter');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($rs, $hs);
+	ok_value($rs, 'UPDATE rows_t SET v = v + 1 WHERE id = 2', 'row_holder holds row 2');
+	is(ok_value($hs, acquire('/t830/d'), 'chain_holder takes /t830/d'), 't', 'chain_holder holds /t830/d');
+	$hs->start('UPDATE rows_t SET v = v + 10 WHERE id = 2');
+	ok(wait_lock_wait($hs), 'chain_holder waits for row 2');
+	$ws->start("SELECT zk_mutex_acquire('/t830/d', '20s')");
+	ok(wait_waiting($node, $ws->pid, '/t830/d'), 'chain_waiter waits for /t830/d');
+	usleep(3_000_000);
+	ok(!$ws->done, 'after 3 s chain_waiter still waits (no 40P01)');
+	ok(!$hs->done, 'and chain_holder still waits for the row');
+	ok_value($rs, 'COMMIT', 'row_holder commits');
+	$r = $hs->result(25);
+	ok($r->{done} && $r->{err} !~ /ERROR/, 'chain_holder\'s UPDATE goes on') or diag($r->{err});
+	ok_value($hs, 'COMMIT', 'chain_holder commits (releases /t830/d)');
+	$r = $ws->result(25);
+	is($r->{out}, 't', 'chain_waiter gets /t830/d') or diag($r->{err});
+	is($r->{sqlstate}, undef, 'and no error');
+	$_->quit for ($rs, $hs, $ws);
+}
+
+$node->stop;
+stop_zk($zk);
+done_testing();
