@@ -133,8 +133,8 @@ sub detail_has
 }
 
 # 1b. both close the cycle at the same moment, so both checks run at about
-# the same time: still exactly one victim, five times over
-for my $round (1 .. 5)
+# the same time: still exactly one victim, three times over
+for my $round (1 .. 3)
 {
 	my ($a, $b) = sessions("a$round", "b$round");
 	my ($pa, $pb) = ("/t830/r$round/a", "/t830/r$round/b");
@@ -181,9 +181,10 @@ for my $round (1 .. 5)
 		'DETAIL: s2 waits for ShareLock on s1\'s transaction, in PostgreSQL\'s words');
 	like($v->{err}, qr/HINT:\s+See server log for query details\./, 'HINT as PostgreSQL gives it');
 
-	my $r = $s2->result(25);
+	my $r = $s2->result(10);
 	ok($r->{done} && $r->{err} !~ /ERROR/, 's2\'s UPDATE goes on') or diag($r->{err});
 	ok_value($s1, 'ROLLBACK', 's1 rolls back');
+	$r = $s2->result(25) unless $r->{done};
 	ok_value($s2, 'COMMIT', 's2 commits');
 	is($node->safe_psql('postgres', 'SELECT v FROM rows_t WHERE id = 1'), '10',
 		'only s2\'s update is kept');
@@ -203,9 +204,10 @@ for my $round (1 .. 5)
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "advisory: within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	like($v->{err}, qr/Process ${\ $s2->pid } waits for ExclusiveLock on advisory lock \[\d+,0,830,1\]; blocked by process ${\ $s1->pid }\./,
 		'advisory: DETAIL names the advisory lock');
-	$r = $s2->result(25);
+	$r = $s2->result(10);
 	ok($r->{done} && $r->{err} !~ /ERROR/, 'advisory: s2 gets the advisory lock') or diag($r->{err});
 	ok_value($s1, 'ROLLBACK', 'advisory: s1 rolls back');
+	$r = $s2->result(25) unless $r->{done};
 	ok_value($s2, 'COMMIT', 'advisory: s2 commits');
 	$_->quit for ($s1, $s2);
 }
