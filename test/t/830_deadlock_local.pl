@@ -99,27 +99,27 @@ sub detail_has
 ############################################################################
 # 1. /a then /b against /b then /a
 ############################################################################
-{
-	my ($a, $b) = sessions('a', 'b');
-	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a, $b);
-	is(ok_value($a, acquire('/t830/a'), 'a takes /t830/a'), 't', 'a holds /t830/a');
-	is(ok_value($b, acquire('/t830/b'), 'b takes /t830/b'), 't', 'b holds /t830/b');
-	$a->start(acquire('/t830/b'));
-	ok(wait_waiting($node, $a->pid, '/t830/b'), 'a waits for /t830/b');
+subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, the other commits' => sub {
+	my ($sa, $sb) = sessions('a', 'b');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
+	is(ok_value($sa, acquire('/t830/a'), 'a takes /t830/a'), 't', 'a holds /t830/a');
+	is(ok_value($sb, acquire('/t830/b'), 'b takes /t830/b'), 't', 'b holds /t830/b');
+	$sa->start(acquire('/t830/b'));
+	ok(wait_waiting($node, $sa->pid, '/t830/b'), 'a waits for /t830/b');
 	my $t0 = time;
-	$b->start(acquire('/t830/a'));
+	$sb->start(acquire('/t830/a'));
 
-	my $first = outcomes([ $a, $b ], $t0, 1);
+	my $first = outcomes([ $sa, $sb ], $t0, 1);
 	my ($victim_name) = keys %$first;
 	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('no session ended: a hang');
 	my $v = $first->{$victim_name};
 	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
 	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	detail_has($v->{err}, $a, 'zookeeper lock "/t830/b"', $b, 'DETAIL: a waits for /t830/b, blocked by b');
-	detail_has($v->{err}, $b, 'zookeeper lock "/t830/a"', $a, 'DETAIL: b waits for /t830/a, blocked by a');
+	detail_has($v->{err}, $sa, 'zookeeper lock "/t830/b"', $sb, 'DETAIL: a waits for /t830/b, blocked by b');
+	detail_has($v->{err}, $sb, 'zookeeper lock "/t830/a"', $sa, 'DETAIL: b waits for /t830/a, blocked by a');
 
-	my ($victim, $other) = $victim_name eq 'a' ? ($a, $b) : ($b, $a);
+	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
 	# the victim's transaction is aborted at the error, which gives back
 	# its locks, as PostgreSQL gives back its own: the other goes on
 	my $r = $other->result(25);
@@ -129,37 +129,39 @@ sub detail_has
 	ok_value($other, 'COMMIT', 'the other session commits');
 	ok(wait_no_zklock_rows($node, '/t830/a') && wait_no_zklock_rows($node, '/t830/b'),
 		'nothing is left held or waiting');
-	$_->quit for ($a, $b);
-}
+	$_->quit for ($sa, $sb);
+};
 
 # 1b. both close the cycle at the same moment, so both checks run at about
 # the same time: still exactly one victim, three times over
-for my $round (1 .. 3)
-{
-	my ($a, $b) = sessions("a$round", "b$round");
-	my ($pa, $pb) = ("/t830/r$round/a", "/t830/r$round/b");
-	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a, $b);
-	is(ok_value($a, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
-	is(ok_value($b, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
-	my $t0 = time;
-	$a->start(acquire($pb));
-	$b->start(acquire($pa));
-	my $res = outcomes([ $a, $b ], $t0);
-	my @failed = grep { ($res->{$_}{sqlstate} // '') eq '40P01' } sort keys %$res;
-	is(scalar(keys %$res), 2, "round $round: both waits ended");
-	is(scalar(@failed), 1, "round $round: exactly one 40P01 (@failed)");
-	my @won = grep { ($res->{$_}{out} // '') eq 't' } sort keys %$res;
-	is(scalar(@won), 1, "round $round: the other got its lock");
-	cmp_ok($res->{ $failed[0] // '' }{elapsed} // 99, '<=', $BOUND, "round $round: within deadlock_timeout + 2 s");
-	ok_value($_, ($res->{ $_->name }{sqlstate} // '') eq '40P01' ? 'ROLLBACK' : 'COMMIT',
-		"round $round: " . $_->name . ' ends its transaction') for ($a, $b);
-	$_->quit for ($a, $b);
-}
+subtest 'both close the cycle at once: exactly one victim' => sub {
+	for my $round (1 .. 3)
+	{
+		my ($sa, $sb) = sessions("a$round", "b$round");
+		my ($pa, $pb) = ("/t830/r$round/a", "/t830/r$round/b");
+		ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
+		is(ok_value($sa, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
+		is(ok_value($sb, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
+		my $t0 = time;
+		$sa->start(acquire($pb));
+		$sb->start(acquire($pa));
+		my $res = outcomes([ $sa, $sb ], $t0);
+		my @failed = grep { ($res->{$_}{sqlstate} // '') eq '40P01' } sort keys %$res;
+		is(scalar(keys %$res), 2, "round $round: both waits ended");
+		is(scalar(@failed), 1, "round $round: exactly one 40P01 (@failed)");
+		my @won = grep { ($res->{$_}{out} // '') eq 't' } sort keys %$res;
+		is(scalar(@won), 1, "round $round: the other got its lock");
+		cmp_ok($res->{ $failed[0] // '' }{elapsed} // 99, '<=', $BOUND, "round $round: within deadlock_timeout + 2 s");
+		ok_value($_, ($res->{ $_->name }{sqlstate} // '') eq '40P01' ? 'ROLLBACK' : 'COMMIT',
+			"round $round: " . $_->name . ' ends its transaction') for ($sa, $sb);
+		$_->quit for ($sa, $sb);
+	}
+};
 
 ############################################################################
 # 2. a row lock and a zklock lock; then an advisory lock and a zklock lock
 ############################################################################
-{
+subtest 'a row lock and an advisory lock against a zklock wait: the zklock waiter fails, the other goes on' => sub {
 	my ($s1, $s2) = sessions('s1', 's2');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2);
 	ok_value($s1, 'UPDATE rows_t SET v = v + 1 WHERE id = 1', 's1 holds row 1');
@@ -210,12 +212,12 @@ for my $round (1 .. 3)
 	$r = $s2->result(25) unless $r->{done};
 	ok_value($s2, 'COMMIT', 'advisory: s2 commits');
 	$_->quit for ($s1, $s2);
-}
+};
 
 ############################################################################
 # 3. three sessions: x holds /x and waits for /y, y for /z, z for /x
 ############################################################################
-{
+subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub {
 	my @s = sessions('x', 'y', 'z');
 	my @p = ('/t830/x', '/t830/y', '/t830/z');
 	for my $i (0 .. 2)
@@ -267,12 +269,12 @@ for my $round (1 .. 3)
 	is(scalar(keys %left), 0, 'both others finished');
 	is($failed, 0, 'exactly one 40P01 in the cycle');
 	$_->quit for @s;
-}
+};
 
 ############################################################################
 # 4. no cycle: no 40P01, however long the wait
 ############################################################################
-{
+subtest 'no cycle, no 40P01: a slow holder, and a holder waiting for a row of a session that waits for nothing' => sub {
 	# a holder that merely holds for 3 s (three deadlock_timeouts)
 	my ($h, $w) = sessions('slow_holder', 'waiter');
 	is(ok_value($h, "SELECT zk_mutex_acquire('/t830/slow', '20s')", 'holder takes /t830/slow'), 't',
@@ -309,7 +311,7 @@ for my $round (1 .. 3)
 	is($r->{out}, 't', 'chain_waiter gets /t830/d') or diag($r->{err});
 	is($r->{sqlstate}, undef, 'and no error');
 	$_->quit for ($rs, $hs, $ws);
-}
+};
 
 $node->stop;
 stop_zk($zk);
