@@ -16,7 +16,9 @@
 #      transaction is aborted at the error, which gives back its row as a
 #      deadlock PostgreSQL detects does).
 #   3. Three sessions in a cycle /x -> /y -> /z -> /x: exactly one fails,
-#      the other two finish.
+#      the other two finish.  A reader and a writer in a cycle of read/write
+#      locks: one fails, naming the read and the write lock; another reader
+#      of the same path, which waits for nothing, is in no edge.
 #   4. No cycle, no error: a waiter behind a holder that merely holds for
 #      longer than deadlock_timeout, and a waiter behind a holder that
 #      itself waits for a row held by a third session that waits for
@@ -269,6 +271,49 @@ subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub
 	is(scalar(keys %left), 0, 'both others finished');
 	is($failed, 0, 'exactly one 40P01 in the cycle');
 	$_->quit for @s;
+};
+
+############################################################################
+# 3b. read/write locks: a reader and a writer of two paths
+############################################################################
+subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks; two readers never' => sub {
+	my ($r, $w) = sessions('reader', 'writer');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($r, $w);
+	is(ok_value($r, "SELECT zk_read_lock_acquire_xact('/t830/rw1', '20s')", 'reader reads /t830/rw1'),
+		't', 'reader holds a read lock on /t830/rw1');
+	is(ok_value($w, "SELECT zk_write_lock_acquire_xact('/t830/rw2', '20s')", 'writer writes /t830/rw2'),
+		't', 'writer holds the write lock on /t830/rw2');
+	# a second reader of /t830/rw1 is no obstacle to anyone
+	my ($r2) = sessions('reader2');
+	is(ok_value($r2, "SELECT zk_read_lock_acquire('/t830/rw1', '20s')", 'reader2 reads /t830/rw1'),
+		't', 'reader2 shares the read lock');
+	$r->start("SELECT zk_read_lock_acquire_xact('/t830/rw2', '20s')");
+	ok(wait_waiting($node, $r->pid, '/t830/rw2'), 'reader waits for /t830/rw2 behind the writer');
+	my $t0 = time;
+	$w->start("SELECT zk_write_lock_acquire_xact('/t830/rw1', '20s')");
+	my $first = outcomes([ $r, $w ], $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	detail_has($v->{err}, $r, 'zookeeper read lock "/t830/rw2"', $w, 'DETAIL: reader waits for the read lock, blocked by writer');
+	detail_has($v->{err}, $w, 'zookeeper write lock "/t830/rw1"', $r, 'DETAIL: writer waits for the write lock, blocked by reader');
+	unlike($v->{err}, qr/blocked by process ${\ $r2->pid }\./, 'reader2, which waits for nothing, is in no edge of the cycle');
+	my ($victim, $other) = $victim_name eq 'reader' ? ($r, $w) : ($w, $r);
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	if ($victim_name eq 'reader')
+	{
+		# the writer still waits for reader2's read lock, which is no cycle
+		usleep(2_500_000);
+		ok(!$other->done, 'the writer waits for reader2 without a 40P01');
+		ok_value($r2, "SELECT zk_read_lock_release('/t830/rw1')", 'reader2 releases');
+	}
+	my $res = $other->result(25);
+	is($res->{out}, 't', 'the other gets its lock') or diag($res->{err});
+	ok_value($other, 'COMMIT', 'the other commits');
+	ok_value($r2, "SELECT zk_release_all()", 'reader2 lets go of what it still holds');
+	$_->quit for ($r, $w, $r2);
 };
 
 ############################################################################
