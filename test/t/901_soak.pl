@@ -19,7 +19,8 @@
 #     once, zk_participants shows the holder first, zk_revoke asks exactly
 #     the one holder of a mutex, a release of a held lock succeeds;
 #   - fails only with the SQLSTATEs the faults explain (08006, 40000, 55P03,
-#     57014, 57P01), never hangs (every statement ends within $HANG_SECS), and
+#     57014, 57P01), and 40P01 only where two multi-locks taken in opposite
+#     orders closed a real deadlock, never hangs (every statement ends within $HANG_SECS), and
 #     every recipe works again once the faults are over;
 #   - does not grow its worker's memory under steady load;
 #   - logs no unexpected ERROR, no crash but the one the test causes, and
@@ -91,7 +92,8 @@ my %EXPECTED_SQLSTATE = (
 	'40000' => 'COMMIT of an _xact lock lost with the session (or the lease ran out)',
 	'55P03' => 'lock_timeout (this test sets none)',
 	'57014' => 'pg_cancel_backend of a session that holds or waits',
-	'57P01' => 'the session was terminated by pg_terminate_backend');
+	'57P01' => 'the session was terminated by pg_terminate_backend',
+	'40P01' => 'a multi-lock against one taken in the other order: a real deadlock, broken (multi only)');
 
 # A default run takes about 2 minutes; a longer soak needs a longer watchdog
 # (ZklockTest's default is 300 s) unless the caller set one.
@@ -1031,6 +1033,9 @@ subtest 'no wrong answer, no hang, only the SQLSTATEs the faults explain, every 
 	is(scalar @bad, 0, 'every error carries an SQLSTATE the faults explain ('
 		  . join(', ', map { "$_ x$all_err{$_}" } sort keys %all_err) . ')')
 	  or diag(join("\n", map { "$_: $last_err{$_}" } @bad));
+	my @deadlocked = grep { $_ ne 'multi' && ($stat{$_}{err}{'40P01'} // 0) > 0 } @RECIPES;
+	is(scalar @deadlocked, 0, '40P01 (deadlock detected) only for multi-locks, whose two orders close real cycles')
+	  or diag("40P01 in: @deadlocked");
 	my @bad_cleanup = grep { !/^(ok|dead|error (08006|57P01))$/ } keys %cleanup;
 	is(scalar @bad_cleanup, 0, 'the cleanup statements (zk_release_all) did not fail') or diag("@bad_cleanup");
 	for my $r (@RECIPES)
@@ -1184,6 +1189,7 @@ subtest 'the server log has no unexpected ERROR or FATAL, no crash but the test\
 			$ok = 1 if $code eq '08006' && $msg =~ /^zookeeper is not reachable$|^zookeeper lock ".*" was (lost as it was granted|granted but cannot be proven held)$/;
 			$ok = 1 if $code eq '40000' && $msg =~ /^zookeeper lock ".*" was lost before commit$|^zookeeper locks of this transaction cannot be proven held at commit$/;
 			$ok = 1 if $code eq '55P03' && $msg =~ /^canceling statement due to lock timeout$/;
+			$ok = 1 if $code eq '40P01' && $msg =~ /^deadlock detected$/;
 			$ok = 1 if $code eq '57014' && $msg =~ /^canceling statement due to user request$/ && ($cancel_workers{$pid} || $cancelled{$pid});
 		}
 		else
