@@ -83,7 +83,9 @@
 #   - no statement runs past its timeouts plus the holds it asked for plus
 #     75 s (a session timeout and zklock.connect_timeout), counted from its
 #     start and from the last fault on its cluster or ZooKeeper, every
-#     error carries a documented SQLSTATE, and once everything is released
+#     error carries a documented SQLSTATE (40P01, deadlock detected, only
+#     for a multi-lock: the two orders close real cycles), and once
+#     everything is released
 #     no lock, lease, member or latch node is left in ZooKeeper.
 # A session closed from outside by ZkTool (with its password) is not an
 # expiry the lease can see (the failure model: only commit_confirm catches
