@@ -257,6 +257,7 @@ heavyweight_edges(DlGraph *g, int pid)
 		LockInstanceData *instances = &data->locks[bproc->first_lock];
 		int		   *ahead = &data->waiter_pids[bproc->first_waiter];
 		LockInstanceData *blocked = NULL;
+		LockMethod	method;
 		int			conflicts;
 		DlEdgeInfo	info;
 
@@ -267,7 +268,8 @@ heavyweight_edges(DlGraph *g, int pid)
 				blocked = &instances[j];
 		if (blocked == NULL)
 			continue;
-		conflicts = GetLockTagsMethodTable(&blocked->locktag)->conflictTab[blocked->waitLockMode];
+		method = GetLockTagsMethodTable(&blocked->locktag);
+		conflicts = method->conflictTab[blocked->waitLockMode];
 		memset(&info, 0, sizeof(info));
 		info.zk = false;
 		info.locktag = blocked->locktag;
