@@ -102,6 +102,8 @@ sub detail_has
 # 1. /a then /b against /b then /a
 ############################################################################
 subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, the other commits' => sub {
+	my $deadlocks = "SELECT deadlocks FROM pg_stat_database WHERE datname = 'postgres'";
+	my $before = $node->safe_psql('postgres', $deadlocks);
 	my ($sa, $sb) = sessions('a', 'b');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
 	is(ok_value($sa, acquire('/t830/a'), 'a takes /t830/a'), 't', 'a holds /t830/a');
@@ -131,6 +133,8 @@ subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, t
 	ok_value($other, 'COMMIT', 'the other session commits');
 	ok(wait_no_zklock_rows($node, '/t830/a') && wait_no_zklock_rows($node, '/t830/b'),
 		'nothing is left held or waiting');
+	ok(wait_until(sub { $node->safe_psql('postgres', $deadlocks) > $before }, 20, 'deadlocks counted'),
+		'counted in pg_stat_database.deadlocks, as PostgreSQL counts its own');
 	$_->quit for ($sa, $sb);
 };
 
