@@ -58,6 +58,7 @@ typedef struct ZklockDeadlock ZklockDeadlock;
 extern ZklockDeadlock *zklock_deadlock_search(int idx, uint32 serial);
 extern bool zklock_deadlock_stands(const ZklockDeadlock *dl);
 extern void zklock_deadlock_report(const ZklockDeadlock *dl);
+extern void zklock_deadlock_free(ZklockDeadlock *dl);
 
 /* backend/channel.c */
 extern void zklock_build_node_data(void);

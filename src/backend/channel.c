@@ -334,7 +334,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 						look = look_at_slot(idx, serial, false, dl, &ans, &cs);
 						if (look == LOOK_WITHDRAWN)
 							zklock_deadlock_report(dl);
-						pfree(dl);
+						zklock_deadlock_free(dl);
 					}
 					deadlock_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															  DeadlockTimeout);

@@ -30,6 +30,7 @@
  *	zklock_deadlock_report(dl)   ereport(ERROR) 40P01 "deadlock detected",
  *		one DETAIL line per edge in PostgreSQL's wording, the queries in
  *		the server log.
+ *	zklock_deadlock_free(dl)   free a cycle that did not stand.
  *
  * The walk, from this backend (waiting for zklock path P):
  *
@@ -420,6 +421,23 @@ zklock_deadlock_search(int idx, uint32 serial)
 	}
 	MemoryContextDelete(cxt);
 	return dl;
+}
+
+/*
+ * Free what zklock_deadlock_search returned.
+ */
+void
+zklock_deadlock_free(ZklockDeadlock *dl)
+{
+	int			i;
+
+	for (i = 0; i < dl->n; i++)
+		if (dl->info[i].zk)
+			pfree(dl->info[i].path);
+	pfree(dl->edges);
+	pfree(dl->info);
+	pfree(dl->order);
+	pfree(dl);
 }
 
 /*
