@@ -55,6 +55,19 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
 #define ZKLOCK_NODE_DATA_SIZE	256
 /* buffer for an error message handed back by the worker */
 #define ZKLOCK_ERRMSG_SIZE		256
+/* buffer for the DETAIL of an error handed back by the worker */
+#define ZKLOCK_ERRDETAIL_SIZE	1024
+
+/*
+ * The zklock-owned path below zklock.namespace where waits that lasted
+ * deadlock_timeout are published for the detection across clusters
+ * (worker/waits.c); no SQL path may be it or below it.
+ */
+#define ZKLOCK_WAITS_DIR		"/zklock-waits"
+
+/* what a waiting backend asks the worker (ZklockSlot.dlx_ask) */
+#define ZKLOCK_DLX_PUBLISH		0x01	/* publish this wait */
+#define ZKLOCK_DLX_CHECK		0x02	/* look for a cycle across clusters */
 
 /*
  * A point in time on the monotonic clock that decides safety (the lease,
@@ -302,6 +315,11 @@ typedef struct ZklockSlot
 	ZklockResult result;
 	int			sqlerrcode;
 	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	char		errdetail[ZKLOCK_ERRDETAIL_SIZE];	/* ZKR_ERROR: its DETAIL,
+													 * "" if none */
+	uint8		dlx_ask;		/* ZKLOCK_DLX_ bits the waiting owner set
+								 * (under the lock) for the worker; the
+								 * worker clears them as it takes them */
 	ZklockNodeRef nodes[ZKN_COUNT];	/* its nodes: ZKN_MAIN, and a lease's
 									 * P/locks node */
 	int64		czxid;			/* creation zxid of our node, once created */
@@ -506,6 +524,7 @@ extern bool zklock_lock_cache;
 extern int	zklock_lock_cache_size;
 extern int	zklock_lock_cache_idle;
 extern int	zklock_lock_cache_backoff;
+extern bool zklock_deadlock_records;
 extern void zklock_define_settings(void);
 extern bool zklock_session_timeout_ok(int elevel);
 

@@ -49,6 +49,13 @@ zklock_make_lock_key(text *path_text, ZklockKind kind, LocalLockKey *key, int *u
 				 errmsg("invalid zookeeper path: %s", zklock_path_error_message(err)),
 				 errdetail("The problem is at byte %zu of the path.", bad + 1)));
 
+	if (zklock_path_is_under(utf8, rawlen, ZKLOCK_WAITS_DIR))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid zookeeper path: \"%s\" is reserved by zklock",
+						ZKLOCK_WAITS_DIR),
+				 errdetail("zklock publishes lock waits there for the deadlock detection across clusters.")));
+
 	memset(key, 0, sizeof(*key));
 	key->kind = kind;
 	memcpy(key->path, zklock_namespace, nslen);

@@ -49,6 +49,7 @@ typedef struct SlotAnswer
 	ZklockResult result;
 	int			sqlerrcode;
 	char		errmsg[ZKLOCK_ERRMSG_SIZE];
+	char		errdetail[ZKLOCK_ERRDETAIL_SIZE];
 	int64		value;
 	uint32		needed;
 } SlotAnswer;
@@ -156,6 +157,8 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->result = ZKR_NONE;
 		slot->sqlerrcode = 0;
 		slot->errmsg[0] = '\0';
+		slot->errdetail[0] = '\0';
+		slot->dlx_ask = 0;
 		memset(slot->nodes, 0, sizeof(slot->nodes));
 		slot->czxid = 0;
 		slot->session_gen = 0;
@@ -216,6 +219,7 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 				ans->result = slot->result;
 				ans->sqlerrcode = slot->sqlerrcode;
 				strlcpy(ans->errmsg, slot->errmsg, sizeof(ans->errmsg));
+				strlcpy(ans->errdetail, slot->errdetail, sizeof(ans->errdetail));
 				ans->value = slot->result_value;
 				ans->needed = slot->result_size;
 				zklock_slot_drop(slot);
@@ -256,6 +260,32 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 }
 
 /*
+ * Ask the worker about our request in slot idx, still waiting: publish its
+ * wait in ZooKeeper, or check for a cycle across clusters through it
+ * (ZKLOCK_DLX_ bits; worker/waits.c).  The bits go into the slot and the
+ * slot is posted, under the lock taken as a backend takes it
+ * (zklock_lock_table, never LWLockAcquire).
+ */
+static void
+ask_worker(int idx, uint32 serial, uint8 bits)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	bool		posted = false;
+
+	zklock_lock_table(LW_EXCLUSIVE);
+	if (slot->serial == serial && slot->pid == MyProcPid &&
+		slot->state == ZKS_ACTIVE && !zklock_give_back_pending(slot))
+	{
+		slot->dlx_ask |= bits;
+		zklock_post(idx);
+		posted = true;
+	}
+	LWLockRelease(zklock_shared->lock);
+	if (posted)
+		zklock_wake_worker();
+}
+
+/*
  * The time timeout_ms after start, or 0 (never) when it is out of the
  * range of a timestamp: a timeout of thousands of years is no timeout.
  */
@@ -292,6 +322,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 	SlotAnswer	ans;
 	uint32		wait_event;
 	TimestampTz deadlock_at = 0;
+	bool		published = false;
 
 	/* the kind was set by this backend when it filled the slot */
 	wait_event = zklock_wait_event(zklock_kind_info(slot->kind)->acquire ?
@@ -336,6 +367,17 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 							zklock_deadlock_report(dl);
 						zklock_deadlock_free(dl);
 					}
+
+					/*
+					 * none inside the cluster: across clusters, the first
+					 * tick publishes the wait, every later one checks
+					 */
+					if (look == LOOK_PENDING && zklock_deadlock_records)
+					{
+						ask_worker(idx, serial, published ? ZKLOCK_DLX_CHECK :
+								   ZKLOCK_DLX_PUBLISH);
+						published = true;
+					}
 					deadlock_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															  DeadlockTimeout);
 				}
@@ -349,9 +391,16 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 			if (look == LOOK_DONE)
 			{
 				if (ans.result == ZKR_ERROR)
+				{
+					/* a victim of a deadlock across clusters (worker/waits.c) */
+					if (ans.sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED)
+						pgstat_report_deadlock();
 					ereport(ERROR,
 							(errcode(ans.sqlerrcode),
-							 errmsg("%s", ans.errmsg)));
+							 errmsg("%s", ans.errmsg),
+							 ans.errdetail[0] != '\0' ?
+							 errdetail_internal("%s", ans.errdetail) : 0));
+				}
 				if (value)
 					*value = ans.value;
 				if (needed)

@@ -36,6 +36,7 @@ bool		zklock_lock_cache = false;
 int			zklock_lock_cache_size = 64;
 int			zklock_lock_cache_idle = 30000;
 int			zklock_lock_cache_backoff = 60000;
+bool		zklock_deadlock_records = true;
 
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
@@ -278,6 +279,21 @@ zklock_define_settings(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	/*
+	 * On by default: a cycle across clusters is a deadlock as much as one
+	 * inside a cluster, and the records cost nothing before deadlock_timeout.
+	 * Superuser: a session that turns it off hides its waits from every
+	 * other cluster's detection, which is not its own business only.
+	 */
+	DefineCustomBoolVariable("zklock.deadlock_records",
+							 "Publish lock waits that lasted deadlock_timeout in ZooKeeper, for the deadlock detection across clusters.",
+							 "Off: only cycles inside this cluster are detected.",
+							 &zklock_deadlock_records,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zklock");
 }

@@ -27,9 +27,19 @@
  * of one cycle that find it at the same time cannot both fail, because
  * the second one's re-check finds the first one's wait withdrawn.
  *
+ * Across clusters (worker/waits.c).  The processes are the wait records
+ * read from ZooKeeper, numbered by their place in the listing; record i
+ * waits for record j when a node ahead of i's waiting node that blocks it
+ * is one of the nodes j's backend holds (zklock_record_edges).  The same
+ * search finds a cycle back to the checker's record; a cycle whose
+ * records were all published by one session is left to that cluster's
+ * own detector (zklock_cycle_crosses), so that one cycle never gets a
+ * victim from each detector.
+ *
  *-------------------------------------------------------------------------
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "core/deadlock_rules.h"
 
@@ -174,4 +184,63 @@ zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle, int ncycle,
 			return false;
 	}
 	return true;
+}
+
+/*
+ * The edges among wait records: i -> j when a node ahead of record i is
+ * held by record j's backend, at most one edge per pair (the first such
+ * node).  An edge's wait_key is i and its hold_key the index of that node
+ * in i's ahead list, so the caller can name the node the edge rests on.
+ * Returns the number of edges (at most maxedges).
+ */
+int
+zklock_record_edges(const ZklockWaitRecord *recs, int nrecs,
+					ZklockWaitEdge *edges, int maxedges)
+{
+	int			n = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < nrecs; i++)
+	{
+		for (j = 0; j < nrecs && n < maxedges; j++)
+		{
+			int			a;
+			int			h;
+			int			found = -1;
+
+			if (j == i)
+				continue;
+			for (a = 0; a < recs[i].nahead && found < 0; a++)
+				for (h = 0; h < recs[j].nholds && found < 0; h++)
+					if (strcmp(recs[i].ahead[a], recs[j].holds[h]) == 0)
+						found = a;
+			if (found < 0)
+				continue;
+			edges[n].waiter = i;
+			edges[n].holder = j;
+			edges[n].wait_key = (uint64_t) i;
+			edges[n].hold_key = (uint64_t) found;
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Does the cycle (ncycle edges of edges, by index, over recs) pass through
+ * records of more than one session?  A cycle within one session's records
+ * is that cluster's own detector's.
+ */
+bool
+zklock_cycle_crosses(const ZklockWaitRecord *recs, const ZklockWaitEdge *edges,
+					 const int *cycle, int ncycle)
+{
+	int			i;
+
+	for (i = 0; i < ncycle; i++)
+		if (strcmp(recs[edges[cycle[i]].waiter].session,
+				   recs[edges[cycle[0]].waiter].session) != 0)
+			return true;
+	return false;
 }

@@ -76,4 +76,25 @@ typedef bool (*ZklockEdgeLive) (const ZklockWaitEdge *e, void *arg);
 extern bool zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle,
 								int ncycle, ZklockEdgeLive live, void *arg);
 
+/*
+ * A wait published for the detection across clusters (worker/waits.c), as
+ * read back from ZooKeeper: which worker session published it, the lock
+ * nodes ahead of its waiting node that block it, and the lock nodes its
+ * backend holds (full paths).
+ */
+typedef struct ZklockWaitRecord
+{
+	const char *session;		/* the publishing session, from its name */
+	const char *const *ahead;
+	int			nahead;
+	const char *const *holds;
+	int			nholds;
+} ZklockWaitRecord;
+
+extern int	zklock_record_edges(const ZklockWaitRecord *recs, int nrecs,
+								ZklockWaitEdge *edges, int maxedges);
+extern bool zklock_cycle_crosses(const ZklockWaitRecord *recs,
+								 const ZklockWaitEdge *edges,
+								 const int *cycle, int ncycle);
+
 #endif							/* ZKLOCK_DEADLOCK_RULES_H */

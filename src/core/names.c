@@ -619,3 +619,16 @@ zklock_find_ghosts(char *const *children, int n, ZklockLiveId *live,
 	}
 	return nghosts;
 }
+
+/*
+ * Is path (len bytes, not necessarily NUL-terminated) the path dir itself,
+ * or a path below it?  "/ab" is not below "/a".
+ */
+bool
+zklock_path_is_under(const char *path, size_t len, const char *dir)
+{
+	size_t		dlen = strlen(dir);
+
+	return len >= dlen && memcmp(path, dir, dlen) == 0 &&
+		(len == dlen || path[dlen] == '/');
+}

@@ -58,6 +58,8 @@ typedef enum ZklockPathError
 extern ZklockPathError zklock_validate_path(const char *path, size_t len,
 											size_t maxlen, size_t *bad_offset);
 extern const char *zklock_path_error_message(ZklockPathError err);
+/* is path (len bytes) dir itself or below it? */
+extern bool zklock_path_is_under(const char *path, size_t len, const char *dir);
 
 /* Java UUID.randomUUID().toString() of 16 random bytes; out has 37 bytes */
 extern void zklock_format_uuid(const unsigned char bytes[16], char *out);

@@ -145,7 +145,10 @@ zklock_run_requests(void)
 				zklock_req_withdraw(i);
 			else if (slot->state == ZKS_NEW)
 				pickup(i);
+			else if (slot->state == ZKS_ACTIVE && slot->dlx_ask != 0)
+				zklock_dlx_asked(i);
 		}
+		zklock_dlx_pass();
 		if (zklock_deletes_due(GetCurrentTimestamp()))
 			zklock_send_deletes();
 		LWLockRelease(sh->lock);
@@ -172,6 +175,9 @@ zklock_run_requests(void)
 
 		if (slot->state == ZKS_NEW)
 			pickup(i);
+		else if (slot->state == ZKS_ACTIVE && slot->dlx_ask != 0 &&
+				 req->serial == slot->serial)
+			zklock_dlx_asked(i);
 		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
 		{
 			/*
@@ -204,6 +210,7 @@ zklock_run_requests(void)
 			zklock_revoke_watch(i);
 		}
 	}
+	zklock_dlx_pass();
 	LWLockRelease(sh->lock);
 }
 

@@ -206,6 +206,10 @@ extern int	zklock_pathidx_first(const char *base);
 extern int	zklock_pathidx_next(int i);
 extern int	zklock_pathidx_check(void);
 
+/* worker/waits.c: the deadlock detection across clusters */
+extern void zklock_dlx_asked(int idx);
+extern void zklock_dlx_pass(void);
+
 /* worker/zkio.c */
 extern const void *zklock_make_tag(int idx, uint32 serial);
 extern int zklock_rc_sqlstate(int rc);

@@ -257,6 +257,63 @@ test_keys(void **state)
 	assert_true(ZKLOCK_DL_KEY(0, 1) != 0);
 }
 
+/*
+ * Across clusters: two clusters' records in opposite order (A holds /a's
+ * node and waits behind /b's; B the other way) give a cycle that crosses
+ * sessions; a chain that ends at a record waiting for nothing, or at a
+ * node nobody's record holds, gives none; a cycle of one session's
+ * records is left to its own detector.
+ */
+static void
+test_record_edges(void **state)
+{
+	const char *a_ahead[] = {"/b/n1"};
+	const char *a_holds[] = {"/a/n1", "/x/n3"};
+	const char *b_ahead[] = {"/c/n0", "/a/n1"};
+	const char *b_holds[] = {"/b/n1"};
+	const char *c_ahead[] = {"/gone/n9"};
+	const char *c_holds[] = {"/c/n0"};
+	ZklockWaitRecord recs[3];
+	ZklockWaitEdge edges[MAXE];
+	int			cycle[MAXE];
+	int			n;
+	int			len;
+
+	(void) state;
+	recs[0] = (ZklockWaitRecord) {"s1", a_ahead, 1, a_holds, 2};
+	recs[1] = (ZklockWaitRecord) {"s2", b_ahead, 2, b_holds, 1};
+	recs[2] = (ZklockWaitRecord) {"s2", c_ahead, 1, c_holds, 1};
+	n = zklock_record_edges(recs, 3, edges, MAXE);
+	/* 0 -> 1 (/b/n1), 1 -> 0 (/a/n1, its second node ahead), 1 -> 2 (/c/n0) */
+	assert_int_equal(n, 3);
+	assert_int_equal(edges[0].waiter, 0);
+	assert_int_equal(edges[0].holder, 1);
+	assert_int_equal((int) edges[0].hold_key, 0);
+	assert_int_equal(edges[1].waiter, 1);
+	assert_int_equal(edges[1].holder, 0);
+	assert_int_equal((int) edges[1].hold_key, 1);
+	assert_int_equal(edges[2].holder, 2);
+	len = find(edges, n, 0, cycle);
+	assert_int_equal(len, 2);
+	assert_true(zklock_cycle_crosses(recs, edges, cycle, len));
+	/* record 2 waits behind a node nobody holds: no cycle through it */
+	assert_int_equal(find(edges, n, 2, cycle), 0);
+
+	/* the same cycle published by one session: its cluster's own */
+	recs[1].session = "s1";
+	len = find(edges, n, 1, cycle);
+	assert_int_equal(len, 2);
+	assert_false(zklock_cycle_crosses(recs, edges, cycle, len));
+
+	/* a holder that released (its record no longer lists the node) */
+	recs[1].nholds = 0;
+	n = zklock_record_edges(recs, 3, edges, MAXE);
+	assert_int_equal(find(edges, n, 0, cycle), 0);
+	/* maxedges bounds the answer */
+	recs[1].nholds = 1;
+	assert_int_equal(zklock_record_edges(recs, 3, edges, 1), 1);
+}
+
 int
 main(void)
 {
@@ -270,6 +327,7 @@ main(void)
 		cmocka_unit_test(test_one_victim),
 		cmocka_unit_test(test_stands_edges),
 		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_record_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
