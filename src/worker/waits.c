@@ -19,9 +19,12 @@
  * The records.  One ephemeral node per published wait, below
  * zklock.namespace + ZKLOCK_WAITS_DIR (a path no SQL call may use,
  * backend/args.c), made with zklock.acl as every zklock node, its parents
- * as containers.  Its name, <session id hex>-<slot>-<serial>-<n> (n counts
- * this process's records), is never used twice, so a record made again
- * is another node.  Its data, text, one "key value" per line:
+ * as containers.  Its name, <session id hex>-<worker pid>-<slot>-<serial>-<n>
+ * (n counts this process's records), is never used twice, so a record
+ * made again is another node.  A restarted worker goes on with its
+ * predecessor's session (zklock_shared keeps it), so its first pass lists
+ * the records and deletes those of its session made by another process
+ * (sweep_earlier): nothing outlives the wait it was made for.  Its data, text, one "key value" per line:
  *
  *	zklock-wait 1
  *	cluster <cluster_name, or host:port>
@@ -91,6 +94,7 @@
 #include <unistd.h>
 
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -166,6 +170,7 @@ static int	nrecs_used = 0;		/* records not DLX_NONE */
 static DlxCheck *check = NULL;	/* the check in flight */
 static uint32 check_serial = 0;
 static uint32 record_count = 0;
+static bool swept = false;		/* an earlier worker's records were looked for */
 
 /*
  * The records' parent: zklock.namespace + ZKLOCK_WAITS_DIR.
@@ -291,7 +296,11 @@ create_done(int rc, const char *value, const void *data)
 		DlxRec	   *r = &recs[c->idx];
 
 		if (rc == ZOK)
+		{
 			r->state = DLX_LIVE;	/* a wait that ended: the pass deletes it */
+			ereport(DEBUG1,
+					(errmsg("zklock: wait record %s published", r->name)));
+		}
 		else if (rc == ZNONODE && !r->retried && zklock_connected)
 		{
 			char		dir[ZKLOCK_FULL_PATH_SIZE + 16];
@@ -410,9 +419,9 @@ list_done(int rc, const struct String_vector *strings, const void *data)
 		if (rc == ZOK && still_waiting(c->idx, c->serial) &&
 			build_record(c->idx, children, n, &buf))
 		{
-			snprintf(r->name, sizeof(r->name), "%016llx-%d-%u-%u",
-					 (unsigned long long) zklock_shared->session_id, c->idx,
-					 c->serial, ++record_count);
+			snprintf(r->name, sizeof(r->name), "%016llx-%d-%d-%u-%u",
+					 (unsigned long long) zklock_shared->session_id, MyProcPid,
+					 c->idx, c->serial, ++record_count);
 			r->data = MemoryContextStrdup(TopMemoryContext, buf.data);
 			r->len = buf.len;
 			r->state = DLX_CREATING;
@@ -633,8 +642,8 @@ multi_done(int rc, const void *data)
 		ZklockSlot *slot = &zklock_shared->slots[m->idx];
 
 		ereport(LOG,
-				(errmsg("zklock: deadlock across clusters: process %d is the victim",
-						slot->pid),
+				(errmsg("zklock: deadlock across clusters: process %d is the victim (multi of %d operations)",
+						slot->pid, m->nops),
 				 errdetail_internal("%s", m->detail)));
 		strlcpy(slot->errdetail, m->detail, sizeof(slot->errdetail));
 		zklock_req_fail(m->idx, ERRCODE_T_R_DEADLOCK_DETECTED, "deadlock detected");
@@ -711,6 +720,9 @@ check_evaluate(void)
 		wr[i].holds = record_lines(check->data[i], "hold ", &wr[i].nholds);
 	}
 	nedges = zklock_record_edges(wr, check->n, edges, maxedges);
+	ereport(DEBUG1,
+			(errmsg("zklock: deadlock check for %d waiter(s): %d request(s), %d wait record(s), %d edge(s)",
+					check->nasked, 1 + check->n, check->n, nedges)));
 
 	for (a = 0; a < check->nasked; a++)
 	{
@@ -833,6 +845,61 @@ check_start(void)
 }
 
 /*
+ * Completion of the listing of the records at this process's start: delete
+ * those of this session made by an earlier worker.
+ */
+static void
+sweep_listed(int rc, const struct String_vector *strings, const void *data)
+{
+	DlxCall    *c = (DlxCall *) data;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	if (rc == ZOK && c->session_gen == zklock_shared->session_gen)
+	{
+		char		ours[64];
+		char		mine[64];
+		char		dir[ZKLOCK_FULL_PATH_SIZE + 16];
+		int			i;
+
+		snprintf(ours, sizeof(ours), "%016llx-",
+				 (unsigned long long) zklock_shared->session_id);
+		snprintf(mine, sizeof(mine), "%s%d-", ours, MyProcPid);
+		records_dir(dir, sizeof(dir));
+		for (i = 0; i < strings->count; i++)
+		{
+			const char *name = strings->data[i];
+			char		path[ZKLOCK_FULL_PATH_SIZE + 96];
+
+			if (strncmp(name, ours, strlen(ours)) != 0 ||
+				strncmp(name, mine, strlen(mine)) == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			(void) zklock_delete_add(path, NULL, false, c->session_gen, 0, 0);
+		}
+	}
+	else if (rc != ZOK && rc != ZNONODE)
+		swept = false;			/* again at the next pass */
+	LWLockRelease(zklock_shared->lock);
+	pfree(c);
+}
+
+/*
+ * Once per process, when connected: list the records to delete those an
+ * earlier worker of this session left (one getChildren).  Caller holds
+ * the lock.
+ */
+static void
+sweep_earlier(void)
+{
+	char		dir[ZKLOCK_FULL_PATH_SIZE + 16];
+
+	records_dir(dir, sizeof(dir));
+	swept = true;
+	if (zoo_aget_children(zklock_zh, dir, 0, sweep_listed, new_call(0, 0)) != ZOK)
+		swept = false;
+}
+
+/*
  * Every pass: the records of waits that ended are deleted (through the
  * pending-delete table, retried for the session's life), those of an
  * earlier session forgotten (gone with it); a check starts when a waiter
@@ -844,6 +911,8 @@ zklock_dlx_pass(void)
 	bool		asked = false;
 	int			i;
 
+	if (!swept && zklock_connected)
+		sweep_earlier();
 	/* a check of an earlier session gets no more answers */
 	if (check != NULL && check->session_gen != zklock_shared->session_gen)
 		check_free();

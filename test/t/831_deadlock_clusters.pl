@@ -1,0 +1,253 @@
+
+# 831_deadlock_clusters: deadlocks across clusters that share one ZooKeeper
+# are detected and broken (issue 33, items 2 and 4).
+#
+# What users rely on:
+#   1. Two clusters in opposite order (A: /a then /b, B: /b then /a):
+#      exactly one of the two sessions fails with 40P01 "deadlock
+#      detected" within deadlock_timeout + 2 s, its DETAIL naming both
+#      processes, their clusters and paths; the other gets its lock and
+#      commits.
+#   2. A three-party cycle over two clusters (A1 /x -> /y, B1 /y -> /z,
+#      A2 /z -> /x): exactly one 40P01 within the bound, the other two get
+#      their locks in turn and commit.
+#   3. A chain that is no cycle fails nobody: a waiter on A behind a
+#      holder on B that waits for nothing, a waiter on B behind that
+#      waiter, all waiting several deadlock_timeouts while checks run; the
+#      holder then releases while they still run, and each gets its lock.
+#   4. Records: a wait that lasted deadlock_timeout is visible under
+#      /zklock-waits (read with a Curator client) and is gone once the
+#      wait ends; a wait shorter than deadlock_timeout writes nothing; a
+#      worker restart leaves no record of its old session; SQL cannot use
+#      the records' path.
+# Every acquire has a timeout of 20 s, so the code before the feature (or
+# with zklock.deadlock_records off) fails these tests (the deadlocked
+# waits time out, no 40P01) rather than hangs.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZklockTest;
+
+my $DEADLOCK_TIMEOUT = 0.5;    # seconds, as set below
+my $BOUND = $DEADLOCK_TIMEOUT + 2;    # the issue's bound for a 40P01
+my $RECORDS = '/zklock-waits';
+my $records_off = $ENV{ZKLOCK_831_RECORDS_OFF} ? "zklock.deadlock_records = off\n" : '';
+
+my $zk = start_zk();
+# (the test harness names each cluster: cluster_name is the node's name)
+my $na = new_zklock_node('cluster_a', $zk, "deadlock_timeout = '500ms'\n$records_off");
+my $nb = new_zklock_node('cluster_b', $zk, "deadlock_timeout = '500ms'\n$records_off");
+my $peer = new_peer($zk);
+
+# records(): the wait records' names now
+sub records { return $peer->children($RECORDS) // []; }
+
+# no_records(): wait (bounded) until no wait record is left
+sub no_records { return wait_until(sub { @{ records() } == 0 }, 10, 'no wait record'); }
+
+sub session { my ($node, $name) = @_; return ZklockTest::Session->new($node, $name); }
+
+# ok_value($s, $sql, $label): $sql in $s succeeds
+sub ok_value
+{
+	my ($s, $sql, $label) = @_;
+	my $r = $s->query($sql);
+	ok($r->{err} !~ /ERROR/, $label) or diag($r->{err});
+	return $r->{out};
+}
+
+# acquire($path): an xact mutex acquire that gives up after 20 s
+sub acquire { my ($path) = @_; return "SELECT zk_mutex_acquire_xact('$path', '20s')"; }
+
+# outcomes(\@sessions, $t0, $only_first): wait (bounded, 25 s) for the
+# pending statements (only the first to end, with $only_first); returns
+# their results by session name, each with {elapsed} since $t0.
+sub outcomes
+{
+	my ($ss, $t0, $only_first) = @_;
+	my %res;
+	my $deadline = time + 25;
+	while (time < $deadline && keys %res < ($only_first ? 1 : @$ss))
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = time - $t0;
+			$res{ $s->name } = $r;
+			last if $only_first;
+		}
+		usleep(20_000);
+	}
+	return \%res;
+}
+
+# detail_has($err, $waiter, $wc, $path, $holder, $hc): one edge's DETAIL line
+sub detail_has
+{
+	my ($err, $waiter, $wc, $path, $holder, $hc, $label) = @_;
+	my $line = 'Process ' . $waiter->pid . " of cluster $wc waits for zookeeper lock \"$path\"; blocked by process "
+	  . $holder->pid . " of cluster $hc.";
+	ok(index($err, $line) >= 0, $label) or diag("wanted [$line] in:\n$err");
+}
+
+# unwind(\@sessions): the sessions still waiting get their locks one after
+# the other as each commits; each must get 't', none a 40P01
+sub unwind
+{
+	my ($left, $label) = @_;
+	my @left = @$left;
+	while (@left)
+	{
+		my $res = outcomes(\@left, time, 1);
+		my ($name) = keys %$res;
+		ok(defined $name, "$label: a waiter gets its lock") or return;
+		is($res->{$name}{out}, 't', "$label: $name gets its lock, no error")
+		  or diag($res->{$name}{err});
+		my ($s) = grep { $_->name eq $name } @left;
+		ok_value($s, 'COMMIT', "$label: $name commits");
+		@left = grep { $_->name ne $name } @left;
+	}
+}
+
+############################################################################
+# 1. two clusters in opposite order
+############################################################################
+subtest 'two clusters in opposite order: one 40P01 naming both, the other commits' => sub {
+	my $sa = session($na, 'a');
+	my $sb = session($nb, 'b');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
+	is(ok_value($sa, acquire('/t831/a'), 'a takes /t831/a'), 't', 'a holds /t831/a');
+	is(ok_value($sb, acquire('/t831/b'), 'b takes /t831/b'), 't', 'b holds /t831/b');
+	$sa->start(acquire('/t831/b'));
+	ok(wait_waiting($na, $sa->pid, '/t831/b'), 'a waits for /t831/b');
+	my $t0 = time;
+	$sb->start(acquire('/t831/a'));
+
+	my $first = outcomes([ $sa, $sb ], $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('no session ended: a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	detail_has($v->{err}, $sa, 'cluster_a', '/t831/b', $sb, 'cluster_b', 'DETAIL: a (cluster_a) waits for /t831/b, blocked by b (cluster_b)');
+	detail_has($v->{err}, $sb, 'cluster_b', '/t831/a', $sa, 'cluster_a', 'DETAIL: b (cluster_b) waits for /t831/a, blocked by a (cluster_a)');
+
+	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	my $r = $other->result(25);
+	is($r->{out}, 't', 'the other session gets its lock') or diag($r->{err});
+	ok_value($other, 'COMMIT', 'the other session commits');
+	ok(no_records(), 'no wait record is left once the waits ended');
+	$_->quit for ($sa, $sb);
+};
+
+############################################################################
+# 2. three parties over two clusters
+############################################################################
+subtest 'a three-party cycle over two clusters: exactly one 40P01, the others go on' => sub {
+	my $a1 = session($na, 'a1');
+	my $b1 = session($nb, 'b1');
+	my $a2 = session($na, 'a2');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a1, $b1, $a2);
+	is(ok_value($a1, acquire('/t831/x'), 'a1 takes /t831/x'), 't', 'a1 holds /t831/x');
+	is(ok_value($b1, acquire('/t831/y'), 'b1 takes /t831/y'), 't', 'b1 holds /t831/y');
+	is(ok_value($a2, acquire('/t831/z'), 'a2 takes /t831/z'), 't', 'a2 holds /t831/z');
+	$a1->start(acquire('/t831/y'));
+	ok(wait_waiting($na, $a1->pid, '/t831/y'), 'a1 waits for /t831/y');
+	$b1->start(acquire('/t831/z'));
+	ok(wait_waiting($nb, $b1->pid, '/t831/z'), 'b1 waits for /t831/z');
+	my $t0 = time;
+	$a2->start(acquire('/t831/x'));
+
+	my $first = outcomes([ $a1, $b1, $a2 ], $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('no session ended: a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	is(scalar(() = $v->{err} =~ /Process \d+ of cluster cluster_[ab] waits for/g), 3, 'DETAIL: a line per member');
+	my ($victim) = grep { $_->name eq $victim_name } ($a1, $b1, $a2);
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	unwind([ grep { $_->name ne $victim_name } ($a1, $b1, $a2) ], 'three parties');
+	ok(no_records(), 'no wait record is left');
+	$_->quit for ($a1, $b1, $a2);
+};
+
+############################################################################
+# 3. a chain that is no cycle
+############################################################################
+subtest 'a chain that is no cycle, with checks running and a release among them: no 40P01' => sub {
+	my $h = session($nb, 'holder');
+	my $w1 = session($na, 'w1');
+	my $w2 = session($nb, 'w2');
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($h, $w1, $w2);
+	is(ok_value($h, acquire('/t831/n2'), 'holder (B) takes /t831/n2'), 't', 'holder holds /t831/n2');
+	is(ok_value($w1, acquire('/t831/n1'), 'w1 (A) takes /t831/n1'), 't', 'w1 holds /t831/n1');
+	$w1->start(acquire('/t831/n2'));
+	ok(wait_waiting($na, $w1->pid, '/t831/n2'), 'w1 waits for /t831/n2 behind the holder on B');
+	$w2->start(acquire('/t831/n1'));
+	ok(wait_waiting($nb, $w2->pid, '/t831/n1'), 'w2 (B) waits for /t831/n1 behind w1 on A');
+	ok(wait_until(sub { @{ records() } == 2 }, 10, 'two records'),
+		'both waits are published once they lasted deadlock_timeout');
+	my $log_a = -s $na->logfile;
+	# checks run every deadlock_timeout meanwhile: several of them must
+	# come and go with nobody failed
+	ok(wait_until(sub { my @c = slurp_file($na->logfile, $log_a) =~ /deadlock check for/g; @c >= 3 }, 10,
+		'three checks'), 'A ran three checks while w1 waited');
+	ok(!$w1->done && !$w2->done, 'nobody was failed by them');
+	# the holder releases while checks run
+	ok_value($h, 'COMMIT', 'the holder commits (releases /t831/n2)');
+	unwind([ $w1, $w2 ], 'chain');
+	ok(no_records(), 'no wait record is left');
+	$_->quit for ($h, $w1, $w2);
+};
+
+############################################################################
+# 4. records: short waits write nothing, a restarted worker leaves none,
+#    SQL cannot touch their path
+############################################################################
+subtest 'records: none for a short wait, none left by a restarted worker, a reserved path' => sub {
+	my $h = session($na, 'short_h');
+	my $w = session($nb, 'short_w');
+	my $log_b = -s $nb->logfile;
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t831/s')", 'short_h takes /t831/s'), 't', 'short_h holds');
+	$w->start("SELECT zk_mutex_acquire('/t831/s', '20s')");
+	ok(wait_waiting($nb, $w->pid, '/t831/s'), 'short_w waits (on B)');
+	is(ok_value($h, "SELECT zk_mutex_release('/t831/s')", 'short_h releases'), 't',
+		'released before deadlock_timeout');
+	is($w->result(10)->{out}, 't', 'short_w gets the lock');
+	unlike(slurp_file($nb->logfile, $log_b), qr/wait record \S+ published/,
+		'nothing was written to ZooKeeper for a wait shorter than deadlock_timeout');
+	is(ok_value($w, "SELECT zk_mutex_release('/t831/s')", 'short_w releases'), 't', 'short_w releases');
+
+	# a long wait, then the waiter's worker restarts: its old session
+	# is closed, and its record with it
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t831/s')", 'short_h takes /t831/s again'), 't', 'held again');
+	$w->start("SELECT zk_mutex_acquire('/t831/s', '20s')");
+	ok(wait_until(sub { @{ records() } == 1 }, 10, 'one record'), 'the long wait is published');
+	my ($old) = @{ records() };
+	my ($oldpid, $newpid) = restart_worker($nb);
+	ok($newpid, 'the worker of B restarted');
+	ok(wait_until(sub { !grep { $_ eq $old } @{ records() } }, 20, 'old record gone'),
+		'the record of the old session is gone');
+	ok_value($h, "SELECT zk_mutex_release('/t831/s')", 'short_h releases');
+	my $r = $w->result(20);
+	ok($r->{done}, 'the waiter ends its wait') or diag($r->{err});
+	ok(no_records(), 'no wait record is left');
+	$_->quit for ($h, $w);
+
+	my ($state, $e) = psql_error($na, "SELECT zk_mutex_acquire('$RECORDS/x', '1s')");
+	is($state, '22023', 'SQL cannot lock below the records\' path');
+	like($e, qr/reserved by zklock/, 'the error says the path is zklock\'s');
+};
+
+$peer->quit;
+$na->stop;
+$nb->stop;
+stop_zk($zk);
+done_testing();
