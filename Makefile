@@ -20,7 +20,8 @@ OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 
 EXTENSION = zklock
-DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql
+DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql \
+	zklock--0.2--0.3.sql zklock--0.3.sql
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 SHLIB_LINK += -lzookeeper_st

@@ -317,6 +317,11 @@ typedef struct ZklockSlot
 	char		errmsg[ZKLOCK_ERRMSG_SIZE];
 	char		errdetail[ZKLOCK_ERRDETAIL_SIZE];	/* ZKR_ERROR: its DETAIL,
 													 * "" if none */
+	char		waits_for[ZKLOCK_NODE_DATA_SIZE];	/* a wait published
+														 * (worker/waits.c): whom
+														 * it waits for, for
+														 * zk_locks; "" if not
+														 * known */
 	uint8		dlx_ask;		/* ZKLOCK_DLX_ bits the waiting owner set
 								 * (under the lock) for the worker; the
 								 * worker clears them as it takes them */

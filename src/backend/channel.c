@@ -159,6 +159,7 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->errmsg[0] = '\0';
 		slot->errdetail[0] = '\0';
 		slot->dlx_ask = 0;
+		slot->waits_for[0] = '\0';
 		memset(slot->nodes, 0, sizeof(slot->nodes));
 		slot->czxid = 0;
 		slot->session_gen = 0;

@@ -324,8 +324,8 @@ zk_locks(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		ZklockSlot *s = &copy[i];
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[13];
+		bool		nulls[13];
 		const char *scope;
 		const char *recipe;
 		const char *mode;
@@ -365,13 +365,16 @@ zk_locks(PG_FUNCTION_ARGS)
 		values[10] = BoolGetDatum(s->revoke_requested);
 		values[11] = zklock_utf8_text_datum(s->waits_on);
 		nulls[11] = (s->state != ZKS_ACTIVE || s->waits_on[0] == '\0');
+		/* from 0.3 on (a 0.2 result has 12 columns: the 13th is not read) */
+		values[12] = zklock_utf8_text_datum(s->waits_for);
+		nulls[12] = (s->state != ZKS_ACTIVE || s->waits_for[0] == '\0');
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	for (i = 0; i < nkept; i++)
 	{
 		ZklockCacheEntry *e = &kept[i];
-		Datum		values[12];
-		bool		nulls[12];
+		Datum		values[13];
+		bool		nulls[13];
 
 		memset(nulls, 0, sizeof(nulls));
 		nulls[0] = true;		/* no holder */
@@ -387,6 +390,7 @@ zk_locks(PG_FUNCTION_ARGS)
 		nulls[9] = (e->czxid == 0);
 		values[10] = BoolGetDatum(false);
 		nulls[11] = true;
+		nulls[12] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

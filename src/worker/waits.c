@@ -94,6 +94,7 @@
 #include <unistd.h>
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "utils/guc.h"
@@ -396,6 +397,109 @@ build_record(int idx, char **children, int n, StringInfo buf)
 }
 
 /*
+ * What zk_locks shows of the holder of a node from its data: "pid N of
+ * cluster X" for zklock's own identity (JSON with cluster_name and pid),
+ * else the data as it is (a Curator client's participant id), valid
+ * UTF-8 of printable characters.
+ */
+static void
+describe_holder(const char *value, int len, char *out, size_t outlen)
+{
+	char		buf[ZKLOCK_NODE_DATA_SIZE];
+	const char *p;
+	int			i;
+
+	len = Min(len, (int) sizeof(buf) - 1);
+	memcpy(buf, value, len);
+	buf[len] = '\0';
+	if (buf[0] == '{' && (p = strstr(buf, "\"pid\":")) != NULL)
+	{
+		int			pid = atoi(p + 6);
+		char		cluster[128] = "";
+		const char *c = strstr(buf, "\"cluster_name\":\"");
+
+		if (c != NULL)
+			sscanf(c + 16, "%127[^\"]", cluster);
+		if (cluster[0] != '\0')
+			snprintf(out, outlen, "pid %d of cluster %s", pid, cluster);
+		else
+			snprintf(out, outlen, "pid %d of %s", pid, buf);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		if ((unsigned char) buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	if (!pg_verify_mbstr(PG_UTF8, buf, len, true))
+		for (i = 0; i < len; i++)
+			if ((unsigned char) buf[i] >= 0x80)
+				buf[i] = '?';
+	strlcpy(out, buf, outlen);
+}
+
+/*
+ * Completion of the getData of the node a published wait waits behind:
+ * its holder, for zk_locks.
+ */
+static void
+holder_read(int rc, const char *value, int value_len, const struct Stat *stat,
+			const void *data)
+{
+	DlxCall    *c = (DlxCall *) data;
+
+	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
+	if (rc == ZOK && still_waiting(c->idx, c->serial) && value != NULL)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[c->idx];
+
+		describe_holder(value, value_len, slot->waits_for, sizeof(slot->waits_for));
+	}
+	LWLockRelease(zklock_shared->lock);
+	pfree(c);
+}
+
+/*
+ * Whom the wait of slot idx waits for, for zk_locks: the first node ahead
+ * that blocks it (a mutex's or a writer's holder, a reader's first writer
+ * ahead).  A node of a local backend gives "pid N" at once; any other is
+ * read (one getData).  Caller holds the lock.
+ */
+static void
+learn_holder(int idx, char **sorted, int n)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	LockTarget	t;
+	const char *first = NULL;
+	char		path[ZKLOCK_NODE_PATH_SIZE];
+	int			i;
+
+	zklock_lk_target(idx, &t);
+	for (i = 0; i < n && strcmp(sorted[i], t.node) != 0 && first == NULL; i++)
+		if (!t.read || zklock_is_write_node(sorted[i]))
+			first = sorted[i];
+	slot->waits_for[0] = '\0';
+	if (first == NULL)
+		return;
+	for (i = 0; i < zklock_shared->nslots; i++)
+	{
+		ZklockSlot *h = &zklock_shared->slots[i];
+
+		if (h->state != ZKS_FREE && strcmp(h->nodes[ZKN_MAIN].name, first) == 0 &&
+			strcmp(h->path, slot->path) == 0)
+		{
+			snprintf(slot->waits_for, sizeof(slot->waits_for), "pid %d", h->pid);
+			return;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/%s", t.base, first);
+	{
+		DlxCall    *c = new_call(idx, slot->serial);
+
+		if (zoo_aget(zklock_zh, path, 0, holder_read, c) != ZOK)
+			pfree(c);
+	}
+}
+
+/*
  * Completion of the listing of a waiting lock: build the record and send
  * its create.
  */
@@ -426,6 +530,7 @@ list_done(int rc, const struct String_vector *strings, const void *data)
 			r->len = buf.len;
 			r->state = DLX_CREATING;
 			send_create(c->idx);
+			learn_holder(c->idx, children, n);
 		}
 		else
 			rec_forget(c->idx);	/* asked again at the next tick */

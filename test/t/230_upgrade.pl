@@ -21,6 +21,8 @@
 #     view privilege and a lost member one at a time); pg_dump, plain and
 #     as pg_upgrade runs it (--binary-upgrade, OIDs masked), writes the
 #     same for both;
+#   - 0.2 updated to 0.3 is a fresh 0.3 too, and zk_locks of both
+#     versions reads the one library (0.3 adds the column waits_for);
 #   - from 0.2 on, zk_leader works whatever the caller's search_path (0.1
 #     called zk_participants unqualified), and CREATE EXTENSION grants and
 #     revokes on the extension's own functions only (0.1 took PUBLIC's
@@ -38,7 +40,7 @@ use ZklockCatalog;
 # Every released version, oldest first; the last is default_version.  A
 # new version is added here, with its full script and an update script
 # from the one before it (src/README, "Versions and upgrades").
-my @VERSIONS = ('0.1', '0.2');
+my @VERSIONS = ('0.1', '0.2', '0.3');
 my $CURRENT = $VERSIONS[-1];
 
 my $zk = start_zk();
@@ -50,7 +52,7 @@ $node->safe_psql('postgres', 'GRANT zklock_user TO app');
 # a: 0.1, then updated with locks held; b: fresh default; c: fresh default
 # for the planted differences; d: 0.1 in a schema of its own; e and f: a
 # user's own zk_ function beside a fresh install of the default and of 0.1
-$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f);
+$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f g);
 
 sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
 
@@ -66,6 +68,8 @@ subtest 'the installed scripts offer exactly the versions this test lists, each 
 	}
 	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.1' AND target = '0.2'}),
 		'0.1--0.2', '0.1 goes to 0.2 by zklock--0.1--0.2.sql');
+	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.2' AND target = '0.3'}),
+		'0.2--0.3', '0.2 goes to 0.3 by zklock--0.2--0.3.sql');
 	is(sql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}),
 		$CURRENT, 'CREATE EXTENSION zklock installs the default version');
 };
@@ -270,6 +274,26 @@ subtest "the updated database's catalog is a fresh ${CURRENT}'s, object by objec
 		'and their privileges, recorded as the extension\'s initial ones');
 	unlike(ZklockCatalog::dump_text($node, 'a'), qr/GRANT|REVOKE/,
 		'a plain dump of the updated database has no GRANT or REVOKE: the update recorded its privileges as the extension\'s own');
+};
+
+subtest '0.2 updated to 0.3 is a fresh 0.3; zk_locks of 0.2 and of 0.3 read the same library' => sub {
+	sql('g', q{CREATE EXTENSION zklock VERSION '0.2'});
+	is(sql('g', q{SELECT count(*) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 0}),
+		'12', "0.2's zk_locks has 12 columns");
+	is(sql('g', q{SELECT count(*) FROM zk_locks}), '0', "0.2's zk_locks reads this library");
+	sql('g', 'ALTER EXTENSION zklock UPDATE');
+	is(sql('g', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
+	is(sql('g', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 10}),
+		'revocation_requested,waiting_for,waits_for', "0.3's zk_locks ends with waits_for");
+	my @diff = ZklockCatalog::compare(ZklockCatalog::snapshot($node, 'g'),
+		ZklockCatalog::snapshot($node, 'b'), 'updated from 0.2', 'fresh');
+	is(scalar @diff, 0, '0.2 updated and a fresh install hold the same catalog facts')
+	  or diag(join("\n", @diff));
+	my @d = ZklockCatalog::compare_text(
+		ZklockCatalog::dump_text($node, 'g', binary_upgrade => 1),
+		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
+	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
+	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
 };
 
 subtest 'the comparison reports each planted difference, and nothing once it is undone' => sub {
