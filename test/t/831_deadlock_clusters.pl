@@ -20,6 +20,10 @@
 #      wait ends; a wait shorter than deadlock_timeout writes nothing; a
 #      worker restart leaves no record of its old session; SQL cannot use
 #      the records' path.
+#   5. zk_locks.waits_for, for a wait that lasted deadlock_timeout: "pid
+#      N" behind a holder of the same cluster, "pid N of cluster X" behind
+#      another cluster's session, the node's data (Curator's participant
+#      id) behind a Curator client.
 # Every acquire has a timeout of 20 s, so the code before the feature (or
 # with zklock.deadlock_records off) fails these tests (the deadlocked
 # waits time out, no 40P01) rather than hangs.
@@ -244,6 +248,57 @@ subtest 'records: none for a short wait, none left by a restarted worker, a rese
 	my ($state, $e) = psql_error($na, "SELECT zk_mutex_acquire('$RECORDS/x', '1s')");
 	is($state, '22023', 'SQL cannot lock below the records\' path');
 	like($e, qr/reserved by zklock/, 'the error says the path is zklock\'s');
+};
+
+############################################################################
+# 5. zk_locks.waits_for
+############################################################################
+subtest 'zk_locks.waits_for: a local holder, another cluster\'s, a Curator client' => sub {
+	my $w = session($na, 'wf_w');
+
+	# waits_for($path): the waiter's waits_for, once it is known
+	my $waits_for = sub {
+		my ($path) = @_;
+		my $q = "SELECT coalesce(waits_for, '') FROM zk_locks WHERE pid = " . $w->pid . " AND path = '$path'";
+		my $v = '';
+		wait_until(sub { $v = $na->safe_psql('postgres', $q); $v ne '' }, 10, "waits_for of $path");
+		return $v;
+	};
+	my $release_wait = sub {
+		my ($path) = @_;
+		my $r = $w->result(20);
+		is($r->{out}, 't', "the waiter gets $path") or diag($r->{err});
+		$w->value("SELECT zk_mutex_release('$path')");
+	};
+
+	my $hl = session($na, 'wf_local');
+	$hl->value(q{SELECT zk_mutex_acquire('/t831/wf1')});
+	$w->start(q{SELECT zk_mutex_acquire('/t831/wf1', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t831/wf1'), 'waits behind a holder of its cluster');
+	is($waits_for->('/t831/wf1'), 'pid ' . $hl->pid, 'waits_for: pid N of the local holder');
+	$hl->value(q{SELECT zk_mutex_release('/t831/wf1')});
+	$release_wait->('/t831/wf1');
+
+	my $hb = session($nb, 'wf_other');
+	$hb->value(q{SELECT zk_mutex_acquire('/t831/wf2')});
+	$w->start(q{SELECT zk_mutex_acquire('/t831/wf2', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t831/wf2'), 'waits behind a holder of the other cluster');
+	is($waits_for->('/t831/wf2'), 'pid ' . $hb->pid . ' of cluster cluster_b',
+		'waits_for: pid N of cluster X, from the holder\'s node');
+	$hb->value(q{SELECT zk_mutex_release('/t831/wf2')});
+	$release_wait->('/t831/wf2');
+
+	$peer->acquire('wf', '/t831/wf3', 5000);
+	is($peer->acquire_result('wf', 10), 'acquired', 'a Curator client holds /t831/wf3');
+	my ($holder) = @{ $peer->participants('/t831/wf3') };
+	my $id = $peer->get($holder);
+	$w->start(q{SELECT zk_mutex_acquire('/t831/wf3', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t831/wf3'), 'waits behind the Curator client');
+	is($waits_for->('/t831/wf3'), $id, "waits_for: the Curator participant id ($id)");
+	$peer->release('wf');
+	$release_wait->('/t831/wf3');
+	ok(no_records(), 'no wait record is left');
+	$_->quit for ($w, $hl, $hb);
 };
 
 $peer->quit;
