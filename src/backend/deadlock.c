@@ -46,7 +46,10 @@
  *	  conflicting mode (soft), by lock group leader.  Only the process's
  *	  own wait counts, not that of the members of its lock group;
  *	- waits on a Curator client or on another cluster give no edge (the
- *	  holder is not in this cluster's table): such a cycle is not seen.
+ *	  holder is not in this cluster's table): such a cycle is not seen
+ *	  here.  When this search finds nothing, the wait loop has the worker
+ *	  publish the wait and look for a cycle across clusters through
+ *	  ZooKeeper (worker/waits.c).
  *
  * Snapshots, and why a cycle found stood at one instant.  The zklock slots
  * are read under zklock_shared->lock in shared mode, which is released

@@ -43,7 +43,14 @@
  * holds go only by a loss.  Waits shorter than deadlock_timeout write
  * nothing; a record goes when its wait ends (grant, give-up, victim, loss:
  * the next pass queues its delete in the pending-delete table) and with
- * the session.  Only the mutex and read/write kinds publish: a lease of a
+ * the session.  Publishing costs one getChildren of the lock and one
+ * create (NoNode: the containers and the create again, once), and one
+ * getData of the node it waits behind when that node is not one of this
+ * worker's, for zk_locks' waits_for (learn_holder: "pid N" for a local
+ * holder, "pid N of cluster X" from zklock's identity, else the node's
+ * data: a Curator client's participant id).  Curator clients publish no
+ * waits, so a cycle through one is never seen.  Only the mutex and
+ * read/write kinds publish: a lease of a
  * semaphore waits for no one in particular, a semaphore mutex's holds are
  * leases (their edges across clusters are not followed).
  *
@@ -661,6 +668,23 @@ record_lines(const char *data, const char *key, int *n)
 static void multi_done(int rc, const void *data);
 
 /*
+ * Free a multi and what it holds.
+ */
+static void
+multi_free(DlxMulti *m)
+{
+	int			i;
+
+	pfree(m->detail);
+	for (i = 0; i < m->nops; i++)
+		pfree(m->paths[i]);
+	pfree(m->paths);
+	pfree(m->ops);
+	pfree(m->results);
+	pfree(m);
+}
+
+/*
  * Confirm the cycle through slot idx's record (own) and make it the
  * victim, in one multi (see the banner).  Caller holds the lock.
  */
@@ -719,15 +743,7 @@ send_multi(DlxCheck *ck, const ZklockWaitRecord *wr, int idx, int own,
 	for (i = 0; i < m->nops; i++)
 		m->results[i].err = ZSYSTEMERROR;
 	if (zoo_amulti(zklock_zh, m->nops, m->ops, m->results, multi_done, m) != ZOK)
-	{
-		pfree(m->detail);
-		for (i = 0; i < m->nops; i++)
-			pfree(m->paths[i]);
-		pfree(m->paths);
-		pfree(m->ops);
-		pfree(m->results);
-		pfree(m);
-	}
+		multi_free(m);
 }
 
 /*
@@ -738,7 +754,6 @@ static void
 multi_done(int rc, const void *data)
 {
 	DlxMulti   *m = (DlxMulti *) data;
-	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	if (rc == ZOK && still_waiting(m->idx, m->serial) &&
@@ -758,13 +773,7 @@ multi_done(int rc, const void *data)
 				(errmsg("zklock: a deadlock across clusters did not stand: %s",
 						zerror(rc))));
 	LWLockRelease(zklock_shared->lock);
-	pfree(m->detail);
-	for (i = 0; i < m->nops; i++)
-		pfree(m->paths[i]);
-	pfree(m->paths);
-	pfree(m->ops);
-	pfree(m->results);
-	pfree(m);
+	multi_free(m);
 }
 
 /*

@@ -318,6 +318,34 @@ sub finish_statement
 
 push @EXPORT, qw(lease_left lock_state committed finish_statement);
 
+# outcomes(\@sessions, $t0, $only_first): wait (bounded, 25 s) for the
+# pending statements of sessions (only the first to end, with
+# $only_first); returns their results by session name, each with
+# {elapsed}: seconds since $t0 when the result was seen (polled every
+# 20 ms), and {session}.  For tests where one of several waits must end
+# first (a deadlock's victim, 830 and 831).
+sub outcomes
+{
+	my ($ss, $t0, $only_first) = @_;
+	my %res;
+	my $deadline = Time::HiRes::time() + 25;
+	while (Time::HiRes::time() < $deadline && keys %res < ($only_first ? 1 : @$ss))
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = Time::HiRes::time() - $t0;
+			$r->{session} = $s;
+			$res{ $s->name } = $r;
+			last if $only_first;
+		}
+		Time::HiRes::usleep(20_000);
+	}
+	return \%res;
+}
+push @EXPORT, qw(outcomes);
+
 # Leave no server behind, even when a test dies half-way.
 END
 {

@@ -65,31 +65,6 @@ sub wait_lock_wait
 		'SELECT wait_event_type FROM pg_stat_activity WHERE pid = ' . $s->pid, 'Lock');
 }
 
-# outcomes(\@sessions, $t0, $only_first): wait (bounded, 25 s) for the
-# pending statements (only the first to end, with $only_first); returns
-# their results by session name, each with {elapsed}: seconds since $t0
-# when the result was seen (polled every 20 ms).
-sub outcomes
-{
-	my ($ss, $t0, $only_first) = @_;
-	my %res;
-	my $deadline = time + 25;
-	while (time < $deadline && keys %res < ($only_first ? 1 : @$ss))
-	{
-		for my $s (@$ss)
-		{
-			next if exists $res{ $s->name } || !$s->done;
-			my $r = $s->result(5);
-			$r->{elapsed} = time - $t0;
-			$r->{session} = $s;
-			$res{ $s->name } = $r;
-			last if $only_first;
-		}
-		usleep(20_000);
-	}
-	return \%res;
-}
-
 # detail_has($err, $waiter, $what, $holder): the DETAIL line of one edge
 sub detail_has
 {

@@ -66,29 +66,6 @@ sub ok_value
 # acquire($path): an xact mutex acquire that gives up after 20 s
 sub acquire { my ($path) = @_; return "SELECT zk_mutex_acquire_xact('$path', '20s')"; }
 
-# outcomes(\@sessions, $t0, $only_first): wait (bounded, 25 s) for the
-# pending statements (only the first to end, with $only_first); returns
-# their results by session name, each with {elapsed} since $t0.
-sub outcomes
-{
-	my ($ss, $t0, $only_first) = @_;
-	my %res;
-	my $deadline = time + 25;
-	while (time < $deadline && keys %res < ($only_first ? 1 : @$ss))
-	{
-		for my $s (@$ss)
-		{
-			next if exists $res{ $s->name } || !$s->done;
-			my $r = $s->result(5);
-			$r->{elapsed} = time - $t0;
-			$res{ $s->name } = $r;
-			last if $only_first;
-		}
-		usleep(20_000);
-	}
-	return \%res;
-}
-
 # detail_has($err, $waiter, $wc, $path, $holder, $hc): one edge's DETAIL line
 sub detail_has
 {
