@@ -238,7 +238,9 @@ subtest 'zk_locks.waits_for: a local holder, another cluster\'s, a Curator clien
 		my ($path) = @_;
 		my $q = "SELECT coalesce(waits_for, '') FROM zk_locks WHERE pid = " . $w->pid . " AND path = '$path'";
 		my $v = '';
-		wait_until(sub { $v = $na->safe_psql('postgres', $q); $v ne '' }, 10, "waits_for of $path");
+		# (psql, not safe_psql: before 0.3 the column is missing, a failure)
+		wait_until(sub { (undef, $v) = $na->psql('postgres', $q); $v //= ''; $v ne '' }, 10,
+			"waits_for of $path");
 		return $v;
 	};
 	my $release_wait = sub {

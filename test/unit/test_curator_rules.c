@@ -1684,6 +1684,22 @@ test_latch_participants(void **state)
 	assert_int_equal(zklock_latch_participants(c, 0, order), 0);
 }
 
+/*
+ * The records' path is zklock's: a SQL path that is it or below it is
+ * refused, a sibling whose name merely starts the same is not.
+ */
+static void
+test_path_is_under(void **state)
+{
+	(void) state;
+	assert_true(zklock_path_is_under("/zklock-waits", 13, "/zklock-waits"));
+	assert_true(zklock_path_is_under("/zklock-waits/x", 15, "/zklock-waits"));
+	assert_false(zklock_path_is_under("/zklock-waitsx", 14, "/zklock-waits"));
+	assert_false(zklock_path_is_under("/zklock", 7, "/zklock-waits"));
+	/* the length given counts, not a NUL */
+	assert_false(zklock_path_is_under("/zklock-waits", 12, "/zklock-waits"));
+}
+
 int
 main(void)
 {
@@ -1777,6 +1793,7 @@ main(void)
 		cmocka_unit_test(test_downgrade_may_create),
 		cmocka_unit_test(test_latch_participants),
 		cmocka_unit_test(test_latch_decide),
+		cmocka_unit_test(test_path_is_under),
 	};
 
 	return cmocka_run_group_tests_name("zklock recipe core", tests, NULL, NULL);
