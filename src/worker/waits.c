@@ -112,6 +112,8 @@
 #include "core/names.h"
 #include "worker/worker.h"
 
+/* a check whose answers did not all come in this long is dropped (ms) */
+#define DLX_CHECK_MAX_MS	30000
 /* largest record written */
 #define DLX_RECORD_MAX	32768
 /* the first line of a record: the format's version */
@@ -151,6 +153,7 @@ typedef struct DlxCheck
 {
 	uint32		serial;
 	uint64		session_gen;	/* the session it reads in */
+	TimestampTz started;
 	int			n;
 	int			pending;
 	char	  **names;
@@ -943,6 +946,7 @@ check_start(void)
 	check = MemoryContextAllocZero(TopMemoryContext, sizeof(DlxCheck));
 	check->serial = ++check_serial;
 	check->session_gen = zklock_shared->session_gen;
+	check->started = GetCurrentTimestamp();
 	check->asked = MemoryContextAlloc(TopMemoryContext, sizeof(int) * nrecs_used);
 	check->asked_serial = MemoryContextAlloc(TopMemoryContext, sizeof(uint32) * nrecs_used);
 	for (i = 0; i < zklock_shared->nslots && check->nasked < nrecs_used; i++)
@@ -991,8 +995,10 @@ sweep_listed(int rc, const struct String_vector *strings, const void *data)
 			(void) zklock_delete_add(path, NULL, false, c->session_gen, 0, 0);
 		}
 	}
-	else if (rc != ZOK && rc != ZNONODE)
-		swept = false;			/* again at the next pass */
+	else if (zklock_rc_retryable(rc))
+		swept = false;			/* again at the next pass; a refusal
+								 * (another cluster's creator-only ACL)
+								 * is not asked again */
 	LWLockRelease(zklock_shared->lock);
 	pfree(c);
 }
@@ -1027,8 +1033,15 @@ zklock_dlx_pass(void)
 
 	if (!swept && zklock_connected)
 		sweep_earlier();
-	/* a check of an earlier session gets no more answers */
-	if (check != NULL && check->session_gen != zklock_shared->session_gen)
+	/*
+	 * a check of an earlier session gets no more answers, nor one whose
+	 * calls a closed handle dropped: the next one starts afresh (late
+	 * answers find another serial)
+	 */
+	if (check != NULL &&
+		(check->session_gen != zklock_shared->session_gen ||
+		 TimestampDifferenceExceeds(check->started, GetCurrentTimestamp(),
+									DLX_CHECK_MAX_MS)))
 		check_free();
 	if (nrecs_used == 0)
 		return;
