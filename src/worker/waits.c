@@ -71,9 +71,13 @@
  * If it succeeds the checker is the victim: its request fails with 40P01
  * (the request layer withdraws its node as any failed wait, so the next
  * waiter gets the lock) and its DETAIL names every member.  Its setData
- * changed its record's version, so the multi of any other member of the
- * same cycle, which checks that record at the version it read, fails:
- * exactly one victim per cycle.
+ * writes its record again with a last line "victim" (and so changes its
+ * version): another member of the same cycle that read the record before
+ * fails its multi's check of it at the version it read; one that reads
+ * it after (the victim's node and record are still there until its
+ * worker has acted on the answer) finds it marked and draws no edge from
+ * it, since that wait is ending.  Exactly one victim per cycle (test 831
+ * closes a cycle from both clusters at once, three times over).
  *
  * Why a cycle confirmed is a deadlock.  At the instant the multi is
  * applied, every record of the cycle exists, every node an edge rests on
@@ -118,6 +122,8 @@
 #define DLX_RECORD_MAX	32768
 /* the first line of a record: the format's version */
 #define DLX_MAGIC		"zklock-wait 1"
+/* the last line of a record whose waiter was chosen as a victim */
+#define DLX_VICTIM		"victim\n"
 
 typedef enum DlxState
 {
@@ -174,6 +180,7 @@ typedef struct DlxMulti
 	zoo_op_result_t *results;
 	char	  **paths;
 	char	   *detail;
+	char	   *victim_data;	/* the checker's record, marked */
 } DlxMulti;
 
 static DlxRec *recs = NULL;
@@ -191,6 +198,17 @@ records_dir(char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s", zklock_namespace ? zklock_namespace : "",
 			 ZKLOCK_WAITS_DIR);
+}
+
+/*
+ * The full path of the record named name.
+ */
+static void
+record_path(const char *name, char *buf, size_t len)
+{
+	records_dir(buf, len);
+	strlcat(buf, "/", len);
+	strlcat(buf, name, len);
 }
 
 /*
@@ -283,9 +301,7 @@ send_create(int idx)
 	char		path[ZKLOCK_FULL_PATH_SIZE + 80];
 	int			rc;
 
-	records_dir(path, sizeof(path));
-	strlcat(path, "/", sizeof(path));
-	strlcat(path, r->name, sizeof(path));
+	record_path(r->name, path, sizeof(path));
 	rc = zoo_acreate(zklock_zh, path, r->data, r->len, zklock_node_acl(),
 					 ZOO_EPHEMERAL, create_done, new_call(idx, r->serial));
 	if (rc != ZOK)
@@ -679,6 +695,8 @@ multi_free(DlxMulti *m)
 	int			i;
 
 	pfree(m->detail);
+	if (m->victim_data)
+		pfree(m->victim_data);
 	for (i = 0; i < m->nops; i++)
 		pfree(m->paths[i]);
 	pfree(m->paths);
@@ -726,8 +744,12 @@ send_multi(DlxCheck *ck, const ZklockWaitRecord *wr, int idx, int own,
 
 		m->paths[m->nops] = psprintf("%s/%s", dir, ck->names[w]);
 		if (w == own)
+		{
+			m->victim_data = psprintf("%s%s", recs[idx].data, DLX_VICTIM);
 			zoo_set_op_init(&m->ops[m->nops], m->paths[m->nops],
-							recs[idx].data, recs[idx].len, ck->versions[w], NULL);
+							m->victim_data, strlen(m->victim_data),
+							ck->versions[w], NULL);
+		}
 		else
 			zoo_check_op_init(&m->ops[m->nops], m->paths[m->nops],
 							  ck->versions[w]);
@@ -770,6 +792,20 @@ multi_done(int rc, const void *data)
 				 errdetail_internal("%s", m->detail)));
 		strlcpy(slot->errdetail, m->detail, sizeof(slot->errdetail));
 		zklock_req_fail(m->idx, ERRCODE_T_R_DEADLOCK_DETECTED, "deadlock detected");
+	}
+	else if (zklock_rc_retryable(rc) && recs[m->idx].state == DLX_LIVE &&
+			 recs[m->idx].serial == m->serial)
+	{
+		char		path[ZKLOCK_FULL_PATH_SIZE + 96];
+
+		/*
+		 * Applied or not, we cannot tell: the record may now say "victim"
+		 * for a waiter that was not failed, and hide its cycle.  It goes,
+		 * and the next tick publishes the wait again.
+		 */
+		record_path(recs[m->idx].name, path, sizeof(path));
+		(void) zklock_delete_add(path, NULL, false, recs[m->idx].session_gen, 0, 0);
+		rec_forget(m->idx);
 	}
 	else
 		ereport(DEBUG1,
@@ -831,8 +867,10 @@ check_evaluate(void)
 		wr[i].session = dash ? pnstrdup(check->names[i], dash - check->names[i]) :
 			check->names[i];
 		if (check->data[i] == NULL ||
-			strncmp(check->data[i], DLX_MAGIC "\n", strlen(DLX_MAGIC) + 1) != 0)
-			continue;			/* gone, or not a record: in no edge */
+			strncmp(check->data[i], DLX_MAGIC "\n", strlen(DLX_MAGIC) + 1) != 0 ||
+			strstr(check->data[i], "\n" DLX_VICTIM) != NULL)
+			continue;			/* gone, not a record, or a victim's: its
+								 * wait is ending, in no edge */
 		wr[i].ahead = record_lines(check->data[i], "ahead ", &wr[i].nahead);
 		wr[i].holds = record_lines(check->data[i], "hold ", &wr[i].nholds);
 	}
@@ -1057,9 +1095,7 @@ zklock_dlx_pass(void)
 		{
 			char		path[ZKLOCK_FULL_PATH_SIZE + 96];
 
-			records_dir(path, sizeof(path));
-			strlcat(path, "/", sizeof(path));
-			strlcat(path, r->name, sizeof(path));
+			record_path(r->name, path, sizeof(path));
 			(void) zklock_delete_add(path, NULL, false, r->session_gen, 0, 0);
 			rec_forget(i);
 		}

@@ -7,7 +7,8 @@
 #      exactly one of the two sessions fails with 40P01 "deadlock
 #      detected" within deadlock_timeout + 2 s, its DETAIL naming both
 #      processes, their clusters and paths; the other gets its lock and
-#      commits.
+#      commits.  Also when both close the cycle at the same moment, so
+#      that both clusters check at about the same time (three rounds).
 #   2. A three-party cycle over two clusters (A1 /x -> /y, B1 /y -> /z,
 #      A2 /z -> /x): exactly one 40P01 within the bound, the other two get
 #      their locks in turn and commit.
@@ -75,15 +76,53 @@ sub detail_has
 	ok(index($err, $line) >= 0, $label) or diag("wanted [$line] in:\n$err");
 }
 
-# unwind(\@sessions): the sessions still waiting get their locks one after
-# the other as each commits; each must get 't', none a 40P01
+# until_victim(\@sessions, $t0): wait (bounded, 25 s) until one of the
+# pending statements fails with 40P01, or all ended; returns the results
+# seen by then, by session name, each with {elapsed} since $t0.  (When the
+# victim's transaction aborts, another member may get its lock at once:
+# which one the poll sees first is no matter, the 40P01 is.)
+sub until_victim
+{
+	my ($ss, $t0) = @_;
+	my %res;
+	my $deadline = time + 25;
+	while (time < $deadline)
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = time - $t0;
+			$res{ $s->name } = $r;
+		}
+		last if keys %res == @$ss || grep { ($_->{sqlstate} // '') eq '40P01' } values %res;
+		usleep(20_000);
+	}
+	return \%res;
+}
+
+# victim_of($res, $label): the one result of 40P01 among $res, asserted
+# to be the only one; its name and result
+sub victim_of
+{
+	my ($res, $label) = @_;
+	my @v = grep { ($res->{$_}{sqlstate} // '') eq '40P01' } sort keys %$res;
+	is(scalar(@v), 1, "$label: exactly one session fails with 40P01 (@v)")
+	  or diag(join("\n", map { "$_: " . ($res->{$_}{err} // '') } sort keys %$res));
+	return ($v[0] // '', $v[0] ? $res->{ $v[0] } : { elapsed => 99, err => '' });
+}
+
+# unwind(\@sessions, $label, $seen): the sessions still waiting get their
+# locks one after the other as each commits (a result already in $seen
+# counts); each must get 't', none a 40P01
 sub unwind
 {
-	my ($left, $label) = @_;
+	my ($left, $label, $seen) = @_;
 	my @left = @$left;
 	while (@left)
 	{
-		my $res = outcomes(\@left, time, 1);
+		my ($pre) = grep { $seen && exists $seen->{ $_->name } } @left;
+		my $res = $pre ? { $pre->name => $seen->{ $pre->name } } : outcomes(\@left, time, 1);
 		my ($name) = keys %$res;
 		ok(defined $name, "$label: a waiter gets its lock") or return;
 		is($res->{$name}{out}, 't', "$label: $name gets its lock, no error")
@@ -108,11 +147,8 @@ subtest 'two clusters in opposite order: one 40P01 naming both, the other commit
 	my $t0 = time;
 	$sb->start(acquire('/t831/a'));
 
-	my $first = outcomes([ $sa, $sb ], $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('no session ended: a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	my $res = until_victim([ $sa, $sb ], $t0);
+	my ($victim_name, $v) = victim_of($res, 'two clusters');
 	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	detail_has($v->{err}, $sa, 'cluster_a', '/t831/b', $sb, 'cluster_b', 'DETAIL: a (cluster_a) waits for /t831/b, blocked by b (cluster_b)');
@@ -120,11 +156,34 @@ subtest 'two clusters in opposite order: one 40P01 naming both, the other commit
 
 	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
-	my $r = $other->result(25);
-	is($r->{out}, 't', 'the other session gets its lock') or diag($r->{err});
-	ok_value($other, 'COMMIT', 'the other session commits');
+	unwind([$other], 'two clusters', $res);
 	ok(no_records(), 'no wait record is left once the waits ended');
 	$_->quit for ($sa, $sb);
+};
+
+# 1b. both close the cycle at the same moment, so both workers check at
+# about the same time: still exactly one victim, three times over
+subtest 'both clusters close the cycle at once: exactly one victim' => sub {
+	for my $round (1 .. 3)
+	{
+		my $sa = session($na, "a$round");
+		my $sb = session($nb, "b$round");
+		my ($pa, $pb) = ("/t831/r$round/a", "/t831/r$round/b");
+		ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
+		is(ok_value($sa, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
+		is(ok_value($sb, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
+		my $t0 = time;
+		$sa->start(acquire($pb));
+		$sb->start(acquire($pa));
+		my $res = until_victim([ $sa, $sb ], $t0);
+		my ($victim_name, $v) = victim_of($res, "round $round");
+		cmp_ok($v->{elapsed}, '<=', $BOUND, "round $round: within deadlock_timeout + 2 s");
+		my ($victim, $other) = $victim_name eq "a$round" ? ($sa, $sb) : ($sb, $sa);
+		ok_value($victim, 'ROLLBACK', "round $round: the victim rolls back");
+		unwind([$other], "round $round", $res);
+		$_->quit for ($sa, $sb);
+	}
+	ok(no_records(), 'no wait record is left');
 };
 
 ############################################################################
@@ -145,16 +204,13 @@ subtest 'a three-party cycle over two clusters: exactly one 40P01, the others go
 	my $t0 = time;
 	$a2->start(acquire('/t831/x'));
 
-	my $first = outcomes([ $a1, $b1, $a2 ], $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('no session ended: a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	my $res = until_victim([ $a1, $b1, $a2 ], $t0);
+	my ($victim_name, $v) = victim_of($res, 'three parties');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	is(scalar(() = $v->{err} =~ /Process \d+ of cluster cluster_[ab] waits for/g), 3, 'DETAIL: a line per member');
 	my ($victim) = grep { $_->name eq $victim_name } ($a1, $b1, $a2);
-	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
-	unwind([ grep { $_->name ne $victim_name } ($a1, $b1, $a2) ], 'three parties');
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back') if $victim;
+	unwind([ grep { $_->name ne $victim_name } ($a1, $b1, $a2) ], 'three parties', $res);
 	ok(no_records(), 'no wait record is left');
 	$_->quit for ($a1, $b1, $a2);
 };
