@@ -341,6 +341,14 @@ create_done(int rc, const char *value, const void *data)
 		{
 			ereport(DEBUG1,
 					(errmsg("zklock: wait record not published: %s", zerror(rc))));
+			if (zklock_rc_retryable(rc))
+			{
+				char		path[ZKLOCK_FULL_PATH_SIZE + 96];
+
+				/* it may have been applied: it goes (a name never reused) */
+				record_path(r->name, path, sizeof(path));
+				(void) zklock_delete_add(path, NULL, false, r->session_gen, 0, 0);
+			}
 			rec_forget(c->idx);
 		}
 	}
