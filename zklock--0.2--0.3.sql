@@ -8,8 +8,10 @@
 -- result columns cannot change in place, so zk_locks() and the view over
 -- it are dropped and made again as 0.3's full script makes them, with
 -- the same comments and privileges (zk_locks() stays open to PUBLIC, the
--- view is granted to PUBLIC).  The C symbol is 0.2's: it fills the 13th
--- column only for a result that has one.  No other object changes.
+-- view is granted to PUBLIC).  Its C symbol is new, zk_locks_0_3, so a
+-- server still running 0.2's library (not restarted after the install)
+-- refuses the update with "could not find function" instead of filling
+-- 13 columns from 12.  No other object changes.
 
 DROP VIEW zk_locks;
 DROP FUNCTION zk_locks();
@@ -29,7 +31,7 @@ CREATE FUNCTION zk_locks(
     OUT waiting_for text,
     OUT waits_for text)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'zk_locks'
+AS 'MODULE_PATHNAME', 'zk_locks_0_3'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION zk_locks() IS

@@ -346,7 +346,7 @@ CREATE FUNCTION zk_locks(
     OUT waiting_for text,
     OUT waits_for text)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'zk_locks'
+AS 'MODULE_PATHNAME', 'zk_locks_0_3'
 LANGUAGE C VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION zk_locks() IS

@@ -273,10 +273,15 @@ zk_status(PG_FUNCTION_ARGS)
 }
 
 PG_FUNCTION_INFO_V1(zk_locks);
+PG_FUNCTION_INFO_V1(zk_locks_0_3);
 
 /*
  * zk_locks(): every lock held or waited for in this cluster, and every
  * node kept with no holder (state "cached", pid NULL: lock caching).
+ * Version 0.3's SQL calls it by the symbol zk_locks_0_3 (13 columns),
+ * 0.1's and 0.2's by zk_locks (12), so that 0.3's SQL over a library older
+ * than 0.3 fails to find its function instead of reading a 13th column
+ * that library never fills.
  */
 Datum
 zk_locks(PG_FUNCTION_ARGS)
@@ -394,4 +399,13 @@ zk_locks(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * zk_locks_0_3(): zk_locks() under the symbol version 0.3's SQL names.
+ */
+Datum
+zk_locks_0_3(PG_FUNCTION_ARGS)
+{
+	return zk_locks(fcinfo);
 }
