@@ -24,7 +24,20 @@ DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql \
 	zklock--0.2--0.3.sql zklock--0.3.sql
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
+# the ZooKeeper C client: with TLS and SASL, the static build that
+# test/build-zk-client.sh makes from Debian's source package into zk-client/
+# (README, "TLS and SASL"), linked into zklock.so and kept out of its
+# exported symbols; without it, Debian's libzookeeper_st, which has neither
+# (zklock then refuses zklock.tls and zklock.sasl_mechanism)
+ZK_CLIENT ?= $(dir $(firstword $(MAKEFILE_LIST)))zk-client
+ifneq ($(wildcard $(ZK_CLIENT)/lib/libzookeeper_st.a),)
+PG_CPPFLAGS += -I$(ZK_CLIENT)/include -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H
+SHLIB_LINK += $(ZK_CLIENT)/lib/libzookeeper_st.a -Wl,--exclude-libs,libzookeeper_st.a \
+	-lssl -lcrypto -lsasl2 -lm
+ZK_CLIENT_LIB = $(ZK_CLIENT)/lib/libzookeeper_st.a
+else
 SHLIB_LINK += -lzookeeper_st
+endif
 PG_CPPFLAGS += -I$(srcdir)/src
 EXTRA_CLEAN += $(OBJS:.o=.d) $(OBJS:.o=.bc)
 
@@ -37,6 +50,14 @@ REGRESS_OPTS = --inputdir=$(srcdir) --encoding=UTF8 --no-locale
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# a new client build relinks zklock.so
+$(shlib): $(ZK_CLIENT_LIB)
+
+# the ZooKeeper C client with TLS and SASL (see ZK_CLIENT above)
+.PHONY: zk-client
+zk-client:
+	bash test/build-zk-client.sh
 
 .PHONY: unittest
 unittest:

@@ -6,7 +6,8 @@
  *
  * Each difference is a macro named for what it does, defined for every
  * supported major.  The ZooKeeper C client (3.8 and 3.9) has the same API
- * in every call zklock makes, so it needs no entry here.
+ * in every call zklock makes; what differs is how it was built: with or
+ * without OpenSSL and Cyrus SASL (the last two entries).
  *
  * Interface:
  *	ZKLOCK_MY_PROCNO				this process's index in ProcGlobal->allProcs
@@ -14,6 +15,8 @@
  *	ZKLOCK_HAVE_NAMED_WAIT_EVENTS	WaitEventExtensionNew() exists
  *	ZKLOCK_EXECUTOR_RUN_PARAMS		the parameter list of an ExecutorRun hook
  *	ZKLOCK_EXECUTOR_RUN_ARGS		the same parameters, passed on
+ *	ZKLOCK_HAVE_ZK_TLS				the client has zookeeper_init_ssl
+ *	ZKLOCK_HAVE_ZK_SASL				the client has zookeeper_init_sasl
  *
  * src/zklock.h includes this file.
  *
@@ -65,6 +68,23 @@
 	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
 	bool execute_once
 #define ZKLOCK_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
+/*
+ * The ZooKeeper C client's TLS and SASL: built with OpenSSL and Cyrus SASL
+ * (test/build-zk-client.sh; the Makefile then defines the client's own
+ * HAVE_OPENSSL_H and HAVE_CYRUS_SASL_H, which its zookeeper.h reads) or
+ * not (Debian's libzookeeper_st).
+ */
+#ifdef HAVE_OPENSSL_H
+#define ZKLOCK_HAVE_ZK_TLS 1
+#else
+#define ZKLOCK_HAVE_ZK_TLS 0
+#endif
+#ifdef HAVE_CYRUS_SASL_H
+#define ZKLOCK_HAVE_ZK_SASL 1
+#else
+#define ZKLOCK_HAVE_ZK_SASL 0
 #endif
 
 #endif							/* ZKLOCK_COMPAT_H */

@@ -33,6 +33,11 @@ fi
 start=$(date +%s)
 bash test/install-deps.sh
 
+echo "=== the ZooKeeper C client with TLS and SASL, from Debian's source package ==="
+t_zk=$(date +%s)
+bash test/build-zk-client.sh
+echo "all.sh: the C client took $(($(date +%s) - t_zk)) s"
+
 echo "=== build and install (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR) ==="
 make -s clean PG_CONFIG="$PG_CONFIG"
 make -s PG_CONFIG="$PG_CONFIG" COPT=-Werror

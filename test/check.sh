@@ -117,6 +117,9 @@ SYS_PGBIN=$PGBIN
 SYS_PG_CONFIG=$PG_CONFIG
 [ -x "$SYS_PGBIN/postgres" ] || die "no PostgreSQL $PG_MAJOR server in $SYS_PGBIN"
 
+echo "=== the ZooKeeper C client with TLS and SASL (test/build-zk-client.sh) ==="
+bash test/build-zk-client.sh
+
 echo "=== build (PostgreSQL $PG_MAJOR, COPT=-Werror) ==="
 make -s PG_CONFIG="$SYS_PG_CONFIG" COPT=-Werror
 

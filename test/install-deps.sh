@@ -5,7 +5,10 @@
 # 1.6.5 on 13, 1.6.8 on forky; test 195 schedules jobs with it), the ZooKeeper
 # server (its jar, libzookeeper-java: the package zookeeper adds only a
 # system service, and on forky pulls a desktop JRE) and C client, Curator,
-# a JDK, cmocka and Perl's IPC::Run.  Run
+# a JDK, cmocka and Perl's IPC::Run, and what test/build-zk-client.sh
+# needs to build the C client with TLS and SASL from Debian's source
+# package (autotools, OpenSSL and Cyrus SASL headers, dpkg-source; the
+# DIGEST-MD5 plugin and openssl for the tests).  Run
 # as root.  Idempotent: packages already present are left alone, and
 # nothing is fetched when all are there.
 #   install-deps.sh --check   install nothing: list the missing packages
@@ -19,7 +22,9 @@ PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
       libzookeeper-st-dev libzookeeper-java
       libcurator-recipes-java libslf4j-java default-jdk-headless
       libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
-      nftables faketime"
+      nftables faketime
+      dpkg-dev autoconf automake libtool pkgconf libssl-dev libsasl2-dev
+      libsasl2-modules openssl"
 
 # zklock_missing_pkgs: the packages of PKGS not installed
 zklock_missing_pkgs() {

@@ -1,0 +1,158 @@
+#!/bin/bash
+# build-zk-client.sh — build the single-threaded ZooKeeper C client with TLS
+# (OpenSSL) and SASL (Cyrus SASL) from Debian's own source package of the
+# running release, for zklock to link statically.
+#
+#   bash test/build-zk-client.sh [--fetch-only]
+#
+# Debian's libzookeeper-st is built without OpenSSL and Cyrus SASL (no
+# zookeeper_init_ssl, no zookeeper_init_sasl), although the C client of
+# ZooKeeper 3.8 and 3.9 has both.  This script:
+#   1. takes the source package zookeeper of the version of the installed
+#      libzookeeper-java (apt-get source, from the archive the system uses;
+#      as root it adds the deb-src entries of that archive when missing),
+#      or the one ZKLOCK_ZK_SOURCE names (a .dsc file, or a folder holding
+#      one), and unpacks it with Debian's patches (dpkg-source -x);
+#   2. generates the C records of zookeeper.jute with the jute compiler of
+#      Debian's libzookeeper-java, as the package's own build does (the
+#      orig tarball does not carry them);
+#   3. configures the C client as the package's build does (autoreconf,
+#      configure), with --with-openssl --with-sasl, single-threaded only,
+#      static and position-independent (libzookeeper_st.a, -fPIC), so that
+#      it is linked into zklock.so and never meets the system's shared
+#      libzookeeper_st;
+#   4. installs the library and its headers into zk-client/ at the top of
+#      the tree, which the Makefile then links (ZK_CLIENT there).
+# Nothing is done when zk-client/ already holds a build of the same source
+# version.  --fetch-only stops after step 1 (the source is kept in
+# zk-client/src).  Needs: dpkg-dev, autoconf, automake, libtool, pkgconf,
+# libssl-dev, libsasl2-dev, a JRE and libzookeeper-java (test/install-deps.sh
+# installs them).  Knobs: ZKLOCK_ZK_CLIENT (folder, default zk-client/ at
+# the top of the tree), ZKLOCK_ZK_SOURCE (see 1).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(dirname "$HERE")
+. "$HERE/env.sh"
+
+OUT=${ZKLOCK_ZK_CLIENT:-$REPO/zk-client}
+SRC=$OUT/src
+FETCH_ONLY=0
+[ "${1:-}" = "--fetch-only" ] && FETCH_ONLY=1
+
+die() {
+	echo "build-zk-client.sh: $*" >&2
+	exit 1
+}
+
+# the version of the ZooKeeper the system has (jute compiler and server)
+ZK_VERSION=$(dpkg-query -W -f='${Version}' libzookeeper-java 2>/dev/null) ||
+	die "libzookeeper-java is not installed (bash test/install-deps.sh, as root)"
+[ -n "$ZK_VERSION" ] || die "libzookeeper-java is not installed"
+
+if [ -f "$OUT/.built" ] && [ "$(cat "$OUT/.built")" = "$ZK_VERSION" ] &&
+	[ -f "$OUT/lib/libzookeeper_st.a" ] && [ $FETCH_ONLY -eq 0 ]; then
+	echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL already in $OUT"
+	exit 0
+fi
+
+# add_deb_src: as root, the deb-src entries of the archive the system's
+# deb entries name, when there are none (apt-get source needs them)
+add_deb_src() {
+	local f list=/etc/apt/sources.list.d/zklock-deb-src.sources
+	[ "$(id -u)" -eq 0 ] || die "no deb-src entry for the source package zookeeper $ZK_VERSION; as root, add deb-src entries for the archive of your deb entries (or run bash test/install-deps.sh), or set ZKLOCK_ZK_SOURCE to its .dsc"
+	: > "$list.new"
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		# deb822: the stanzas of type deb, as deb-src
+		awk 'BEGIN { RS = ""; ORS = "\n\n" }
+			/(^|\n)Types:[^\n]*deb([ \n]|$)/ && /(^|\n)Enabled: *no/ == 0 {
+				sub(/Types:[^\n]*/, "Types: deb-src"); print }' "$f" >> "$list.new"
+	done
+	# one-line style, as a deb822 stanza each
+	{ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } |
+		awk '$1 == "deb" {
+			i = 2; opts = ""
+			if ($2 ~ /^\[/) { while ($i !~ /\]$/) { opts = opts " " $i; i++ } opts = opts " " $i; i++ }
+			printf "Types: deb-src\nURIs: %s\nSuites: %s\nComponents:", $i, $(i + 1)
+			for (j = i + 2; j <= NF; j++) printf " %s", $j
+			if (opts ~ /signed-by=/) { s = opts; sub(/.*signed-by=/, "", s); sub(/[ \]].*/, "", s); printf "\nSigned-By: %s", s }
+			printf "\n\n" }' >> "$list.new"
+	[ -s "$list.new" ] || die "no deb entry found in /etc/apt to derive a deb-src entry from"
+	mv "$list.new" "$list"
+	echo "build-zk-client.sh: added deb-src entries in $list"
+	apt-get update -q
+}
+
+# fetch: the source package into $SRC, unpacked with Debian's patches
+fetch() {
+	local dsc
+	rm -rf "$SRC"
+	mkdir -p "$SRC"
+	if [ -n "${ZKLOCK_ZK_SOURCE:-}" ]; then
+		dsc=$ZKLOCK_ZK_SOURCE
+		[ -d "$dsc" ] && dsc=$(ls "$dsc"/zookeeper_*.dsc 2>/dev/null | head -n 1)
+		[ -f "$dsc" ] || die "ZKLOCK_ZK_SOURCE=$ZKLOCK_ZK_SOURCE: no zookeeper_*.dsc there"
+		dsc=$(cd "$(dirname "$dsc")" && pwd)/$(basename "$dsc")
+	else
+		if ! (cd "$SRC" && apt-get source -q --download-only "zookeeper=$ZK_VERSION"); then
+			add_deb_src
+			(cd "$SRC" && apt-get source -q --download-only "zookeeper=$ZK_VERSION") ||
+				die "apt-get source zookeeper=$ZK_VERSION failed"
+		fi
+		dsc=$(ls "$SRC"/zookeeper_*.dsc | head -n 1)
+	fi
+	(cd "$SRC" && dpkg-source --no-check -x "$dsc" tree >/dev/null) ||
+		die "dpkg-source -x $dsc failed"
+	echo "build-zk-client.sh: unpacked $(basename "$dsc") in $SRC/tree"
+}
+
+[ -d "$SRC/tree/zookeeper-client/zookeeper-client-c" ] && [ -z "${ZKLOCK_ZK_SOURCE:-}" ] &&
+	[ -n "$(ls "$SRC"/zookeeper_"${ZK_VERSION#*:}".dsc 2>/dev/null)" ] || fetch
+[ $FETCH_ONLY -eq 1 ] && exit 0
+
+C=$SRC/tree/zookeeper-client/zookeeper-client-c
+JUTE=/usr/share/java/zookeeper-jute.jar
+[ -f "$JUTE" ] || die "$JUTE missing (package libzookeeper-java)"
+
+# 2. the records of zookeeper.jute in C, with Debian's jute compiler
+mkdir -p "$C/generated"
+(cd "$C/generated" && java -cp "$JUTE" org.apache.jute.compiler.generated.Rcc -l c \
+	"$SRC/tree/zookeeper-jute/src/main/resources/zookeeper.jute" >/dev/null)
+
+# 3. configure and build, out of the source tree
+(cd "$C" && autoreconf -if >/dev/null 2>&1) || die "autoreconf failed in $C"
+B=$SRC/build
+rm -rf "$B" "$OUT/lib" "$OUT/include"
+mkdir -p "$B"
+# OpenSSL 3 dropped FIPS_mode(), which the 3.8 client still calls (to log
+# whether FIPS is on): its OpenSSL 3 spelling; -Wno-error: the client's
+# -Werror would make each newer compiler's new warnings fatal
+cflags="-g -O2 -Wno-error"
+if grep -q 'FIPS_mode()' "$C/src/zookeeper.c"; then
+	cat > "$B/zk-openssl3.h" <<-'EOF'
+	/* build-zk-client.sh: FIPS_mode() as OpenSSL 3 spells it */
+	#include <openssl/opensslv.h>
+	#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+	#include <openssl/evp.h>
+	#define FIPS_mode() EVP_default_properties_is_fips_enabled(NULL)
+	#endif
+	EOF
+	cflags="$cflags -include $B/zk-openssl3.h"
+fi
+(cd "$B" && "$C/configure" --prefix="$OUT" --with-openssl --with-sasl \
+	--without-syncapi --without-cppunit --disable-shared --enable-static --with-pic \
+	CFLAGS="$cflags" >configure.log 2>&1) || { tail -n 30 "$B/configure.log" >&2; die "configure failed"; }
+grep -q '^#define HAVE_OPENSSL_H\|building with SSL support' "$B/configure.log" ||
+	die "configure found no OpenSSL (package libssl-dev)"
+grep -q 'building with SASL support' "$B/configure.log" ||
+	die "configure found no Cyrus SASL (package libsasl2-dev)"
+(cd "$B" && make -s -j"$(nproc)" libzookeeper_st.la >make.log 2>&1) ||
+	{ tail -n 30 "$B/make.log" >&2; die "make failed"; }
+(cd "$B" && make -s install-libLTLIBRARIES install-pkgincludeHEADERS >/dev/null) ||
+	die "make install failed"
+rm -f "$OUT/lib/libzookeeper_st.la"
+nm "$OUT/lib/libzookeeper_st.a" > "$B/symbols" 2>/dev/null || true
+grep -q ' T zookeeper_init_ssl$' "$B/symbols" || die "the library built has no zookeeper_init_ssl"
+grep -q ' T zookeeper_init_sasl$' "$B/symbols" || die "the library built has no zookeeper_init_sasl"
+echo "$ZK_VERSION" > "$OUT/.built"
+echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL in $OUT"
