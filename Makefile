@@ -11,7 +11,7 @@ BACKEND_OBJS = $(addprefix src/backend/, args.o deadlock.o channel.o cancel_on_l
 WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
 	batch.o ghosts.o path_index.o request.o revocation_watch.o \
 	lock_cache.o lock_engine.o handover_layer.o handover.o handover_numbering.o \
-	commit_confirm.o waits.o dispatch.o auth.o lease.o connection.o deferred_log.o \
+	commit_confirm.o waits.o secure.o dispatch.o auth.o lease.o connection.o deferred_log.o \
 	event_loop.o)
 RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
 	semaphore.o barrier.o double_barrier.o revoke.o participants.o \

@@ -263,9 +263,17 @@ typedef enum ZklockConnState
 	ZKC_CONNECTED,
 	ZKC_SUSPENDED,				/* connection lost, session may be alive */
 	ZKC_EXPIRED,				/* session expired; a new one is being made */
-	ZKC_AUTH_FAILED				/* the servers rejected zklock.auth; retried
+	ZKC_AUTH_FAILED,			/* the servers rejected zklock.auth; retried
 								 * every zklock.connect_timeout */
+	ZKC_TLS_FAILED,				/* no TLS connection: a handshake failed or
+								 * the client's files cannot be used
+								 * (conn_failure says why) */
+	ZKC_SASL_FAILED				/* the SASL login was refused or cannot be
+								 * made (conn_failure says why) */
 } ZklockConnState;
+
+/* the longest reason of a TLS or SASL failure kept (worker/secure.c) */
+#define ZKLOCK_CONN_FAILURE_LEN 512
 
 /*
  * A node of a request: its protection id and its name.  A slot has two
@@ -447,6 +455,10 @@ typedef struct ZklockShared
 	int64		expired_count;
 	ZklockConnState conn_state;
 	TimestampTz state_since;
+	/* why no TLS or SASL connection is made (ZKC_TLS_FAILED, _SASL_FAILED) */
+	char		conn_failure[ZKLOCK_CONN_FAILURE_LEN];
+	bool		conn_tls;		/* the connection made is TLS */
+	char		sasl_identity[256]; /* the SASL identity it logged in as */
 	bool		have_session;	/* session_id/passwd are valid */
 	int64		session_id;
 	char		session_passwd[16];
@@ -530,6 +542,17 @@ extern int	zklock_lock_cache_size;
 extern int	zklock_lock_cache_idle;
 extern int	zklock_lock_cache_backoff;
 extern bool zklock_deadlock_records;
+extern bool zklock_tls;
+extern char *zklock_tls_ca_file;
+extern char *zklock_tls_cert_file;
+extern char *zklock_tls_key_file;
+extern char *zklock_sasl_mechanism;
+extern char *zklock_sasl_user;
+extern char *zklock_sasl_password;
+extern char *zklock_sasl_service;
+extern char *zklock_sasl_host;
+extern char *zklock_sasl_keytab;
+extern char *zklock_sasl_principal;
 extern void zklock_define_settings(void);
 extern bool zklock_session_timeout_ok(int elevel);
 

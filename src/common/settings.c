@@ -37,6 +37,17 @@ int			zklock_lock_cache_size = 64;
 int			zklock_lock_cache_idle = 30000;
 int			zklock_lock_cache_backoff = 60000;
 bool		zklock_deadlock_records = true;
+bool		zklock_tls = false;
+char	   *zklock_tls_ca_file = NULL;
+char	   *zklock_tls_cert_file = NULL;
+char	   *zklock_tls_key_file = NULL;
+char	   *zklock_sasl_mechanism = NULL;
+char	   *zklock_sasl_user = NULL;
+char	   *zklock_sasl_password = NULL;
+char	   *zklock_sasl_service = NULL;
+char	   *zklock_sasl_host = NULL;
+char	   *zklock_sasl_keytab = NULL;
+char	   *zklock_sasl_principal = NULL;
 
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
@@ -110,6 +121,121 @@ check_auth(char **newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * What SHOW and pg_settings say of zklock.sasl_password: never the secret.
+ */
+static const char *
+show_sasl_password(void)
+{
+	return (zklock_sasl_password && zklock_sasl_password[0] != '\0') ? "********" : "";
+}
+
+/*
+ * Check a new file name of zklock.tls_*_file: the C client takes the CA,
+ * certificate and key files as one comma-separated string
+ * ("ca,cert,key"), so a name cannot hold a comma.
+ */
+static bool
+check_tls_file(char **newval, void **extra, GucSource source)
+{
+	if (strchr(*newval, ',') != NULL)
+	{
+		GUC_check_errdetail("The zookeeper C client cannot take a file name with a comma.");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Define the TLS and SASL GUCs: superuser-only, read from the server's
+ * configuration; a reload that changes one restarts the worker, as
+ * zklock.hosts does (worker/secure.c).
+ */
+static void
+define_secure_settings(void)
+{
+	int			flags = GUC_SUPERUSER_ONLY;
+
+	DefineCustomBoolVariable("zklock.tls",
+							 "Connect to ZooKeeper over TLS (the servers' secureClientPort), with a client certificate.",
+							 "Never falls back to plaintext: without a TLS-capable zookeeper C client, or with a file that cannot be used, the worker does not connect.",
+							 &zklock_tls,
+							 false,
+							 PGC_SIGHUP, flags,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.tls_ca_file",
+							   "PEM file of the certificate authorities that sign the ZooKeeper servers' certificates.",
+							   NULL,
+							   &zklock_tls_ca_file,
+							   "",
+							   PGC_SIGHUP, flags,
+							   check_tls_file, NULL, NULL);
+	DefineCustomStringVariable("zklock.tls_cert_file",
+							   "PEM file of the client certificate (and its chain) zklock shows the ZooKeeper servers.",
+							   NULL,
+							   &zklock_tls_cert_file,
+							   "",
+							   PGC_SIGHUP, flags,
+							   check_tls_file, NULL, NULL);
+	DefineCustomStringVariable("zklock.tls_key_file",
+							   "PEM file of the client certificate's private key (not encrypted).",
+							   NULL,
+							   &zklock_tls_key_file,
+							   "",
+							   PGC_SIGHUP, flags,
+							   check_tls_file, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_mechanism",
+							   "SASL mechanism of the worker's ZooKeeper login (DIGEST-MD5 or GSSAPI); empty: no SASL.",
+							   NULL,
+							   &zklock_sasl_mechanism,
+							   "",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_user",
+							   "SASL user name (DIGEST-MD5) of the worker's ZooKeeper login.",
+							   NULL,
+							   &zklock_sasl_user,
+							   "",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_password",
+							   "SASL password (DIGEST-MD5) of the worker's ZooKeeper login.",
+							   "Set in postgresql.conf; never shown by SHOW or pg_settings.",
+							   &zklock_sasl_password,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, show_sasl_password);
+	DefineCustomStringVariable("zklock.sasl_service",
+							   "SASL service name of the ZooKeeper servers (their principal's first part for GSSAPI).",
+							   NULL,
+							   &zklock_sasl_service,
+							   "zookeeper",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_host",
+							   "SASL host name of the ZooKeeper servers: zk-sasl-md5 for DIGEST-MD5, the host of their principal for GSSAPI.",
+							   NULL,
+							   &zklock_sasl_host,
+							   "zk-sasl-md5",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_keytab",
+							   "Kerberos keytab of the worker's GSSAPI login (the client keytab, KRB5_CLIENT_KTNAME).",
+							   NULL,
+							   &zklock_sasl_keytab,
+							   "",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_principal",
+							   "Kerberos principal of the worker's GSSAPI login.",
+							   NULL,
+							   &zklock_sasl_principal,
+							   "",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
 }
 
 /*
@@ -295,6 +421,7 @@ zklock_define_settings(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	define_secure_settings();
 	MarkGUCPrefixReserved("zklock");
 }
 

@@ -347,6 +347,10 @@ zklock_conn_state_name(ZklockConnState state)
 			return "expired";
 		case ZKC_AUTH_FAILED:
 			return "auth_failed";
+		case ZKC_TLS_FAILED:
+			return "tls_failed";
+		case ZKC_SASL_FAILED:
+			return "sasl_failed";
 	}
 	return "unknown";
 }

@@ -137,11 +137,14 @@ zklock_auth_retry_later(void)
 
 /*
  * May a new handle be opened now?  Always, except while the servers reject
- * zklock.auth: then once every AUTH_RETRY_MS.
+ * zklock.auth: then once every AUTH_RETRY_MS, and while a TLS or SASL
+ * failure stands (worker/secure.c).
  */
 bool
 zklock_handle_may_open(void)
 {
+	if (!zklock_secure_may_open())
+		return false;
 	return zklock_auth_failed_at == 0 || GetCurrentTimestamp() >= auth_retry_at;
 }
 

@@ -5,7 +5,7 @@
  *	  shared memory), the session watcher that follows the client's
  *	  connection and session states into zk_status and the lease
  *	  (worker/lease.c), and the answer to the credentials
- *	  (worker/auth.c).
+ *	  (worker/auth.c).  TLS and SASL are worker/secure.c's.
  *
  *	  zklock_open_handle		open a handle, resuming the session if any
  *
@@ -115,6 +115,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 							sh->negotiated_timeout),
 					 errhint("Raise the servers' maxSessionTimeout or lower zklock.commit_min_lease or zklock.server_tick_time.")));
 		zklock_conn_serial++;
+		zklock_secure_connected();
 		if (zklock_auth_failed_at == 0)
 		{
 			sh->conn_state = ZKC_CONNECTED;
@@ -156,6 +157,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->state_since = GetCurrentTimestamp();
 		zklock_request_reconnect();
 	}
+	else if (state == ZOO_AUTH_FAILED_STATE && zklock_uses_sasl())
+		zklock_secure_login_refused(zzh);
 	else if (state == ZOO_AUTH_FAILED_STATE)
 		zklock_credentials_rejected(zzh);
 	LWLockRelease(sh->lock);
@@ -198,9 +201,9 @@ zklock_open_handle(void)
 	conn_requested_timeout = zklock_session_timeout;
 	zklock_lease_settings_changed();
 	zklock_connected = false;
-	zklock_zh = zookeeper_init(zklock_hosts, session_watcher, zklock_session_timeout,
-						resume_session ? &cid : NULL, NULL, 0);
-	if (zklock_zh == NULL)
+	zklock_zh = zklock_secure_init_handle(session_watcher, zklock_session_timeout,
+										  resume_session ? &cid : NULL);
+	if (zklock_zh == NULL && !zklock_secure_failed())
 		ereport(LOG,
 				(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
 						zklock_hosts)));

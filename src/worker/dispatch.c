@@ -85,6 +85,8 @@ pickup(int i)
 	}
 	if (zklock_auth_rejected())
 		zklock_fail_auth_rejected(i);
+	else if (zklock_secure_failed())
+		zklock_secure_fail_request(i);
 	else
 		zklock_start_request(i);
 }

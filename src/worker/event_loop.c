@@ -229,6 +229,14 @@ reload_config(void)
 	zklock_lease_settings_changed();
 	/* the servers' side may have been fixed: try the credentials again now */
 	zklock_auth_retry_now();
+	zklock_secure_retry_now();
+	if (zklock_secure_settings_changed())
+	{
+		ereport(LOG,
+				(errmsg("zklock: a TLS or SASL setting changed: the worker restarts to use it"),
+				 errdetail("The zookeeper session is kept and resumed over the new connection.")));
+		proc_exit(1);
+	}
 	if (zklock_connected_hosts != NULL && strcmp(zklock_connected_hosts, zklock_hosts) != 0)
 	{
 		ereport(LOG,
@@ -285,6 +293,8 @@ sync_wait_set(void)
 		zklock_request_wait_set_rebuild();
 	else
 		zklock_cut_stuck_attempt(fd, zklock_mono_now());
+	if (rc == ZSSLCONNECTIONERROR)
+		zklock_secure_handshake_failed(zklock_zh);
 	if (rc == ZINVALIDSTATE)
 		zklock_request_reconnect();
 	timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
@@ -366,6 +376,8 @@ process_zookeeper(int zkevents)
 		zklock_flush_wakes();
 		if (rc != ZOK && rc != ZNOTHING)
 		{
+			if (rc == ZSSLCONNECTIONERROR)
+				zklock_secure_handshake_failed(zklock_zh);
 			zklock_request_wait_set_rebuild();
 			break;
 		}

@@ -293,6 +293,19 @@ extern void zklock_revoke_watch(int idx);
 extern void zklock_worker_log_init(void);
 extern void zklock_worker_log_flush(void);
 
+/* worker/secure.c: TLS and SASL */
+extern zhandle_t *zklock_secure_init_handle(watcher_fn watcher, int timeout,
+											const clientid_t *cid);
+extern void zklock_secure_handshake_failed(zhandle_t *zzh);
+extern void zklock_secure_login_refused(zhandle_t *zzh);
+extern void zklock_secure_connected(void);
+extern bool zklock_secure_failed(void);
+extern void zklock_secure_fail_request(int idx);
+extern bool zklock_secure_may_open(void);
+extern void zklock_secure_retry_now(void);
+extern bool zklock_secure_settings_changed(void);
+extern bool zklock_uses_sasl(void);
+
 /* worker/auth.c: credentials the servers reject */
 extern void zklock_credentials_rejected(zhandle_t *zzh);
 extern void zklock_credentials_accepted(void);

@@ -1,0 +1,511 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker/secure.c
+ *	  TLS and SASL of the worker's connection (zklock.tls*, zklock.sasl_*):
+ *	  the handle opened with zookeeper_init_ssl or zookeeper_init_sasl as
+ *	  the settings ask, the client's files checked before, why a handshake
+ *	  failed or a login was refused, and what zk_status shows of it.  Never
+ *	  a fallback: when TLS or SASL is asked and cannot be had, no handle is
+ *	  opened, the log and zk_status say why, and requests fail with 08006
+ *	  and that reason until a connection is made.  Below worker/dispatch.c
+ *	  (a pickup fails while a failure stands) and worker/connection.c.
+ *
+ *	  zklock_secure_init_handle		open a handle as the settings ask
+ *	  zklock_secure_handshake_failed	a TLS handshake failed: say why
+ *	  zklock_secure_login_refused	the servers refused the SASL login
+ *	  zklock_secure_connected		a connection was made: what it is
+ *	  zklock_secure_failed			does a failure stand?
+ *	  zklock_secure_fail_request	fail a request with 08006 and the reason
+ *	  zklock_secure_may_open		may a new handle be opened now?
+ *	  zklock_secure_retry_now		a reload: try again at once
+ *	  zklock_secure_settings_changed	did a reload change a TLS or SASL
+ *									setting (the worker then restarts)?
+ *	  zklock_uses_sasl				is a SASL login asked?
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "utils/memutils.h"
+
+#include "zklock.h"
+#include "worker/worker.h"
+
+#if ZKLOCK_HAVE_ZK_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#endif
+
+/* ms between two tries while a TLS or SASL failure stands */
+#define SECURE_RETRY_MS	Max(zklock_connect_timeout, 1000)
+
+/* the failure that stands (empty: none), and its state for zk_status */
+static char secure_failure[ZKLOCK_CONN_FAILURE_LEN] = "";
+static ZklockConnState secure_failed_state = ZKC_NONE;
+static TimestampTz secure_retry_at = 0;
+
+/* the TLS and SASL settings the open handle was made with */
+static char *secure_settings_seen = NULL;
+
+static char *secure_settings_string(void);
+static void secure_fail(bool locked, ZklockConnState state, const char *fmt,...) pg_attribute_printf(3, 4);
+
+/*
+ * The TLS and SASL settings as one string, to tell whether a reload
+ * changed one (palloc'd).
+ */
+static char *
+secure_settings_string(void)
+{
+	return psprintf("%d|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s",
+					(int) zklock_tls, zklock_tls_ca_file, zklock_tls_cert_file,
+					zklock_tls_key_file, zklock_sasl_mechanism,
+					zklock_sasl_user, zklock_sasl_password,
+					zklock_sasl_service, zklock_sasl_host,
+					zklock_sasl_keytab, zklock_sasl_principal);
+}
+
+/*
+ * Did a reload change a TLS or SASL setting since the handle was opened?
+ */
+bool
+zklock_secure_settings_changed(void)
+{
+	char	   *now;
+	bool		changed;
+
+	if (secure_settings_seen == NULL)
+		return false;
+	now = secure_settings_string();
+	changed = strcmp(now, secure_settings_seen) != 0;
+	pfree(now);
+	return changed;
+}
+
+/*
+ * Is a SASL login asked (zklock.sasl_mechanism set)?
+ */
+bool
+zklock_uses_sasl(void)
+{
+	return zklock_sasl_mechanism != NULL && zklock_sasl_mechanism[0] != '\0';
+}
+
+/*
+ * A failure stands from now: said in the log (once per reason, until a
+ * connection is made), shown by zk_status (state and reason), and every
+ * request waiting or posted fails with 08006 and the reason.  No handle is
+ * of use: it is closed, and the next one opened after SECURE_RETRY_MS or
+ * at a reload.  locked: the caller holds the lock.
+ */
+static void
+secure_fail(bool locked, ZklockConnState state, const char *fmt,...)
+{
+	ZklockShared *sh = zklock_shared;
+	char		why[ZKLOCK_CONN_FAILURE_LEN];
+	va_list		ap;
+	int			i;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+
+	ereport(strcmp(why, secure_failure) == 0 ? DEBUG1 : LOG,
+			(errmsg("zklock: %s", why),
+			 errdetail("Requests fail with SQLSTATE 08006 until a connection is made; the worker tries again every %d ms (zklock.connect_timeout, at least 1 s) and at every configuration reload.",
+					   SECURE_RETRY_MS)));
+	strlcpy(secure_failure, why, sizeof(secure_failure));
+	secure_failed_state = state;
+	secure_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												  SECURE_RETRY_MS);
+	zklock_connected = false;
+	/* the handle of a failed handshake or login is of no more use */
+	if (zklock_zh != NULL)
+		zklock_request_reconnect();
+
+	if (!locked)
+		LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	if (sh->conn_state != state || strcmp(sh->conn_failure, why) != 0)
+	{
+		sh->conn_state = state;
+		sh->state_since = GetCurrentTimestamp();
+	}
+	strlcpy(sh->conn_failure, why, sizeof(sh->conn_failure));
+	sh->conn_tls = false;
+	sh->sasl_identity[0] = '\0';
+	for (i = 0; i < sh->nslots; i++)
+	{
+		ZklockSlotState st = sh->slots[i].state;
+
+		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+			zklock_secure_fail_request(i);
+	}
+	if (!locked)
+		LWLockRelease(sh->lock);
+}
+
+/*
+ * The configuration was reloaded: the files or the servers may have been
+ * fixed, so a failure standing is tried again at once.
+ */
+void
+zklock_secure_retry_now(void)
+{
+	secure_retry_at = 0;
+}
+
+/*
+ * Does a TLS or SASL failure stand (until the next connection)?
+ */
+bool
+zklock_secure_failed(void)
+{
+	return secure_failure[0] != '\0';
+}
+
+/*
+ * Fail request idx with 08006 and the standing failure (it deletes what
+ * it made, as any failed request).  Caller holds the lock.
+ */
+void
+zklock_secure_fail_request(int idx)
+{
+	zklock_reqs[idx].serial = zklock_shared->slots[idx].serial;
+	zklock_req_fail(idx, ERRCODE_CONNECTION_FAILURE,
+					"zookeeper connection failed: %s", secure_failure);
+}
+
+/*
+ * May a new handle be opened now?  Always, except while a failure stands:
+ * then once every SECURE_RETRY_MS.
+ */
+bool
+zklock_secure_may_open(void)
+{
+	return !zklock_secure_failed() || GetCurrentTimestamp() >= secure_retry_at;
+}
+
+/*
+ * A connection was made: no failure stands any more; zk_status shows
+ * whether it is TLS and the SASL identity.  Caller holds the lock.
+ */
+void
+zklock_secure_connected(void)
+{
+	ZklockShared *sh = zklock_shared;
+
+	if (zklock_secure_failed())
+		ereport(LOG,
+				(errmsg("zklock: connected to zookeeper again after: %s",
+						secure_failure)));
+	secure_failure[0] = '\0';
+	secure_failed_state = ZKC_NONE;
+	sh->conn_failure[0] = '\0';
+	sh->conn_tls = zklock_tls;
+	if (zklock_uses_sasl())
+		strlcpy(sh->sasl_identity,
+				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user,
+				sizeof(sh->sasl_identity));
+	else
+		sh->sasl_identity[0] = '\0';
+}
+
+#if ZKLOCK_HAVE_ZK_TLS
+/*
+ * Check that the TLS files load as the C client loads them (the same
+ * OpenSSL calls) and that the client certificate is in its validity
+ * period, so that a wrong file is named here rather than found by a
+ * handshake that only says it failed.  On failure fills why and returns
+ * false.
+ */
+static bool
+tls_files_ok(char *why, size_t len)
+{
+	SSL_CTX    *ctx;
+	X509	   *cert;
+	const char *what = NULL;
+	const char *file = NULL;
+	unsigned long e;
+
+	if (zklock_tls_ca_file[0] == '\0' || zklock_tls_cert_file[0] == '\0' ||
+		zklock_tls_key_file[0] == '\0')
+	{
+		snprintf(why, len, "zklock.tls is on but zklock.tls_ca_file, zklock.tls_cert_file or zklock.tls_key_file is empty (the zookeeper C client needs all three)");
+		return false;
+	}
+	ERR_clear_error();
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL)
+		what = "could not make a TLS context";
+	else if (SSL_CTX_load_verify_locations(ctx, zklock_tls_ca_file, NULL) != 1)
+	{
+		what = "could not load zklock.tls_ca_file";
+		file = zklock_tls_ca_file;
+	}
+	else if (SSL_CTX_use_certificate_chain_file(ctx, zklock_tls_cert_file) != 1)
+	{
+		what = "could not load zklock.tls_cert_file";
+		file = zklock_tls_cert_file;
+	}
+	else if (SSL_CTX_use_PrivateKey_file(ctx, zklock_tls_key_file, SSL_FILETYPE_PEM) != 1)
+	{
+		what = "could not load zklock.tls_key_file";
+		file = zklock_tls_key_file;
+	}
+	else if (SSL_CTX_check_private_key(ctx) != 1)
+	{
+		what = "zklock.tls_key_file is not the key of zklock.tls_cert_file";
+		file = zklock_tls_key_file;
+	}
+	else if ((cert = SSL_CTX_get0_certificate(ctx)) != NULL &&
+			 X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
+	{
+		what = "the client certificate of zklock.tls_cert_file has expired";
+		file = zklock_tls_cert_file;
+	}
+	else if (cert != NULL && X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
+	{
+		what = "the client certificate of zklock.tls_cert_file is not valid yet";
+		file = zklock_tls_cert_file;
+	}
+	e = ERR_peek_last_error();
+	if (what != NULL)
+		snprintf(why, len, "%s%s%s%s%s%s", what,
+				 file ? " \"" : "", file ? file : "", file ? "\"" : "",
+				 e != 0 ? ": " : "", e != 0 ? ERR_reason_error_string(e) : "");
+	ERR_clear_error();
+	if (ctx != NULL)
+		SSL_CTX_free(ctx);
+	return what == NULL;
+}
+
+/*
+ * A TLS handshake failed (zookeeper_interest or zookeeper_process said
+ * ZSSLCONNECTIONERROR): why, from OpenSSL's errors, which the client
+ * leaves queued.
+ */
+void
+zklock_secure_handshake_failed(zhandle_t *zzh)
+{
+	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
+	unsigned long e;
+	unsigned long last = 0;
+	const char *data;
+	int			flags;
+	char		detail[256] = "";
+
+	while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0)
+	{
+		last = e;
+		if ((flags & ERR_TXT_STRING) && data != NULL && data[0] != '\0')
+			strlcpy(detail, data, sizeof(detail));
+		else
+			detail[0] = '\0';
+	}
+	if (last == 0)
+		secure_fail(false, ZKC_TLS_FAILED,
+					"TLS handshake with zookeeper server %s failed: the server closed the connection (is it a TLS port, and does it take zklock.tls_cert_file?)",
+					server ? server : "?");
+	else
+		secure_fail(false, ZKC_TLS_FAILED,
+					"TLS handshake with zookeeper server %s failed: %s%s%s%s",
+					server ? server : "?", ERR_reason_error_string(last),
+					detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+}
+#else
+/*
+ * Without a TLS-capable client no handshake is ever made.
+ */
+void
+zklock_secure_handshake_failed(zhandle_t *zzh)
+{
+}
+#endif
+
+#if ZKLOCK_HAVE_ZK_SASL
+#include <sasl/sasl.h>
+
+/* what the SASL callbacks answer: the settings, copied at handle time */
+static char *sasl_user = NULL;
+static sasl_secret_t *sasl_secret = NULL;
+
+/*
+ * SASL_CB_USER and SASL_CB_AUTHNAME: the user name.
+ */
+static int
+sasl_get_user(void *context, int id, const char **result, unsigned *len)
+{
+	if (id != SASL_CB_USER && id != SASL_CB_AUTHNAME)
+		return SASL_BADPARAM;
+	*result = sasl_user;
+	if (len)
+		*len = strlen(sasl_user);
+	return SASL_OK;
+}
+
+/*
+ * SASL_CB_PASS: zklock.sasl_password.
+ */
+static int
+sasl_get_secret(sasl_conn_t *conn, void *context, int id, sasl_secret_t **psecret)
+{
+	if (id != SASL_CB_PASS || sasl_secret == NULL)
+		return SASL_BADPARAM;
+	*psecret = sasl_secret;
+	return SASL_OK;
+}
+
+/*
+ * SASL_CB_GETREALM: the first realm the server offers (DIGEST-MD5).
+ */
+static int
+sasl_get_realm(void *context, int id, const char **availrealms, const char **result)
+{
+	*result = (availrealms && availrealms[0]) ? availrealms[0] : "";
+	return SASL_OK;
+}
+
+/* Cyrus SASL's generic callback type, through void (*)(void) as C allows */
+#define ZKLOCK_SASL_CB(f)	((int (*) (void)) (void (*) (void)) (f))
+
+static sasl_callback_t sasl_callbacks[] = {
+	{SASL_CB_USER, ZKLOCK_SASL_CB(sasl_get_user), NULL},
+	{SASL_CB_AUTHNAME, ZKLOCK_SASL_CB(sasl_get_user), NULL},
+	{SASL_CB_PASS, ZKLOCK_SASL_CB(sasl_get_secret), NULL},
+	{SASL_CB_GETREALM, ZKLOCK_SASL_CB(sasl_get_realm), NULL},
+	{SASL_CB_LIST_END, NULL, NULL}
+};
+
+/*
+ * The SASL parameters of a handle (the callbacks answer from copies of
+ * the settings made here).  NULL and a failure when Cyrus SASL cannot
+ * start.
+ */
+static zoo_sasl_params_t *
+sasl_params(void)
+{
+	static bool sasl_started = false;
+	static zoo_sasl_params_t params;
+	size_t		plen = strlen(zklock_sasl_password);
+	int			rc;
+
+	if (!sasl_started)
+	{
+		rc = sasl_client_init(NULL);
+		if (rc != SASL_OK)
+		{
+			secure_fail(false, ZKC_SASL_FAILED, "could not start Cyrus SASL: %s",
+						sasl_errstring(rc, NULL, NULL));
+			return NULL;
+		}
+		sasl_started = true;
+	}
+	/* GSSAPI: the client keytab, and a credential cache of our own */
+	if (zklock_sasl_keytab[0] != '\0')
+	{
+		setenv("KRB5_CLIENT_KTNAME", zklock_sasl_keytab, 1);
+		setenv("KRB5CCNAME", "MEMORY:zklock", 1);
+	}
+	if (sasl_user)
+		free(sasl_user);
+	sasl_user = strdup(zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+	if (sasl_secret)
+		free(sasl_secret);
+	sasl_secret = malloc(sizeof(sasl_secret_t) + plen + 1);
+	if (sasl_user == NULL || sasl_secret == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	sasl_secret->len = plen;
+	memcpy(sasl_secret->data, zklock_sasl_password, plen + 1);
+
+	params.service = zklock_sasl_service;
+	params.host = zklock_sasl_host;
+	params.mechlist = zklock_sasl_mechanism;
+	params.callbacks = sasl_callbacks;
+	return &params;
+}
+#endif
+
+/*
+ * The servers refused the SASL login (the handle says
+ * ZOO_AUTH_FAILED_STATE).  Caller holds the lock.
+ */
+void
+zklock_secure_login_refused(zhandle_t *zzh)
+{
+	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
+
+	secure_fail(true, ZKC_SASL_FAILED,
+				"zookeeper server %s refused the SASL %s login of \"%s\"",
+				server ? server : "?", zklock_sasl_mechanism,
+				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+}
+
+/*
+ * Open a handle as zklock.tls and zklock.sasl_mechanism ask: plain
+ * zookeeper_init, zookeeper_init_ssl with the client's "ca,cert,key"
+ * string, or zookeeper_init_sasl.  NULL when it cannot be had: a failure
+ * then stands (said in the log and zk_status), and nothing is sent.
+ */
+zhandle_t *
+zklock_secure_init_handle(watcher_fn watcher, int timeout, const clientid_t *cid)
+{
+	zhandle_t  *zh = NULL;
+	MemoryContext old;
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (secure_settings_seen != NULL)
+		pfree(secure_settings_seen);
+	secure_settings_seen = secure_settings_string();
+	MemoryContextSwitchTo(old);
+
+	if (zklock_tls && zklock_uses_sasl())
+	{
+		/* the C client (3.8, 3.9) has no call that does both */
+		secure_fail(false, ZKC_TLS_FAILED,
+					"zklock.tls and zklock.sasl_mechanism cannot be combined: the zookeeper C client makes either a TLS or a SASL connection");
+		return NULL;
+	}
+	if (zklock_tls)
+	{
+#if ZKLOCK_HAVE_ZK_TLS
+		char		why[ZKLOCK_CONN_FAILURE_LEN];
+		char	   *cert;
+
+		if (!tls_files_ok(why, sizeof(why)))
+		{
+			secure_fail(false, ZKC_TLS_FAILED, "%s", why);
+			return NULL;
+		}
+		cert = psprintf("%s,%s,%s", zklock_tls_ca_file, zklock_tls_cert_file,
+						zklock_tls_key_file);
+		ERR_clear_error();
+		zh = zookeeper_init_ssl(zklock_hosts, cert, watcher, timeout, cid, NULL, 0);
+		pfree(cert);
+#else
+		secure_fail(false, ZKC_TLS_FAILED,
+					"zklock.tls is on but zklock was built with a zookeeper C client without TLS (see README, \"TLS and SASL\")");
+		return NULL;
+#endif
+	}
+	else if (zklock_uses_sasl())
+	{
+#if ZKLOCK_HAVE_ZK_SASL
+		zoo_sasl_params_t *params = sasl_params();
+
+		if (params == NULL)
+			return NULL;
+		zh = zookeeper_init_sasl(zklock_hosts, watcher, timeout, cid, NULL, 0,
+								 NULL, params);
+#else
+		secure_fail(false, ZKC_SASL_FAILED,
+					"zklock.sasl_mechanism is set but zklock was built with a zookeeper C client without SASL (see README, \"TLS and SASL\")");
+		return NULL;
+#endif
+	}
+	else
+		zh = zookeeper_init(zklock_hosts, watcher, timeout, cid, NULL, 0);
+	return zh;
+}
