@@ -33,13 +33,17 @@ static TimestampTz auth_retry_at = 0;
 #define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
 
 /*
- * What zk_status says while the worker is not connected: suspended while
- * it has a session to resume, expired from the loss of a session until the
- * next one is made, connecting before the first.  Caller holds the lock.
+ * What zk_status says while the worker is not connected: tls_failed or
+ * sasl_failed while such a failure stands (worker/secure.c), suspended
+ * while it has a session to resume, expired from the loss of a session
+ * until the next one is made, connecting before the first.  Caller holds
+ * the lock.
  */
 ZklockConnState
 zklock_not_connected_state(void)
 {
+	if (zklock_secure_failed())
+		return zklock_secure_failed_state(ZKC_CONNECTING);
 	if (zklock_shared->have_session)
 		return ZKC_SUSPENDED;
 	if (zklock_shared->expired_count > 0 || zklock_shared->lease_expired_count > 0)

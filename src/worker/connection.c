@@ -152,7 +152,8 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zklock_sweep_lost_session("expired");
 		sh->have_session = false;
 		zklock_session_forget();
-		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
+		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :
+			zklock_secure_failed_state(ZKC_EXPIRED);
 		sh->expired_count++;
 		sh->state_since = GetCurrentTimestamp();
 		zklock_request_reconnect();
@@ -203,10 +204,14 @@ zklock_open_handle(void)
 	zklock_connected = false;
 	zklock_zh = zklock_secure_init_handle(session_watcher, zklock_session_timeout,
 										  resume_session ? &cid : NULL);
-	if (zklock_zh == NULL && !zklock_secure_failed())
-		ereport(LOG,
-				(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
-						zklock_hosts)));
+	if (zklock_zh == NULL)
+	{
+		/* a TLS or SASL failure said why already (worker/secure.c) */
+		if (!zklock_secure_failed())
+			ereport(LOG,
+					(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
+							zklock_hosts)));
+	}
 	else
 	{
 		/*

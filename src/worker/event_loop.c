@@ -293,8 +293,8 @@ sync_wait_set(void)
 		zklock_request_wait_set_rebuild();
 	else
 		zklock_cut_stuck_attempt(fd, zklock_mono_now());
-	if (rc == ZSSLCONNECTIONERROR)
-		zklock_secure_handshake_failed(zklock_zh);
+	if (rc != ZOK)
+		zklock_secure_call_failed(zklock_zh, rc);
 	if (rc == ZINVALIDSTATE)
 		zklock_request_reconnect();
 	timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
@@ -376,8 +376,7 @@ process_zookeeper(int zkevents)
 		zklock_flush_wakes();
 		if (rc != ZOK && rc != ZNOTHING)
 		{
-			if (rc == ZSSLCONNECTIONERROR)
-				zklock_secure_handshake_failed(zklock_zh);
+			zklock_secure_call_failed(zklock_zh, rc);
 			zklock_request_wait_set_rebuild();
 			break;
 		}

@@ -493,7 +493,8 @@ zklock_check_lease(ZklockMonoTime now)
 		sh->expired_count++;
 	sh->have_session = false;
 	zklock_session_forget();
-	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED : ZKC_EXPIRED;
+	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :
+		zklock_secure_failed_state(ZKC_EXPIRED);
 	sh->state_since = GetCurrentTimestamp();
 	zklock_request_reconnect();
 	LWLockRelease(sh->lock);

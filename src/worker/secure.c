@@ -11,10 +11,12 @@
  *	  (a pickup fails while a failure stands) and worker/connection.c.
  *
  *	  zklock_secure_init_handle		open a handle as the settings ask
- *	  zklock_secure_handshake_failed	a TLS handshake failed: say why
+ *	  zklock_secure_call_failed	a call of the client failed: a TLS
+ *									handshake's failure, say why
  *	  zklock_secure_login_refused	the servers refused the SASL login
  *	  zklock_secure_connected		a connection was made: what it is
  *	  zklock_secure_failed			does a failure stand?
+ *	  zklock_secure_failed_state	zk_status's state while it stands
  *	  zklock_secure_fail_request	fail a request with 08006 and the reason
  *	  zklock_secure_may_open		may a new handle be opened now?
  *	  zklock_secure_retry_now		a reload: try again at once
@@ -167,6 +169,16 @@ zklock_secure_failed(void)
 }
 
 /*
+ * zk_status's state: that of the failure standing (tls_failed,
+ * sasl_failed), otherwise when none does.
+ */
+ZklockConnState
+zklock_secure_failed_state(ZklockConnState otherwise)
+{
+	return zklock_secure_failed() ? secure_failed_state : otherwise;
+}
+
+/*
  * Fail request idx with 08006 and the standing failure (it deletes what
  * it made, as any failed request).  Caller holds the lock.
  */
@@ -225,10 +237,10 @@ static bool
 tls_files_ok(char *why, size_t len)
 {
 	SSL_CTX    *ctx;
-	X509	   *cert;
-	const char *what = NULL;
-	const char *file = NULL;
+	X509	   *cert = NULL;
+	char		what[ZKLOCK_CONN_FAILURE_LEN] = "";
 	unsigned long e;
+	const char *reason;
 
 	if (zklock_tls_ca_file[0] == '\0' || zklock_tls_cert_file[0] == '\0' ||
 		zklock_tls_key_file[0] == '\0')
@@ -239,56 +251,47 @@ tls_files_ok(char *why, size_t len)
 	ERR_clear_error();
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (ctx == NULL)
-		what = "could not make a TLS context";
+		snprintf(what, sizeof(what), "could not make a TLS context");
 	else if (SSL_CTX_load_verify_locations(ctx, zklock_tls_ca_file, NULL) != 1)
-	{
-		what = "could not load zklock.tls_ca_file";
-		file = zklock_tls_ca_file;
-	}
+		snprintf(what, sizeof(what), "could not load zklock.tls_ca_file \"%s\"",
+				 zklock_tls_ca_file);
 	else if (SSL_CTX_use_certificate_chain_file(ctx, zklock_tls_cert_file) != 1)
-	{
-		what = "could not load zklock.tls_cert_file";
-		file = zklock_tls_cert_file;
-	}
+		snprintf(what, sizeof(what), "could not load zklock.tls_cert_file \"%s\"",
+				 zklock_tls_cert_file);
 	else if (SSL_CTX_use_PrivateKey_file(ctx, zklock_tls_key_file, SSL_FILETYPE_PEM) != 1)
-	{
-		what = "could not load zklock.tls_key_file";
-		file = zklock_tls_key_file;
-	}
+		snprintf(what, sizeof(what), "could not load zklock.tls_key_file \"%s\"",
+				 zklock_tls_key_file);
 	else if (SSL_CTX_check_private_key(ctx) != 1)
-	{
-		what = "zklock.tls_key_file is not the key of zklock.tls_cert_file";
-		file = zklock_tls_key_file;
-	}
+		snprintf(what, sizeof(what), "zklock.tls_key_file \"%s\" is not the key of zklock.tls_cert_file \"%s\"",
+				 zklock_tls_key_file, zklock_tls_cert_file);
 	else if ((cert = SSL_CTX_get0_certificate(ctx)) != NULL &&
 			 X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
-	{
-		what = "the client certificate of zklock.tls_cert_file has expired";
-		file = zklock_tls_cert_file;
-	}
+		snprintf(what, sizeof(what), "the client certificate of zklock.tls_cert_file \"%s\" has expired",
+				 zklock_tls_cert_file);
 	else if (cert != NULL && X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
-	{
-		what = "the client certificate of zklock.tls_cert_file is not valid yet";
-		file = zklock_tls_cert_file;
-	}
+		snprintf(what, sizeof(what), "the client certificate of zklock.tls_cert_file \"%s\" is not valid yet",
+				 zklock_tls_cert_file);
 	e = ERR_peek_last_error();
-	if (what != NULL)
-		snprintf(why, len, "%s%s%s%s%s%s", what,
-				 file ? " \"" : "", file ? file : "", file ? "\"" : "",
-				 e != 0 ? ": " : "", e != 0 ? ERR_reason_error_string(e) : "");
+	reason = e != 0 ? ERR_reason_error_string(e) : NULL;
+	if (what[0] != '\0')
+		snprintf(why, len, "%s%s%s", what, reason ? ": " : "", reason ? reason : "");
 	ERR_clear_error();
 	if (ctx != NULL)
 		SSL_CTX_free(ctx);
-	return what == NULL;
+	return what[0] == '\0';
 }
 
 /*
- * A TLS handshake failed (zookeeper_interest or zookeeper_process said
- * ZSSLCONNECTIONERROR): why, from OpenSSL's errors, which the client
- * leaves queued.
+ * zookeeper_interest or zookeeper_process returned rc (not ZOK): when the
+ * connection is TLS and not made yet, a handshake failed if the client
+ * says so (ZSSLCONNECTIONERROR) or OpenSSL queued an error (with TLS 1.3
+ * the server refuses a client certificate after the client's side of the
+ * handshake is done: the client then sees its alert as a lost
+ * connection).  Why, from OpenSSL's errors, which the client leaves
+ * queued.
  */
 void
-zklock_secure_handshake_failed(zhandle_t *zzh)
+zklock_secure_call_failed(zhandle_t *zzh, int rc)
 {
 	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
 	unsigned long e;
@@ -297,6 +300,13 @@ zklock_secure_handshake_failed(zhandle_t *zzh)
 	int			flags;
 	char		detail[256] = "";
 
+	if (!zklock_tls || zklock_connected)
+	{
+		ERR_clear_error();
+		return;
+	}
+	if (rc != ZSSLCONNECTIONERROR && ERR_peek_error() == 0)
+		return;
 	while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0)
 	{
 		last = e;
@@ -312,7 +322,8 @@ zklock_secure_handshake_failed(zhandle_t *zzh)
 	else
 		secure_fail(false, ZKC_TLS_FAILED,
 					"TLS handshake with zookeeper server %s failed: %s%s%s%s",
-					server ? server : "?", ERR_reason_error_string(last),
+					server ? server : "?",
+					ERR_reason_error_string(last) ? ERR_reason_error_string(last) : "unknown error",
 					detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
 }
 #else
@@ -320,7 +331,7 @@ zklock_secure_handshake_failed(zhandle_t *zzh)
  * Without a TLS-capable client no handshake is ever made.
  */
 void
-zklock_secure_handshake_failed(zhandle_t *zzh)
+zklock_secure_call_failed(zhandle_t *zzh, int rc)
 {
 }
 #endif

@@ -296,10 +296,11 @@ extern void zklock_worker_log_flush(void);
 /* worker/secure.c: TLS and SASL */
 extern zhandle_t *zklock_secure_init_handle(watcher_fn watcher, int timeout,
 											const clientid_t *cid);
-extern void zklock_secure_handshake_failed(zhandle_t *zzh);
+extern void zklock_secure_call_failed(zhandle_t *zzh, int rc);
 extern void zklock_secure_login_refused(zhandle_t *zzh);
 extern void zklock_secure_connected(void);
 extern bool zklock_secure_failed(void);
+extern ZklockConnState zklock_secure_failed_state(ZklockConnState otherwise);
 extern void zklock_secure_fail_request(int idx);
 extern bool zklock_secure_may_open(void);
 extern void zklock_secure_retry_now(void);

@@ -85,7 +85,7 @@ use Test::More;
 
 use Exporter 'import';
 our @EXPORT = qw(
-  start_zk stop_zk restart_zk wipe_zk zk_port
+  start_zk start_zk_with_config stop_zk restart_zk wipe_zk zk_port
   new_zklock_node wait_connected
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
@@ -136,8 +136,30 @@ my %zk_running; # connect string => 1 while started
 # start_zk_with_jvm_options.
 sub start_zk
 {
-	my (@opts) = @_;
+	return _start_zk(undef, @_);
+}
+
+# start_zk_with_config($extra, @jvm_options): start_zk, with the lines
+# $extra added to the server's zoo.cfg (test/zk/zk.sh, zoo-extra.cfg): a
+# secureClientPort, ssl.*, authProvider.*; a @SECURE_PORT@ in them
+# becomes a free port.  Returns the connect string of the plaintext port
+# and, with @SECURE_PORT@, that of the secure one.
+sub start_zk_with_config
+{
+	my ($extra, @opts) = @_;
+	return _start_zk($extra, @opts);
+}
+
+sub _start_zk
+{
+	my ($extra, @opts) = @_;
 	my $dir = PostgreSQL::Test::Utils::tempdir('zk');
+	if (defined $extra)
+	{
+		open(my $fh, '>', "$dir/zoo-extra.cfg") or die "cannot write $dir/zoo-extra.cfg: $!";
+		print $fh $extra;
+		close $fh;
+	}
 	local $ENV{JAVA} = @opts ? _zk_java_wrapper($dir, @opts) : $ENV{JAVA};
 	delete $ENV{JAVA} unless defined $ENV{JAVA};
 	my ($out, $err) = ('', '');
@@ -150,7 +172,11 @@ sub start_zk
 	$zk_dirs{$connect} = $dir;
 	$zk_running{$connect} = 1;
 	note "ZooKeeper started at $connect (dir $dir)" . (@opts ? " with JVM options @opts" : '');
-	return $connect;
+	return $connect unless -f "$dir/zk.secure_port";
+	my $secure = '127.0.0.1:' . PostgreSQL::Test::Utils::slurp_file("$dir/zk.secure_port");
+	chomp $secure;
+	note "... and its secure port at $secure";
+	return ($connect, $secure);
 }
 
 # stop_zk($connect): stop the server started by start_zk (all of them when
@@ -941,6 +967,8 @@ sub DESTROY
 ############################################################################
 #
 #   my $peer = ZklockTest::Peer->new($zk_connect);
+#   ZklockTest::Peer->new($zk_connect, $name, @jvm_options)  with system
+#                                              properties (zookeeper.ssl.*)
 #   $peer->acquire('c1', '/p', 1000);          async
 #   $peer->wait_reply(qr/^(acquired|timeout|error) c1\b/)   -> the line
 #   $peer->release('c1');                      waits for "released c1"
@@ -957,7 +985,7 @@ use File::Path qw(make_path);
 
 sub new
 {
-	my ($class, $connect, $name) = @_;
+	my ($class, $connect, $name, @jvm_options) = @_;
 	my $dir = ZklockTest::java_classes();
 	my $self = bless {
 		name => $name // 'peer',
@@ -969,7 +997,8 @@ sub new
 	$self->{timer} = IPC::Run::timer($ZklockTest::DEFAULT_TIMEOUT);
 	$self->{h} = IPC::Run::start(
 		[
-			'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR",
+			'java', '-Xmx128m', @jvm_options, '-cp',
+			"$dir:$ZklockTest::CURATOR_JAR:$ZklockTest::NETTY_JARS",
 			'CuratorPeer', $connect
 		],
 		'<', \$self->{in}, '>', \$self->{out}, '2>', \$self->{err},
@@ -1334,5 +1363,8 @@ sub DESTROY
 package ZklockTest;
 
 our $CURATOR_JAR = $ENV{CURATOR_JAR} // '/usr/share/java/curator-recipes.jar';
+# what the Java client's Netty socket (TLS) needs and the manifests of
+# Debian's jars leave out
+our $NETTY_JARS = '/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar';
 
 1;

@@ -9,6 +9,11 @@
 #   zk.sh stop DIR           SIGTERM the server, wait (bounded), then SIGKILL.
 #   zk.sh status DIR         exit 0 and print the port if the server answers.
 #
+# DIR/zoo-extra.cfg, when the caller wrote one, is added to the server's
+# configuration (a secureClientPort, ssl.*, authProvider.*); a
+# @SECURE_PORT@ in it becomes a free port, written to DIR/zk.secure_port
+# (kept by restarts), and the start then also waits until it listens.
+#
 # The server binds 127.0.0.1 only. Works as root and as an unprivileged user
 # (everything is under DIR). Environment knobs:
 #   ZK_JAR            default /usr/share/java/zookeeper.jar
@@ -18,6 +23,9 @@
 set -u
 
 ZK_JAR=${ZK_JAR:-/usr/share/java/zookeeper.jar}
+# the manifest of Debian's zookeeper.jar leaves out netty-codec, which the
+# Netty connection factory (a secure port's) needs
+NETTY_CODEC_JAR=${NETTY_CODEC_JAR:-/usr/share/java/netty-codec.jar}
 ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-30}
 ZK_STOP_TIMEOUT=${ZK_STOP_TIMEOUT:-10}
 JAVA=${JAVA:-java}
@@ -77,11 +85,20 @@ minSessionTimeout=1000
 maxSessionTimeout=120000
 maxClientCnxns=0
 EOF
+    if [ -f "$dir/zoo-extra.cfg" ]; then
+        if grep -q @SECURE_PORT@ "$dir/zoo-extra.cfg"; then
+            [ -f "$dir/zk.secure_port" ] || pick_port > "$dir/zk.secure_port" ||
+                die "no free port found"
+            sed "s/@SECURE_PORT@/$(cat "$dir/zk.secure_port")/g" "$dir/zoo-extra.cfg" >> "$dir/zoo.cfg"
+        else
+            cat "$dir/zoo-extra.cfg" >> "$dir/zoo.cfg"
+        fi
+    fi
     # setsid + all fds redirected: the server must not keep the caller's
     # pipes open (a TAP harness would otherwise wait for it forever).
     setsid "$JAVA" -Xmx256m -Dzookeeper.admin.enableServer=false \
         -Dzookeeper.jmx.log4j.disable=true \
-        -cp "$ZK_JAR" org.apache.zookeeper.server.ZooKeeperServerMain \
+        -cp "$ZK_JAR:$NETTY_CODEC_JAR" org.apache.zookeeper.server.ZooKeeperServerMain \
         "$dir/zoo.cfg" </dev/null >>"$dir/zk.log" 2>&1 &
     pid=$!
     echo "$pid" > "$dir/zk.pid"
@@ -91,7 +108,8 @@ EOF
             rm -f "$dir/zk.pid"
             return 2
         fi
-        if ruok "$port"; then
+        if ruok "$port" && { [ ! -f "$dir/zk.secure_port" ] ||
+            port_in_use "$(cat "$dir/zk.secure_port")"; }; then
             echo "$port" > "$dir/zk.port"
             return 0
         fi
