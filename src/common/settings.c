@@ -151,7 +151,9 @@ check_tls_file(char **newval, void **extra, GucSource source)
 /*
  * Define the TLS and SASL GUCs: superuser-only, read from the server's
  * configuration; a reload that changes one restarts the worker, as
- * zklock.hosts does (worker/secure.c).
+ * zklock.hosts does (worker/secure.c).  The password, like zklock.auth, is
+ * read at server start only: on a reload the postmaster logs "parameter
+ * ... changed to" with the new value of every setting that changed.
  */
 static void
 define_secure_settings(void)
@@ -202,10 +204,10 @@ define_secure_settings(void)
 							   NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.sasl_password",
 							   "SASL password (DIGEST-MD5) of the worker's ZooKeeper login.",
-							   "Set in postgresql.conf; never shown by SHOW or pg_settings.",
+							   "Set in postgresql.conf; never shown by SHOW or pg_settings.  Read at server start only: the postmaster logs the new value of a setting a reload changes.",
 							   &zklock_sasl_password,
 							   "",
-							   PGC_SIGHUP,
+							   PGC_POSTMASTER,
 							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
 							   NULL, NULL, show_sasl_password);
 	DefineCustomStringVariable("zklock.sasl_service",

@@ -53,6 +53,7 @@ static TimestampTz secure_retry_at = 0;
 static char *secure_settings_seen = NULL;
 
 static char *secure_settings_string(void);
+static void login_refused(zhandle_t *zzh, bool locked);
 static void secure_fail(bool locked, ZklockConnState state, const char *fmt,...) pg_attribute_printf(3, 4);
 
 /*
@@ -225,6 +226,22 @@ zklock_secure_connected(void)
 		sh->sasl_identity[0] = '\0';
 }
 
+/*
+ * Did the servers refuse the SASL login?  The single-threaded client
+ * tells no watcher: the call that read the refusal returns it
+ * (ZAUTHFAILED) and leaves the handle in ZOO_AUTH_FAILED_STATE.  Says so
+ * and returns true if they did.
+ */
+static bool
+sasl_refused(zhandle_t *zzh, int rc)
+{
+	if (!zklock_uses_sasl() || zzh == NULL || zklock_connected ||
+		(rc != ZAUTHFAILED && zoo_state(zzh) != ZOO_AUTH_FAILED_STATE))
+		return false;
+	login_refused(zzh, false);
+	return true;
+}
+
 #if ZKLOCK_HAVE_ZK_TLS
 /*
  * Check that the TLS files load as the C client loads them (the same
@@ -282,8 +299,9 @@ tls_files_ok(char *why, size_t len)
 }
 
 /*
- * zookeeper_interest or zookeeper_process returned rc (not ZOK): when the
- * connection is TLS and not made yet, a handshake failed if the client
+ * zookeeper_interest or zookeeper_process returned rc (not ZOK): a SASL
+ * login refused (sasl_refused), or, when the connection is TLS and not
+ * made yet, a handshake failed if the client
  * says so (ZSSLCONNECTIONERROR) or OpenSSL queued an error (with TLS 1.3
  * the server refuses a client certificate after the client's side of the
  * handshake is done: the client then sees its alert as a lost
@@ -300,6 +318,8 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 	int			flags;
 	char		detail[256] = "";
 
+	if (sasl_refused(zzh, rc))
+		return;
 	if (!zklock_tls || zklock_connected)
 	{
 		ERR_clear_error();
@@ -333,6 +353,7 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 void
 zklock_secure_call_failed(zhandle_t *zzh, int rc)
 {
+	(void) sasl_refused(zzh, rc);
 }
 #endif
 
@@ -440,18 +461,28 @@ sasl_params(void)
 #endif
 
 /*
- * The servers refused the SASL login (the handle says
- * ZOO_AUTH_FAILED_STATE).  Caller holds the lock.
+ * The servers refused the SASL login: the handle says
+ * ZOO_AUTH_FAILED_STATE.  locked: the caller holds the lock.
+ */
+static void
+login_refused(zhandle_t *zzh, bool locked)
+{
+	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
+
+	secure_fail(locked, ZKC_SASL_FAILED,
+				"zookeeper server %s refused the SASL %s login of \"%s\"",
+				server ? server : "?", zklock_sasl_mechanism,
+				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+}
+
+/*
+ * The session watcher was told ZOO_AUTH_FAILED_STATE with a SASL login
+ * asked: the servers refused it.  Caller holds the lock.
  */
 void
 zklock_secure_login_refused(zhandle_t *zzh)
 {
-	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
-
-	secure_fail(true, ZKC_SASL_FAILED,
-				"zookeeper server %s refused the SASL %s login of \"%s\"",
-				server ? server : "?", zklock_sasl_mechanism,
-				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+	login_refused(zzh, true);
 }
 
 /*

@@ -1,0 +1,114 @@
+# 213_sasl: zklock logs in to ZooKeeper with SASL DIGEST-MD5.
+#
+# What users rely on: with zklock.sasl_mechanism = 'DIGEST-MD5' the worker
+# logs in as zklock.sasl_user, a Curator client logged in through JAAS on
+# the same path excludes SQL and is excluded by it, and the password is
+# never shown.  A refused login gives a log line saying so, zk_status()
+# says 'sasl_failed', and a SQL call fails at once with SQLSTATE 08006
+# and the reason, leaving nothing behind; the right password connects
+# again (at server start: zklock.sasl_password, like zklock.auth, is not
+# reloaded, since the postmaster would log the new value).
+# The parts are real: a ZooKeeper server with the SASL authentication
+# provider and a JAAS file of its users, Cyrus SASL's DIGEST-MD5 plugin
+# (libsasl2-modules) in the worker.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZklockTest;
+
+my $dir = PostgreSQL::Test::Utils::tempdir('sasl');
+my $secret = 'pw213-never-shown';
+
+# write_file($path, $text)
+sub write_file
+{
+	my ($path, $text) = @_;
+	open(my $fh, '>', $path) or die "cannot write $path: $!";
+	print $fh $text;
+	close $fh;
+	return $path;
+}
+
+my $server_jaas = write_file("$dir/server.jaas", <<"EOF");
+Server {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  user_zklock="$secret"
+  user_curator="curator-pw";
+};
+EOF
+my $client_jaas = write_file("$dir/client.jaas", <<"EOF");
+Client {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="curator"
+  password="curator-pw";
+};
+EOF
+
+my $zk = start_zk_with_config(
+	"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+	"-Djava.security.auth.login.config=$server_jaas");
+my $peer = new_peer($zk, 'sasl-peer', "-Djava.security.auth.login.config=$client_jaas");
+
+sub sasl_conf
+{
+	my ($password) = @_;
+	return "zklock.sasl_mechanism = 'DIGEST-MD5'\n"
+	  . "zklock.sasl_user = 'zklock'\n"
+	  . "zklock.sasl_password = '$password'\n";
+}
+
+my $node = new_zklock_node('sasl', $zk,
+	sasl_conf($secret) . "zklock.connect_timeout = '2s'\n",
+	wait_connected => 0);
+
+subtest 'DIGEST-MD5: connected; SQL and Curator exclude each other; the password is hidden' => sub {
+	ok(wait_connected($node, 60), 'zk_status() says connected');
+	is($node->safe_psql('postgres', 'SHOW zklock.sasl_password'), '********',
+		'SHOW hides zklock.sasl_password');
+	unlike(slurp_file($node->logfile), qr/\Q$secret\E/, 'the log never has the password');
+	my $s = ZklockTest::Session->new($node, 's');
+	is($s->value("SELECT zk_mutex_acquire('/t213/m')"), 't', 'SQL acquires');
+	$peer->acquire('c1', '/t213/m', 1000);
+	is($peer->acquire_result('c1'), 'timeout', 'Curator times out while SQL holds');
+	is($s->value("SELECT zk_mutex_release('/t213/m')"), 't', 'SQL releases');
+	$peer->acquire('c2', '/t213/m', 10000);
+	is($peer->acquire_result('c2'), 'acquired', 'Curator acquires');
+	is($s->value("SELECT zk_mutex_acquire('/t213/m', '700ms')"), 'f', 'SQL times out while Curator holds');
+	is($peer->release('c2'), 'released', 'Curator releases');
+	$s->quit;
+};
+
+subtest 'a refused login: sasl_failed, a log line, 08006 with the reason' => sub {
+	my $log_from = -s $node->logfile;
+	# (zklock.sasl_password is read at server start only: a reload would
+	# have the postmaster log the new value)
+	$node->append_conf('postgresql.conf', sasl_conf('not-the-password'));
+	$node->restart;
+	my $re = qr/refused the SASL DIGEST-MD5 login of "zklock"/;
+	ok(wait_until(sub { substr(slurp_file($node->logfile), $log_from) =~ /LOG:  zklock: .*$re/ },
+			30, 'the log line'),
+		'the log says the login was refused');
+	is($node->safe_psql('postgres', 'SELECT state FROM zk_status()'), 'sasl_failed',
+		"zk_status() says 'sasl_failed'");
+	my ($state, $err, $out, $secs) = psql_error($node, q{SELECT zk_mutex_acquire('/t213/f', '30s')});
+	is($state, '08006', 'an acquire fails with SQLSTATE 08006') or diag($err);
+	like($err, qr/zookeeper connection failed: .*$re/, '... with the reason');
+	cmp_ok($secs, '<', 15, sprintf('... at once (%.1f s)', $secs));
+	my $kids = $peer->children('/t213/f');
+	ok(!defined $kids || !@$kids, 'the failed call left no node');
+	unlike(slurp_file($node->logfile), qr/not-the-password/, 'the log never has the password');
+};
+
+subtest 'fixed and restarted: connected again' => sub {
+	$node->append_conf('postgresql.conf', sasl_conf($secret));
+	$node->restart;
+	ok(wait_connected($node, 60), 'connected again');
+	is($node->safe_psql('postgres', "SELECT zk_mutex_acquire('/t213/m', '10s'), zk_mutex_release('/t213/m')"),
+		't|t', 'a lock is taken and released');
+};
+
+$peer->quit;
+$node->stop;
+done_testing();
