@@ -12,8 +12,11 @@
 #    ignores), installs the build dependencies of debian/control from the
 #    archive (apt-get build-dep), writes debian/control for the release's
 #    PostgreSQL (pg_buildext updatecontrol), makes the upstream tarball
-#    zklock_UPSTREAM.orig.tar.gz from the tree (without debian/) and runs
-#    `dpkg-buildpackage -us -uc`: source package and postgresql-NN-zklock;
+#    zklock_UPSTREAM.orig.tar.gz from the tree (without debian/), fetches
+#    the zookeeper source package beside the tree (test/build-zk-client.sh
+#    --fetch-only: apt-get source, adding the deb-src entries of the root's
+#    archive) and runs `dpkg-buildpackage -us -uc` with ZKLOCK_ZK_SOURCE
+#    naming it: source package and postgresql-NN-zklock;
 # 3. in the test root: `apt-get install ./postgresql-NN-zklock_*.deb` (the
 #    dependencies come from the archive), then the Depends of
 #    debian/tests/control (apt-get satisfy), then, as autopkgtest would,
@@ -54,7 +57,10 @@ inside_build() {
 	src=$(basename "$(pwd)")
 	[ "$src" = "zklock-$upstream" ] || root_die "the tree must be in zklock-$upstream, not $src"
 	tar -C .. --exclude="$src/debian" -czf "../zklock_$upstream.orig.tar.gz" "$src"
-	dpkg-buildpackage -us -uc
+	# the zookeeper source package the C client with TLS and SASL is built
+	# from (debian/rules): fetched here, beside the tree, not by the build
+	ZKLOCK_ZK_CLIENT=$(cd .. && pwd)/zk-fetch bash test/build-zk-client.sh --fetch-only
+	ZKLOCK_ZK_SOURCE=$(cd .. && pwd)/zk-fetch/src dpkg-buildpackage -us -uc
 }
 
 # inside_test: in the test root, from /pkg: the built packages with their
