@@ -20,13 +20,15 @@
 # here; the Curator peer uses the Java client's zookeeper.ssl.* properties.
 use strict;
 use warnings;
+use File::Spec;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 use ZklockFault qw(status_row);
 
-my $pki = PostgreSQL::Test::Utils::tempdir('pki');
+# absolute: the server reads the files from its data directory
+my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
 my $pass = 'zk212pass';
 
 # run(@cmd): run a command of the PKI's making, die with its output if it fails

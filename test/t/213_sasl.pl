@@ -13,12 +13,14 @@
 # (libsasl2-modules) in the worker.
 use strict;
 use warnings;
+use File::Spec;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $dir = PostgreSQL::Test::Utils::tempdir('sasl');
+# absolute: the server and the peer read the JAAS files from elsewhere
+my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('sasl'));
 my $secret = 'pw213-never-shown';
 
 # write_file($path, $text)
