@@ -12,7 +12,8 @@
  *
  *	  zklock_secure_init_handle		open a handle as the settings ask
  *	  zklock_secure_call_failed	a call of the client failed: a TLS
- *									handshake's failure, say why
+ *									handshake failed or a SASL login was
+ *									refused?  say why
  *	  zklock_secure_login_refused	the servers refused the SASL login
  *	  zklock_secure_connected		a connection was made: what it is
  *	  zklock_secure_failed			does a failure stand?
@@ -27,8 +28,6 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <sys/stat.h>
 
 #include "utils/memutils.h"
 
