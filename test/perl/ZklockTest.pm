@@ -89,7 +89,7 @@ our @EXPORT = qw(
   new_zklock_node wait_connected
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
-  sqlstate_of psql_error seq_of sort_by_seq lock_children
+  sqlstate_of psql_error connection_failure_ok seq_of sort_by_seq lock_children
   zk_lock_rows worker_pid expected_wait_event curator_version
   missing_functions require_functions participants_rows wait_children_count
   $CURATOR_NODE_RE $CURATOR_RW_NODE_RE $CURATOR_LEASE_NODE_RE $DEFAULT_TIMEOUT
@@ -535,6 +535,28 @@ sub psql_error
 		timed_out => \$timed_out);
 	# A statement still running at $timeout is reported as SQLSTATE 'HANG!'.
 	return ($timed_out ? 'HANG!' : sqlstate_of($stderr), $stderr, $stdout, time - $t0);
+}
+
+# connection_failure_ok($node, $what, $state, $re, $log_from, $peer, $path):
+# what a TLS or SASL failure must look like to a user (tests 212, 213): the
+# log, after its byte $log_from, says why ($re), zk_status() says $state, a
+# call on $path fails at once with 08006 and the reason, and leaves no
+# node there ($peer lists $path).  Test points named "$what: ...".
+sub connection_failure_ok
+{
+	my ($node, $what, $state, $re, $log_from, $peer, $path) = @_;
+	ok(wait_until(sub { substr(PostgreSQL::Test::Utils::slurp_file($node->logfile), $log_from) =~ /LOG:  zklock: .*$re/ },
+			30, 'the log line'),
+		"$what: the log says why");
+	is($node->safe_psql('postgres', 'SELECT state FROM zk_status()'), $state,
+		"$what: zk_status() says '$state'");
+	my ($sqlstate, $err, $out, $secs) = psql_error($node, "SELECT zk_mutex_acquire('$path', '30s')");
+	is($sqlstate, '08006', "$what: an acquire fails with SQLSTATE 08006") or diag($err);
+	like($err, qr/zookeeper connection failed: .*$re/, "$what: ... with the reason");
+	cmp_ok($secs, '<', 15, sprintf("$what: ... at once (%.1f s), not after its 30 s timeout", $secs));
+	my $kids = $peer->children($path);
+	ok(!defined $kids || !@$kids, "$what: the failed call left no node");
+	return;
 }
 
 # seq_of($node_name): the sequence number of a lock node (the text after

@@ -149,22 +149,12 @@ sub set_tls
 	return $log_from;
 }
 
-# failure($what, $re): zk_status says tls_failed, the log says why ($re),
-# a SQL call fails at once with 08006 and the reason, and leaves nothing
+# failure($what, $re, $log_from): tls_failed, and the log and a call say
+# why ($re), the call leaving nothing (ZklockTest::connection_failure_ok)
 sub failure
 {
 	my ($what, $re, $log_from) = @_;
-	ok(wait_until(sub { substr(slurp_file($node->logfile), $log_from) =~ /LOG:  zklock: .*$re/ },
-			30, 'the log line'),
-		"$what: the log says why");
-	is($node->safe_psql('postgres', 'SELECT state FROM zk_status()'), 'tls_failed',
-		"$what: zk_status() says 'tls_failed'");
-	my ($state, $err, $out, $secs) = psql_error($node, q{SELECT zk_mutex_acquire('/t212/f', '30s')});
-	is($state, '08006', "$what: an acquire fails with SQLSTATE 08006") or diag($err);
-	like($err, qr/zookeeper connection failed: .*$re/, "$what: ... with the reason");
-	cmp_ok($secs, '<', 15, sprintf("$what: ... at once (%.1f s), not after its 30 s timeout", $secs));
-	my $kids = $plain_peer->children('/t212/f');
-	ok(!defined $kids || !@$kids, "$what: the failed call left no node");
+	connection_failure_ok($node, $what, 'tls_failed', $re, $log_from, $plain_peer, '/t212/f');
 	return;
 }
 

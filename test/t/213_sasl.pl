@@ -92,18 +92,8 @@ subtest 'a refused login: sasl_failed, a log line, 08006 with the reason' => sub
 	# have the postmaster log the new value)
 	$node->append_conf('postgresql.conf', sasl_conf('not-the-password'));
 	$node->restart;
-	my $re = qr/refused the SASL DIGEST-MD5 login of "zklock"/;
-	ok(wait_until(sub { substr(slurp_file($node->logfile), $log_from) =~ /LOG:  zklock: .*$re/ },
-			30, 'the log line'),
-		'the log says the login was refused');
-	is($node->safe_psql('postgres', 'SELECT state FROM zk_status()'), 'sasl_failed',
-		"zk_status() says 'sasl_failed'");
-	my ($state, $err, $out, $secs) = psql_error($node, q{SELECT zk_mutex_acquire('/t213/f', '30s')});
-	is($state, '08006', 'an acquire fails with SQLSTATE 08006') or diag($err);
-	like($err, qr/zookeeper connection failed: .*$re/, '... with the reason');
-	cmp_ok($secs, '<', 15, sprintf('... at once (%.1f s)', $secs));
-	my $kids = $peer->children('/t213/f');
-	ok(!defined $kids || !@$kids, 'the failed call left no node');
+	connection_failure_ok($node, 'refused login', 'sasl_failed',
+		qr/refused the SASL DIGEST-MD5 login of "zklock"/, $log_from, $peer, '/t213/f');
 	unlike(slurp_file($node->logfile), qr/not-the-password/, 'the log never has the password');
 };
 
