@@ -21,7 +21,7 @@ OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 
 EXTENSION = zklock
 DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql \
-	zklock--0.2--0.3.sql zklock--0.3.sql
+	zklock--0.2--0.3.sql zklock--0.3.sql zklock--0.3--0.4.sql zklock--0.4.sql
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 # the ZooKeeper C client: with TLS and SASL, the static build that

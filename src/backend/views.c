@@ -69,7 +69,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 
 /*
  * The columns of zk_status(), in the order of its OUT parameters
- * (zklock--0.1.sql).
+ * (zklock--0.4.sql); an earlier version's zk_status() has the first ones.
  */
 typedef enum StatusColumn
 {
@@ -98,6 +98,9 @@ typedef enum StatusColumn
 	STATUS_COL_BATCHED_DELETES,
 	STATUS_COL_BATCHED_CREATES,
 	STATUS_COL_BATCHES_FAILED,
+	STATUS_COL_TLS,
+	STATUS_COL_SASL_IDENTITY,
+	STATUS_COL_CONNECTION_FAILURE,
 	STATUS_NCOLS
 } StatusColumn;
 
@@ -125,6 +128,9 @@ typedef struct StatusSnapshot
 	int64		batched_deletes;
 	int64		batched_creates;
 	int64		batches_failed;
+	bool		tls;
+	char		sasl_identity[256];
+	char		failure[ZKLOCK_CONN_FAILURE_LEN];
 	int			queued;			/* requests new or active */
 	int			held;			/* locks held */
 	int			used;			/* slots not free */
@@ -162,6 +168,9 @@ status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
 	snap->batched_deletes = sh->batched_deletes;
 	snap->batched_creates = sh->batched_creates;
 	snap->batches_failed = sh->batches_failed;
+	snap->tls = sh->conn_tls;
+	strlcpy(snap->sasl_identity, sh->sasl_identity, sizeof(snap->sasl_identity));
+	strlcpy(snap->failure, sh->conn_failure, sizeof(snap->failure));
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -200,9 +209,14 @@ server_mode_name(ZklockConnState cs, int server_mode)
 }
 
 PG_FUNCTION_INFO_V1(zk_status);
+PG_FUNCTION_INFO_V1(zk_status_0_4);
 
 /*
- * zk_status(): one row about the worker's ZooKeeper session.
+ * zk_status(): one row about the worker's ZooKeeper session.  Version
+ * 0.4's SQL calls it by the symbol zk_status_0_4 (with tls, sasl_identity
+ * and connection_failure), earlier versions' by zk_status (the first
+ * columns only), so that 0.4's SQL over an older library fails to find its
+ * function instead of reading columns that library never fills.
  */
 Datum
 zk_status(PG_FUNCTION_ARGS)
@@ -225,7 +239,10 @@ zk_status(PG_FUNCTION_ARGS)
 				 errmsg("zklock shared memory is not initialized")));
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	Assert(tupdesc->natts == STATUS_NCOLS);
+	/* the zk_status() of an earlier version has fewer columns, in order */
+	if (tupdesc->natts > STATUS_NCOLS)
+		elog(ERROR, "zk_status() has %d columns, this library knows %d",
+			 tupdesc->natts, STATUS_NCOLS);
 
 	status_snapshot(sh, &snap);
 	snprintf(sid, sizeof(sid), "0x%016llx", (unsigned long long) snap.session_id);
@@ -268,8 +285,24 @@ zk_status(PG_FUNCTION_ARGS)
 	values[STATUS_COL_BATCHED_DELETES] = Int64GetDatum(snap.batched_deletes);
 	values[STATUS_COL_BATCHED_CREATES] = Int64GetDatum(snap.batched_creates);
 	values[STATUS_COL_BATCHES_FAILED] = Int64GetDatum(snap.batches_failed);
+	/* TLS and SASL: of the connection made; NULL while there is none */
+	values[STATUS_COL_TLS] = BoolGetDatum(snap.tls);
+	nulls[STATUS_COL_TLS] = (snap.cs != ZKC_CONNECTED);
+	values[STATUS_COL_SASL_IDENTITY] = CStringGetTextDatum(snap.sasl_identity);
+	nulls[STATUS_COL_SASL_IDENTITY] = (snap.cs != ZKC_CONNECTED || snap.sasl_identity[0] == '\0');
+	values[STATUS_COL_CONNECTION_FAILURE] = CStringGetTextDatum(snap.failure);
+	nulls[STATUS_COL_CONNECTION_FAILURE] = (snap.failure[0] == '\0');
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * zk_status_0_4(): zk_status() under the symbol version 0.4's SQL names.
+ */
+Datum
+zk_status_0_4(PG_FUNCTION_ARGS)
+{
+	return zk_status(fcinfo);
 }
 
 PG_FUNCTION_INFO_V1(zk_locks);

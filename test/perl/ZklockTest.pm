@@ -539,7 +539,8 @@ sub psql_error
 
 # connection_failure_ok($node, $what, $state, $re, $log_from, $peer, $path):
 # what a TLS or SASL failure must look like to a user (tests 212, 213): the
-# log, after its byte $log_from, says why ($re), zk_status() says $state, a
+# log, after its byte $log_from, says why ($re), zk_status() says $state
+# (and, from 0.4, the reason in connection_failure), a
 # call on $path fails at once with 08006 and the reason, and leaves no
 # node there ($peer lists $path).  Test points named "$what: ...".
 sub connection_failure_ok
@@ -550,6 +551,8 @@ sub connection_failure_ok
 		"$what: the log says why");
 	is($node->safe_psql('postgres', 'SELECT state FROM zk_status()'), $state,
 		"$what: zk_status() says '$state'");
+	like($node->safe_psql('postgres', 'SELECT connection_failure FROM zk_status()'), $re,
+		"$what: ... and its connection_failure why");
 	my ($sqlstate, $err, $out, $secs) = psql_error($node, "SELECT zk_mutex_acquire('$path', '30s')");
 	is($sqlstate, '08006', "$what: an acquire fails with SQLSTATE 08006") or diag($err);
 	like($err, qr/zookeeper connection failed: .*$re/, "$what: ... with the reason");

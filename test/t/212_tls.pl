@@ -162,6 +162,9 @@ subtest 'over TLS: zklock connects with its client certificate; SQL and Curator 
 	ok(wait_connected($node, 60), 'zk_status() says connected over the secure port');
 	like(slurp_file($node->logfile), qr/LOG:  zklock: connected to zookeeper 127\.0\.0\.1:\d+/,
 		'the log says connected');
+	is($node->safe_psql('postgres',
+			'SELECT tls, sasl_identity IS NULL, connection_failure IS NULL FROM zk_status()'),
+		't|t|t', 'zk_status() says the connection is TLS, with no SASL identity and no failure');
 	my $s = ZklockTest::Session->new($node, 's');
 	is($s->value("SELECT zk_mutex_acquire('/t212/m')"), 't', 'SQL acquires /t212/m over TLS');
 	$peer->acquire('c1', '/t212/m', 1000);
@@ -202,6 +205,8 @@ subtest 'TLS asked of the plaintext port: no plaintext, no session' => sub {
 subtest 'fixed by a reload: connected again, and the lock works' => sub {
 	set_tls('ca', 'client', $zk_tls);
 	ok(wait_connected($node, 60), 'connected again over TLS');
+	is($node->safe_psql('postgres', 'SELECT tls, connection_failure IS NULL FROM zk_status()'),
+		't|t', 'zk_status(): TLS, and the failure is gone');
 	is($node->safe_psql('postgres', "SELECT zk_mutex_acquire('/t212/m', '10s'), zk_mutex_release('/t212/m')"),
 		't|t', 'a lock is taken and released');
 	my $kids = $plain_peer->children('/t212/f');

@@ -71,6 +71,8 @@ my $node = new_zklock_node('sasl', $zk,
 
 subtest 'DIGEST-MD5: connected; SQL and Curator exclude each other; the password is hidden' => sub {
 	ok(wait_connected($node, 60), 'zk_status() says connected');
+	is($node->safe_psql('postgres', 'SELECT tls, sasl_identity FROM zk_status()'), 'f|zklock',
+		'zk_status() shows the SASL identity (and no TLS)');
 	is($node->safe_psql('postgres', 'SHOW zklock.sasl_password'), '********',
 		'SHOW hides zklock.sasl_password');
 	unlike(slurp_file($node->logfile), qr/\Q$secret\E/, 'the log never has the password');

@@ -21,8 +21,10 @@
 #     view privilege and a lost member one at a time); pg_dump, plain and
 #     as pg_upgrade runs it (--binary-upgrade, OIDs masked), writes the
 #     same for both;
-#   - 0.2 updated to 0.3 is a fresh 0.3 too, and zk_locks of both
-#     versions reads the one library (0.3 adds the column waits_for);
+#   - 0.2 updated is a fresh install too, and zk_locks of both versions
+#     reads the one library (0.3 adds the column waits_for); likewise 0.3
+#     updated, and zk_status of both (0.4 adds tls, sasl_identity and
+#     connection_failure);
 #   - from 0.2 on, zk_leader works whatever the caller's search_path (0.1
 #     called zk_participants unqualified), and CREATE EXTENSION grants and
 #     revokes on the extension's own functions only (0.1 took PUBLIC's
@@ -40,7 +42,7 @@ use ZklockCatalog;
 # Every released version, oldest first; the last is default_version.  A
 # new version is added here, with its full script and an update script
 # from the one before it (src/README, "Versions and upgrades").
-my @VERSIONS = ('0.1', '0.2', '0.3');
+my @VERSIONS = ('0.1', '0.2', '0.3', '0.4');
 my $CURRENT = $VERSIONS[-1];
 
 my $zk = start_zk();
@@ -52,7 +54,7 @@ $node->safe_psql('postgres', 'GRANT zklock_user TO app');
 # a: 0.1, then updated with locks held; b: fresh default; c: fresh default
 # for the planted differences; d: 0.1 in a schema of its own; e and f: a
 # user's own zk_ function beside a fresh install of the default and of 0.1
-$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f g);
+$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f g h);
 
 sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
 
@@ -70,6 +72,8 @@ subtest 'the installed scripts offer exactly the versions this test lists, each 
 		'0.1--0.2', '0.1 goes to 0.2 by zklock--0.1--0.2.sql');
 	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.2' AND target = '0.3'}),
 		'0.2--0.3', '0.2 goes to 0.3 by zklock--0.2--0.3.sql');
+	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.3' AND target = '0.4'}),
+		'0.3--0.4', '0.3 goes to 0.4 by zklock--0.3--0.4.sql');
 	is(sql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}),
 		$CURRENT, 'CREATE EXTENSION zklock installs the default version');
 };
@@ -276,7 +280,7 @@ subtest "the updated database's catalog is a fresh ${CURRENT}'s, object by objec
 		'a plain dump of the updated database has no GRANT or REVOKE: the update recorded its privileges as the extension\'s own');
 };
 
-subtest '0.2 updated to 0.3 is a fresh 0.3; zk_locks of 0.2 and of 0.3 read the same library' => sub {
+subtest '0.2 updated is a fresh install; zk_locks of 0.2 and of the default read the same library' => sub {
 	sql('g', q{CREATE EXTENSION zklock VERSION '0.2'});
 	is(sql('g', q{SELECT count(*) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 0}),
 		'12', "0.2's zk_locks has 12 columns");
@@ -291,6 +295,27 @@ subtest '0.2 updated to 0.3 is a fresh 0.3; zk_locks of 0.2 and of 0.3 read the 
 	  or diag(join("\n", @diff));
 	my @d = ZklockCatalog::compare_text(
 		ZklockCatalog::dump_text($node, 'g', binary_upgrade => 1),
+		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
+	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
+	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
+};
+
+subtest '0.3 updated to 0.4 is a fresh 0.4; zk_status of 0.3 and of 0.4 read the same library' => sub {
+	sql('h', q{CREATE EXTENSION zklock VERSION '0.3'});
+	is(sql('h', q{SELECT array_length(proallargtypes, 1) FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'25', "0.3's zk_status() has 25 columns");
+	is(sql('h', q{SELECT state IS NOT NULL FROM zk_status()}), 't', "0.3's zk_status() reads this library");
+	sql('h', 'ALTER EXTENSION zklock UPDATE');
+	is(sql('h', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
+	is(sql('h', q{SELECT array_to_string(proargnames[25:28], ',') FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'batches_failed,tls,sasl_identity,connection_failure', "0.4's zk_status() ends with tls, sasl_identity, connection_failure");
+	is(sql('h', q{SELECT tls::text FROM zk_status()}), 'false', "0.4's zk_status() says the connection is not TLS");
+	my @diff = ZklockCatalog::compare(ZklockCatalog::snapshot($node, 'h'),
+		ZklockCatalog::snapshot($node, 'b'), 'updated from 0.3', 'fresh');
+	is(scalar @diff, 0, '0.3 updated and a fresh install hold the same catalog facts')
+	  or diag(join("\n", @diff));
+	my @d = ZklockCatalog::compare_text(
+		ZklockCatalog::dump_text($node, 'h', binary_upgrade => 1),
 		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
 	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
 	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
