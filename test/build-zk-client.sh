@@ -12,7 +12,11 @@
 #      libzookeeper-java (apt-get source, from the archive the system uses;
 #      as root it adds the deb-src entries of that archive when missing),
 #      or the one ZKLOCK_ZK_SOURCE names (a .dsc file, or a folder holding
-#      one), and unpacks it with Debian's patches (dpkg-source -x);
+#      one), and unpacks it with Debian's patches (dpkg-source -x).  When
+#      the archive lists that version's source but does not serve it (Debian
+#      testing's, from the mirror CI reaches), the stable release's
+#      (ZKLOCK_ZK_FALLBACK_SUITE, default trixie) from the same archive;
+#      zk-client/.source names the package used;
 #   2. generates the C records of zookeeper.jute with the jute compiler of
 #      Debian's libzookeeper-java, as the package's own build does (the
 #      orig tarball does not carry them);
@@ -28,7 +32,7 @@
 # zk-client/src).  Needs: dpkg-dev, autoconf, automake, libtool, pkgconf,
 # libssl-dev, libsasl2-dev, a JRE and libzookeeper-java (test/install-deps.sh
 # installs them).  Knobs: ZKLOCK_ZK_CLIENT (folder, default zk-client/ at
-# the top of the tree), ZKLOCK_ZK_SOURCE (see 1).
+# the top of the tree), ZKLOCK_ZK_SOURCE and ZKLOCK_ZK_FALLBACK_SUITE (see 1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
@@ -83,6 +87,30 @@ add_deb_src() {
 	apt-get update -q
 }
 
+# fetch_fallback: the archive lists the installed version's source but does
+# not serve its files (seen for Debian testing: forky's zookeeper 3.9.6-2
+# answers 404 from the mirror these machines reach, its index lists it):
+# as root, the source package of the stable release
+# ($ZKLOCK_ZK_FALLBACK_SUITE, default trixie) from the same archive, whose
+# C client has the same API and speaks the same protocol.  Said in the log
+# and in zk-client/.source.
+fetch_fallback() {
+	local suite=${ZKLOCK_ZK_FALLBACK_SUITE:-trixie} uri list=/etc/apt/sources.list.d/zklock-deb-src-fallback.sources
+	[ "$(id -u)" -eq 0 ] || die "apt-get source zookeeper=$ZK_VERSION failed (as root, the source of $suite is tried instead)"
+	[ "$suite" != "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" ] ||
+		die "apt-get source zookeeper=$ZK_VERSION failed"
+	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ { print $2; exit }')
+	[ -n "$uri" ] || uri=$(cat /etc/apt/sources.list 2>/dev/null |
+		awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } print $i; exit }')
+	[ -n "$uri" ] || die "apt-get source zookeeper=$ZK_VERSION failed, and no archive to take $suite's source from"
+	echo "build-zk-client.sh: the archive does not serve zookeeper $ZK_VERSION's source; taking $suite's from $uri"
+	printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$uri" "$suite" > "$list"
+	apt-get update -q
+	(cd "$SRC" && apt-get source -q --download-only "zookeeper/$suite") ||
+		die "apt-get source zookeeper=$ZK_VERSION failed, and zookeeper/$suite too"
+}
+
 # fetch: the source package into $SRC, unpacked with Debian's patches
 fetch() {
 	local dsc
@@ -95,15 +123,16 @@ fetch() {
 		dsc=$(cd "$(dirname "$dsc")" && pwd)/$(basename "$dsc")
 	else
 		if ! (cd "$SRC" && apt-get source -q --download-only "zookeeper=$ZK_VERSION"); then
-			add_deb_src
+			[ -n "$(ls /etc/apt/sources.list.d/zklock-deb-src.sources 2>/dev/null)" ] || add_deb_src
 			(cd "$SRC" && apt-get source -q --download-only "zookeeper=$ZK_VERSION") ||
-				die "apt-get source zookeeper=$ZK_VERSION failed"
+				fetch_fallback
 		fi
 		dsc=$(ls "$SRC"/zookeeper_*.dsc | head -n 1)
 	fi
 	(cd "$SRC" && dpkg-source --no-check -x "$dsc" tree >/dev/null) ||
 		die "dpkg-source -x $dsc failed"
 	echo "build-zk-client.sh: unpacked $(basename "$dsc") in $SRC/tree"
+	basename "$dsc" > "$OUT/.source"
 }
 
 [ -d "$SRC/tree/zookeeper-client/zookeeper-client-c" ] && [ -z "${ZKLOCK_ZK_SOURCE:-}" ] &&
