@@ -280,6 +280,24 @@ subtest "the updated database's catalog is a fresh ${CURRENT}'s, object by objec
 		'a plain dump of the updated database has no GRANT or REVOKE: the update recorded its privileges as the extension\'s own');
 };
 
+# same_as_fresh($db, $from): database $db, updated from $from, holds the
+# catalog facts of a fresh install (database b), and pg_dump
+# --binary-upgrade writes the same for both.
+sub same_as_fresh
+{
+	my ($db, $from) = @_;
+	my @diff = ZklockCatalog::compare(ZklockCatalog::snapshot($node, $db),
+		ZklockCatalog::snapshot($node, 'b'), "updated from $from", 'fresh');
+	is(scalar @diff, 0, "$from updated and a fresh install hold the same catalog facts")
+	  or diag(join("\n", @diff));
+	my @d = ZklockCatalog::compare_text(
+		ZklockCatalog::dump_text($node, $db, binary_upgrade => 1),
+		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
+	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
+	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
+	return;
+}
+
 subtest '0.2 updated is a fresh install; zk_locks of 0.2 and of the default read the same library' => sub {
 	sql('g', q{CREATE EXTENSION zklock VERSION '0.2'});
 	is(sql('g', q{SELECT count(*) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 0}),
@@ -289,15 +307,7 @@ subtest '0.2 updated is a fresh install; zk_locks of 0.2 and of the default read
 	is(sql('g', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
 	is(sql('g', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 10}),
 		'revocation_requested,waiting_for,waits_for', "0.3's zk_locks ends with waits_for");
-	my @diff = ZklockCatalog::compare(ZklockCatalog::snapshot($node, 'g'),
-		ZklockCatalog::snapshot($node, 'b'), 'updated from 0.2', 'fresh');
-	is(scalar @diff, 0, '0.2 updated and a fresh install hold the same catalog facts')
-	  or diag(join("\n", @diff));
-	my @d = ZklockCatalog::compare_text(
-		ZklockCatalog::dump_text($node, 'g', binary_upgrade => 1),
-		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
-	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
-	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
+	same_as_fresh('g', '0.2');
 };
 
 subtest '0.3 updated to 0.4 is a fresh 0.4; zk_status of 0.3 and of 0.4 read the same library' => sub {
@@ -310,15 +320,7 @@ subtest '0.3 updated to 0.4 is a fresh 0.4; zk_status of 0.3 and of 0.4 read the
 	is(sql('h', q{SELECT array_to_string(proargnames[25:28], ',') FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
 		'batches_failed,tls,sasl_identity,connection_failure', "0.4's zk_status() ends with tls, sasl_identity, connection_failure");
 	is(sql('h', q{SELECT tls::text FROM zk_status()}), 'false', "0.4's zk_status() says the connection is not TLS");
-	my @diff = ZklockCatalog::compare(ZklockCatalog::snapshot($node, 'h'),
-		ZklockCatalog::snapshot($node, 'b'), 'updated from 0.3', 'fresh');
-	is(scalar @diff, 0, '0.3 updated and a fresh install hold the same catalog facts')
-	  or diag(join("\n", @diff));
-	my @d = ZklockCatalog::compare_text(
-		ZklockCatalog::dump_text($node, 'h', binary_upgrade => 1),
-		ZklockCatalog::dump_text($node, 'b', binary_upgrade => 1));
-	is(scalar @d, 0, 'pg_dump --binary-upgrade writes the same for both')
-	  or diag(join("\n", @d[ 0 .. ($#d > 20 ? 20 : $#d) ]));
+	same_as_fresh('h', '0.3');
 };
 
 subtest 'the comparison reports each planted difference, and nothing once it is undone' => sub {
