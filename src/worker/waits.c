@@ -55,7 +55,9 @@
  * leases (their edges across clusters are not followed).
  *
  * The check (cost: 1 + N requests for N records, then one multi when a
- * cycle is found).  getChildren of the records' path, getData of each;
+ * cycle is found; 1 request when no record was added or removed since
+ * each waiter that asked was last checked: nothing_new says why no cycle
+ * can have closed).  getChildren of the records' path, getData of each;
  * record i waits for record j when a node ahead of i is one of j's holds
  * (core/deadlock_rules.c, zklock_record_edges); a shortest cycle back to
  * the checker's record (zklock_wait_cycle).  A cycle whose records are
@@ -104,6 +106,7 @@
 
 #include <unistd.h>
 
+#include "common/hashfn.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -142,6 +145,8 @@ typedef struct DlxRec
 	bool		check_asked;	/* its backend asked for a check */
 	bool		retried;		/* its create was sent again (NoNode) */
 	char		name[64];		/* its node's name */
+	uint64		seen_set;		/* the set of records a check found no
+								 * cycle through it in (set_hash), 0: none */
 	char	   *data;			/* what it says */
 	int			len;
 } DlxRec;
@@ -165,6 +170,8 @@ typedef struct DlxCheck
 	char	  **names;
 	char	  **data;			/* NULL: gone or unreadable */
 	int32	   *versions;
+	uint64		set_hash;		/* the names listed (never 0) */
+	bool		complete;		/* every record listed was read, or gone */
 	int		   *asked;			/* the slots that asked, and their serials */
 	uint32	   *asked_serial;
 	int			nasked;
@@ -906,6 +913,8 @@ check_evaluate(void)
 		ncycle = zklock_wait_cycle(edges, nedges, own, work, cycle, nedges);
 		if (ncycle > 0 && zklock_cycle_crosses(wr, edges, cycle, ncycle))
 			send_multi(check, wr, idx, own, edges, cycle, ncycle);
+		else if (check->complete)
+			recs[idx].seen_set = check->set_hash;
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -931,6 +940,8 @@ data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			check->data[c->idx][value_len] = '\0';
 			check->versions[c->idx] = stat->version;
 		}
+		else if (rc != ZNONODE)
+			check->complete = false;	/* unread: its edges unknown */
 		if (--check->pending == 0)
 			check_evaluate();
 	}
@@ -939,7 +950,55 @@ data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 }
 
 /*
- * Completion of the records' listing in a check: read each.
+ * Order two record names (qsort).
+ */
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * The check in flight has listed the records (strings): note the set in
+ * check->set_hash, and say whether every waiter that asked was already
+ * checked against this very set and found in no cycle.  Then nothing
+ * needs reading: a record's edges are fixed when it is written (what it
+ * waits behind and what its backend holds; a victim's mark only takes
+ * edges away), so a set of records with no cycle through a waiter never
+ * gets one without a record added, and record names are never used
+ * twice.  Caller holds the lock.
+ */
+static bool
+nothing_new(const struct String_vector *strings)
+{
+	char	  **sorted = palloc(sizeof(char *) * Max(strings->count, 1));
+	uint64		h = 1;
+	int			a;
+	int			i;
+
+	for (i = 0; i < strings->count; i++)
+		sorted[i] = strings->data[i];
+	qsort(sorted, strings->count, sizeof(char *), name_cmp);
+	for (i = 0; i < strings->count; i++)
+		h = hash_bytes_extended((const unsigned char *) sorted[i],
+								strlen(sorted[i]) + 1, h);
+	pfree(sorted);
+	check->set_hash = h == 0 ? 1 : h;
+	check->complete = true;
+	for (a = 0; a < check->nasked; a++)
+	{
+		DlxRec	   *r = &recs[check->asked[a]];
+
+		if (r->serial == check->asked_serial[a] &&
+			r->seen_set != check->set_hash)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Completion of the records' listing in a check: read each, unless nothing
+ * was added or removed since every waiter that asked was last checked.
  */
 static void
 records_listed(int rc, const struct String_vector *strings, const void *data)
@@ -954,6 +1013,16 @@ records_listed(int rc, const struct String_vector *strings, const void *data)
 		int			i;
 
 		records_dir(dir, sizeof(dir));
+		if (rc == ZOK && nothing_new(strings))
+		{
+			ereport(DEBUG1,
+					(errmsg("zklock: deadlock check for %d waiter(s): 1 request, no wait record added or removed since their last check",
+							check->nasked)));
+			check_free();
+			LWLockRelease(zklock_shared->lock);
+			pfree(c);
+			return;
+		}
 		check->n = n;
 		if (n > 0)
 		{
