@@ -11,7 +11,9 @@
 #   $proxy->set_mode('drop_replies');     returns the stats after the switch
 #   $proxy->stats                         { mode, conns, accepted, c2s, s2c,
 #                                           dropped_c2s, dropped_s2c,
-#                                           refused }
+#                                           refused, hs_0x<session>: the
+#                                           handshakes relayed that resume
+#                                           that session }
 #   $proxy->stop
 #
 # Modes (they apply to every relayed byte from the moment they are set):
@@ -215,7 +217,11 @@ sub _child
 
 	# The client's requests on a connection, frame by frame (a 4-byte
 	# length, then, after the handshake's frame, xid and opcode): a setData
-	# (opcode 5) relayed in drop_set_replies mode marks the connection.
+	# (opcode 5) relayed in drop_set_replies mode marks the connection.  The
+	# handshakes relayed are counted by the session they ask for
+	# (hs_0x<session id>), so a test counts its own client's connections
+	# and no stray one (a client of another test still calling at a port
+	# this proxy was given after that test's server let it go).
 	my $_frames = sub {
 		my ($p, $buf, $m, $stats) = @_;
 		$p->{cq} .= $buf;
@@ -227,7 +233,11 @@ sub _child
 			substr($p->{cq}, 0, 4 + $len) = '';
 			if ($p->{handshake})
 			{
+				# the ConnectRequest: protocol version, last zxid seen,
+				# timeout, then the session it resumes (0: a new one)
 				$p->{handshake} = 0;
+				$stats->{ sprintf('hs_0x%016x', unpack('Q>', substr($frame, 16, 8))) }++
+				  if $len >= 24;
 				next;
 			}
 			next unless $len >= 8;
