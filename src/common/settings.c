@@ -318,7 +318,7 @@ zklock_define_settings(void)
 							   check_auth, NULL, show_auth);
 
 	DefineCustomEnumVariable("zklock.acl",
-							 "ACL of the nodes zklock creates: open, or creator-only (needs zklock.auth).",
+							 "ACL of the nodes zklock creates: open, or creator-only (needs zklock.auth, a SASL login or a client certificate).",
 							 NULL,
 							 &zklock_acl,
 							 ZKLOCK_ACL_OPEN,
