@@ -72,7 +72,9 @@ our @EXPORT = qw(
 
 # zktool(@args): run ZkTool with @args (bounded by $opts{timeout}, default
 # 60 s when the last argument is a hash ref { timeout => N }). Returns
-# ($rc, [stdout lines], $stderr). A timeout gives rc -1.
+# ($rc, [stdout lines], $stderr). A timeout gives rc -1.  Netty is on the
+# class path: with the Java client's TLS properties in JAVA_TOOL_OPTIONS it
+# talks to a secureClientPort.
 sub zktool
 {
 	my @args = @_;
@@ -82,7 +84,8 @@ sub zktool
 	my $ok = eval {
 		IPC::Run::run(
 			[
-				'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR",
+				'java', '-Xmx128m', '-cp',
+				"$dir:$ZklockTest::CURATOR_JAR:$ZklockTest::NETTY_JARS",
 				'ZkTool', @args
 			],
 			'>', \$out, '2>', \$err, IPC::Run::timeout($opts->{timeout} // 60));

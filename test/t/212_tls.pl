@@ -13,7 +13,13 @@
 #   - nothing is sent in plaintext: against the plaintext port no session
 #     is made;
 #   - nothing is left behind (no node of a failed call), and a reload that
-#     fixes the setting connects again.
+#     fixes the setting connects again;
+#   - with zklock.acl = 'creator' the nodes belong to the client
+#     certificate's identity, which ZooKeeper's X509AuthenticationProvider
+#     (registered by default with a secureClientPort) maps to
+#     x509:<subject DN>: a Curator client with the same certificate shares
+#     the path and may delete zklock's node, one with another certificate
+#     of the same CA cannot list the path, delete or write the node (NoAuth).
 # The parts are real: a ZooKeeper 3.8/3.9 server with the Netty connection
 # factory, a secureClientPort on 127.0.0.1 and ssl.clientAuth=need, its
 # keystore and truststore made here with openssl and keytool from a CA made
@@ -25,117 +31,32 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
-use ZklockFault qw(status_row);
+use ZklockFault qw(status_row zk_acl);
+use ZklockPki;
 
 # absolute: the server reads the files from its data directory
 my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
-my $pass = 'zk212pass';
+pki_ca($pki, 'ca');
+pki_ca($pki, 'other_ca');
+pki_cert($pki, 'server', 'ca');
+pki_cert($pki, 'client', 'ca');
+pki_cert($pki, 'client2', 'ca');
+pki_cert($pki, 'stranger', 'other_ca');
+pki_cert($pki, 'expired', 'ca', 'faketime', '-3 days');
+my $server_ks = pki_p12($pki, 'server');
+my $client_ks = pki_p12($pki, 'client');
+my $client2_ks = pki_p12($pki, 'client2');
+my $trust = pki_truststore($pki, 'trust', 'ca');
 
-# run(@cmd): run a command of the PKI's making, die with its output if it fails
-sub run
-{
-	my (@cmd) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err)
-	  or die "@cmd failed: $err$out";
-	return;
-}
-
-# ca($name): a self-signed CA, $pki/$name.pem and .key
-sub ca
-{
-	my ($name) = @_;
-	run('openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
-		'-subj', "/CN=zklock 212 $name", '-keyout', "$pki/$name.key", '-out', "$pki/$name.pem");
-	return;
-}
-
-# cert($name, $ca, @faketime): a certificate for 127.0.0.1 signed by $ca,
-# $pki/$name.pem and .key; with @faketime (faketime's arguments) it is
-# signed at that time, valid for a day
-sub cert
-{
-	my ($name, $ca, @faketime) = @_;
-	open(my $fh, '>', "$pki/$name.ext") or die $!;
-	print $fh "subjectAltName = IP:127.0.0.1, DNS:localhost\n"
-	  . "extendedKeyUsage = serverAuth, clientAuth\n";
-	close $fh;
-	run('openssl', 'req', '-newkey', 'rsa:2048', '-nodes', '-subj', "/CN=$name",
-		'-keyout', "$pki/$name.key", '-out', "$pki/$name.csr");
-	run(@faketime, 'openssl', 'x509', '-req', '-in', "$pki/$name.csr", '-CA', "$pki/$ca.pem",
-		'-CAkey', "$pki/$ca.key", '-CAcreateserial', '-days', '1',
-		'-extfile', "$pki/$name.ext", '-out', "$pki/$name.pem");
-	return;
-}
-
-# p12($name): $pki/$name.p12, the certificate and key as a PKCS#12 keystore
-sub p12
-{
-	my ($name) = @_;
-	run('openssl', 'pkcs12', '-export', '-in', "$pki/$name.pem", '-inkey', "$pki/$name.key",
-		'-name', $name, '-passout', "pass:$pass", '-out', "$pki/$name.p12");
-	return "$pki/$name.p12";
-}
-
-# truststore($name, $ca): $pki/$name.p12 trusting $ca, made with keytool
-sub truststore
-{
-	my ($name, $ca) = @_;
-	run('keytool', '-importcert', '-noprompt', '-alias', $ca, '-file', "$pki/$ca.pem",
-		'-keystore', "$pki/$name.p12", '-storetype', 'PKCS12', '-storepass', $pass);
-	return "$pki/$name.p12";
-}
-
-ca('ca');
-ca('other_ca');
-cert('server', 'ca');
-cert('client', 'ca');
-cert('stranger', 'other_ca');
-cert('expired', 'ca', 'faketime', '-3 days');
-my $server_ks = p12('server');
-my $client_ks = p12('client');
-my $trust = truststore('trust', 'ca');
-
-my ($zk, $zk_tls) = start_zk_with_config(<<"EOF");
-serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
-secureClientPort=\@SECURE_PORT\@
-secureClientPortAddress=127.0.0.1
-ssl.keyStore.location=$server_ks
-ssl.keyStore.password=$pass
-ssl.keyStore.type=PKCS12
-ssl.trustStore.location=$trust
-ssl.trustStore.password=$pass
-ssl.trustStore.type=PKCS12
-ssl.clientAuth=need
-EOF
+my ($zk, $zk_tls) = start_zk_with_config(tls_server_config($server_ks, $trust));
 ok(defined $zk_tls, "the server has a secure client port ($zk_tls)");
 
 # the Curator peers: one over TLS (the client's certificate), one plaintext
-my $peer = new_peer($zk_tls, 'tls-peer',
-	'-Dzookeeper.client.secure=true',
-	'-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty',
-	"-Dzookeeper.ssl.keyStore.location=$client_ks",
-	"-Dzookeeper.ssl.keyStore.password=$pass",
-	'-Dzookeeper.ssl.keyStore.type=PKCS12',
-	"-Dzookeeper.ssl.trustStore.location=$trust",
-	"-Dzookeeper.ssl.trustStore.password=$pass",
-	'-Dzookeeper.ssl.trustStore.type=PKCS12');
+my $peer = new_peer($zk_tls, 'tls-peer', tls_peer_options($client_ks, $trust));
 my $plain_peer = new_peer($zk, 'plain-peer');
 
-# tls_conf($ca, $cert, $hosts): the TLS settings, with the client
-# certificate $cert and the CA file of $ca
-sub tls_conf
-{
-	my ($ca, $cert, $hosts) = @_;
-	return "zklock.hosts = '$hosts'\n"
-	  . "zklock.tls = on\n"
-	  . "zklock.tls_ca_file = '$pki/$ca.pem'\n"
-	  . "zklock.tls_cert_file = '$pki/$cert.pem'\n"
-	  . "zklock.tls_key_file = '$pki/$cert.key'\n";
-}
-
 my $node = new_zklock_node('tls', $zk_tls,
-	tls_conf('ca', 'client', $zk_tls) . "zklock.connect_timeout = '2s'\n",
+	tls_conf($pki, 'ca', 'client', $zk_tls) . "zklock.connect_timeout = '2s'\n",
 	wait_connected => 0);
 
 # set_tls($ca, $cert, $hosts): change the settings, reload (the worker
@@ -144,7 +65,7 @@ sub set_tls
 {
 	my ($ca, $cert, $hosts) = @_;
 	my $log_from = -s $node->logfile;
-	$node->append_conf('postgresql.conf', tls_conf($ca, $cert, $hosts));
+	$node->append_conf('postgresql.conf', tls_conf($pki, $ca, $cert, $hosts));
 	$node->reload;
 	return $log_from;
 }
@@ -211,6 +132,48 @@ subtest 'fixed by a reload: connected again, and the lock works' => sub {
 		't|t', 'a lock is taken and released');
 	my $kids = $plain_peer->children('/t212/f');
 	ok(!defined $kids || !@$kids, 'none of the failed calls left a node');
+};
+
+subtest "zklock.acl = 'creator': the nodes belong to x509:<the certificate's subject>" => sub {
+	$node->append_conf('postgresql.conf', "zklock.acl = 'creator'\nzklock.namespace = '/ns212'\n");
+	$node->reload;
+	ok(wait_sql($node, 'SHOW zklock.namespace', '/ns212', 10), 'creator ACL and namespace /ns212 set');
+	my $s = ZklockTest::Session->new($node, 'x509');
+	is($s->value(q{SELECT zk_mutex_acquire('/t212/acl', '10s')}), 't', 'SQL acquires /t212/acl');
+	my $name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t212/acl'});
+	like($name, qr/^_c_.*-lock-\d{10}$/, 'zk_locks names its node');
+	my $lock_node = "/ns212/t212/acl/$name";
+	{
+		local $ENV{JAVA_TOOL_OPTIONS} = join(' ', tls_peer_options($client_ks, $trust));
+		for my $p ($lock_node, '/ns212/t212/acl', '/ns212')
+		{
+			my $acl = zk_acl($zk_tls, $p);
+			is(ref $acl ? "@$acl" : $acl // 'none', 'x509:CN=client:rwcda',
+				"$p belongs to the certificate's subject only");
+		}
+	}
+	my $stranger = new_peer($zk_tls, 'client2-peer', tls_peer_options($client2_ks, $trust));
+	my $listing = $stranger->cmd('children /ns212/t212/acl', qr/^(?:children|error children|nonode) /) // '';
+	like($listing, qr/NoAuth/i, "a client with another certificate cannot list the lock path ($listing)");
+	my $d = $stranger->delete($lock_node) // '';
+	like($d, qr/^error.*NoAuth/i, "nor delete the lock node ($d)");
+	my $w = $stranger->cmd("set $lock_node __REVOKE__", qr/^(?:set|error set|nonode) /) // '';
+	like($w, qr/NoAuth/i, "nor write into it ($w)");
+	$d = $plain_peer->delete($lock_node) // '';
+	like($d, qr/^error.*NoAuth/i, "nor can a plaintext client without credentials ($d)");
+	$stranger->quit;
+
+	$peer->acquire('c3', '/ns212/t212/acl', 20000);
+	ok(wait_until(sub { @{ $peer->children('/ns212/t212/acl') // [] } == 2 }, 10),
+		'a Curator client with the same certificate queues behind SQL');
+	is($s->value(q{SELECT zk_mutex_release('/t212/acl')}), 't', 'SQL releases');
+	is($peer->acquire_result('c3'), 'acquired', 'the Curator client gets the lock');
+	is($peer->release('c3'), 'released', 'and releases it');
+	is($s->value(q{SELECT zk_mutex_acquire('/t212/acl', '10s')}), 't', 'SQL acquires again');
+	$name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t212/acl'});
+	$d = $peer->delete("/ns212/t212/acl/$name") // '';
+	is($d, "deleted /ns212/t212/acl/$name", 'the same certificate may delete zklock\'s node (clean up)');
+	$s->quit;
 };
 
 $peer->quit;
