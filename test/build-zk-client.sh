@@ -17,6 +17,8 @@
 #      testing's, from the mirror CI reaches), the stable release's
 #      (ZKLOCK_ZK_FALLBACK_SUITE, default trixie) from the same archive;
 #      zk-client/.source names the package used;
+#      then applies zklock's patches to the C client
+#      (test/zk-client-patches/*.patch: the TLS handshake does not block);
 #   2. generates the C records of zookeeper.jute with the jute compiler of
 #      Debian's libzookeeper-java, as the package's own build does (the
 #      orig tarball does not carry them);
@@ -53,7 +55,12 @@ ZK_VERSION=$(dpkg-query -W -f='${Version}' libzookeeper-java 2>/dev/null) ||
 	die "libzookeeper-java is not installed (bash test/install-deps.sh, as root)"
 [ -n "$ZK_VERSION" ] || die "libzookeeper-java is not installed"
 
-if [ -f "$OUT/.built" ] && [ "$(cat "$OUT/.built")" = "$ZK_VERSION" ] &&
+# the patches applied to the C client, in the stamps of the tree and the build
+PATCHES=$(ls "$HERE"/zk-client-patches/*.patch 2>/dev/null | sort)
+PATCH_SUM=$( { [ -z "$PATCHES" ] || cat $PATCHES; } | sha256sum | cut -c1-16)
+STAMP="$ZK_VERSION patches $PATCH_SUM"
+
+if [ -f "$OUT/.built" ] && [ "$(cat "$OUT/.built")" = "$STAMP" ] &&
 	[ -f "$OUT/lib/libzookeeper_st.a" ] && [ $FETCH_ONLY -eq 0 ]; then
 	echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL already in $OUT"
 	exit 0
@@ -113,10 +120,19 @@ fetch_fallback() {
 
 # fetch: the source package into $SRC, unpacked with Debian's patches
 fetch() {
-	local dsc
-	rm -rf "$SRC"
-	mkdir -p "$SRC"
-	if [ -n "${ZKLOCK_ZK_SOURCE:-}" ]; then
+	local dsc=''
+	# the source package of this version fetched before: unpacked (and
+	# patched) again only
+	if [ -z "${ZKLOCK_ZK_SOURCE:-}" ] && [ -f "$SRC/zookeeper_${ZK_VERSION#*:}.dsc" ]; then
+		dsc=$SRC/zookeeper_${ZK_VERSION#*:}.dsc
+		rm -rf "$SRC/tree" "$SRC/build"
+	else
+		rm -rf "$SRC"
+		mkdir -p "$SRC"
+	fi
+	if [ -n "$dsc" ]; then
+		:
+	elif [ -n "${ZKLOCK_ZK_SOURCE:-}" ]; then
 		dsc=$ZKLOCK_ZK_SOURCE
 		[ -d "$dsc" ] && dsc=$(ls "$dsc"/zookeeper_*.dsc 2>/dev/null | head -n 1)
 		[ -f "$dsc" ] || die "ZKLOCK_ZK_SOURCE=$ZKLOCK_ZK_SOURCE: no zookeeper_*.dsc there"
@@ -132,10 +148,16 @@ fetch() {
 	(cd "$SRC" && dpkg-source --no-check -x "$dsc" tree >/dev/null) ||
 		die "dpkg-source -x $dsc failed"
 	echo "build-zk-client.sh: unpacked $(basename "$dsc") in $SRC/tree"
+	for p in $PATCHES; do
+		patch -d "$SRC/tree" -p1 --forward --quiet < "$p" ||
+			die "$(basename "$p") does not apply to $(basename "$dsc")"
+	done
+	echo "$PATCH_SUM" > "$SRC/tree/.zklock-patches"
 	basename "$dsc" > "$OUT/.source"
 }
 
 [ -d "$SRC/tree/zookeeper-client/zookeeper-client-c" ] && [ -z "${ZKLOCK_ZK_SOURCE:-}" ] &&
+	[ "$(cat "$SRC/tree/.zklock-patches" 2>/dev/null)" = "$PATCH_SUM" ] &&
 	[ -n "$(ls "$SRC"/zookeeper_"${ZK_VERSION#*:}".dsc 2>/dev/null)" ] || fetch
 [ $FETCH_ONLY -eq 1 ] && exit 0
 
@@ -183,5 +205,5 @@ rm -f "$OUT/lib/libzookeeper_st.la"
 nm "$OUT/lib/libzookeeper_st.a" > "$B/symbols" 2>/dev/null || true
 grep -q ' T zookeeper_init_ssl$' "$B/symbols" || die "the library built has no zookeeper_init_ssl"
 grep -q ' T zookeeper_init_sasl$' "$B/symbols" || die "the library built has no zookeeper_init_sasl"
-echo "$ZK_VERSION" > "$OUT/.built"
+echo "$STAMP" > "$OUT/.built"
 echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL in $OUT"

@@ -75,6 +75,21 @@ static int	handshake_last_state = 0;
 static ZklockMonoTime handshake_proof = 0;
 
 /*
+ * The C client's SSL_CONNECTING_STATE_DEF (zookeeper.h does not export
+ * ZOO_SSL_CONNECTING_STATE): the TLS handshake of a connection attempt,
+ * which with test/zk-client-patches/tls-handshake-nonblocking.patch waits
+ * in the event loop like the connection request does.
+ */
+#define ZKLOCK_SSL_CONNECTING_STATE 7
+
+/*
+ * zklock_cut_stuck_attempt shut the current connection attempt down (no
+ * answer): the TLS handshake it cut failed for that reason, not for one of
+ * the configuration (zklock_secure_call_failed).  Reset by the next attempt.
+ */
+bool		zklock_attempt_cut = false;
+
+/*
  * Observers: the connection (zklock_conn_serial) that zklock_cut_stuck_attempt
  * is to shut down, 0 for none; and the last observer warned about since
  * the last connection to another kind of server ("" for none), so that
@@ -541,7 +556,8 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 		return;
 	}
 	if (fd < 0 ||
-		(state != ZOO_CONNECTING_STATE && state != ZOO_ASSOCIATING_STATE))
+		(state != ZOO_CONNECTING_STATE && state != ZOO_ASSOCIATING_STATE &&
+		 state != ZKLOCK_SSL_CONNECTING_STATE))
 	{
 		attempt_fd = -1;
 		return;
@@ -550,6 +566,7 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 	{
 		attempt_fd = fd;
 		attempt_start = now;
+		zklock_attempt_cut = false;
 		return;
 	}
 	if (now >= ZKLOCK_MONO_PLUS_MS(attempt_start, Max(1000, timeout / 6)))
@@ -558,5 +575,6 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 			 Max(1000, timeout / 6));
 		(void) shutdown(fd, SHUT_RDWR);
 		attempt_fd = -1;
+		zklock_attempt_cut = (state == ZKLOCK_SSL_CONNECTING_STATE);
 	}
 }

@@ -305,7 +305,8 @@ tls_files_ok(char *why, size_t len)
  * the server refuses a client certificate after the client's side of the
  * handshake is done: the client then sees its alert as a lost
  * connection).  Why, from OpenSSL's errors, which the client leaves
- * queued.
+ * queued.  A handshake zklock_cut_stuck_attempt cut (no answer) is no such
+ * failure: the client tries the next server.
  */
 void
 zklock_secure_call_failed(zhandle_t *zzh, int rc)
@@ -321,6 +322,15 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 		return;
 	if (!zklock_tls || zklock_connected)
 	{
+		ERR_clear_error();
+		return;
+	}
+	if (zklock_attempt_cut)
+	{
+		/* no answer: the client goes on with the next server */
+		elog(DEBUG1, "zklock: the TLS handshake with zookeeper server %s was cut: no answer",
+			 server ? server : "?");
+		zklock_attempt_cut = false;
 		ERR_clear_error();
 		return;
 	}

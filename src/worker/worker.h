@@ -326,6 +326,7 @@ extern void zklock_heartbeat(ZklockMonoTime now);
 extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
 extern void zklock_check_lease(ZklockMonoTime now);
 extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
+extern bool zklock_attempt_cut;
 
 /* worker/connection.c */
 extern void zklock_open_handle(void);

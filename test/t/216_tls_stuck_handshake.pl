@@ -1,0 +1,83 @@
+# 216_tls_stuck_handshake: a server that takes the TCP connection and never
+# answers the TLS handshake does not stall the worker.
+#
+# What users rely on: with zklock.tls on, a reconnection attempt that
+# reaches a server (or a path) that accepts the connection and never
+# answers the handshake is given up like a plaintext one (302): the worker
+# goes on answering (a SQL call fails with 08006 within
+# zklock.connect_timeout instead of hanging), tries again, and resumes the
+# same session once a server answers, held locks still held.  The C client
+# alone loops on SSL_connect() for as long as the server keeps silent,
+# blocking the worker (test/zk-client-patches/tls-handshake-nonblocking.patch
+# makes the handshake wait in the worker's event loop instead).
+#
+# Fault: the worker's TLS connection goes through a proxy, which cuts it,
+# refuses new connections for a while, then takes the next connection and
+# never relays it (stall_new), then passes new connections again.
+use strict;
+use warnings;
+use File::Spec;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZklockTest;
+use ZklockFault;
+use ZklockPki;
+use ZklockProxy;
+
+my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
+pki_ca($pki, 'ca');
+pki_cert($pki, 'server', 'ca');
+pki_cert($pki, 'client', 'ca');
+my $server_ks = pki_p12($pki, 'server');
+my $client_ks = pki_p12($pki, 'client');
+my $trust = pki_truststore($pki, 'trust', 'ca');
+
+my ($zk, $zk_tls) = start_zk_with_config(tls_server_config($server_ks, $trust));
+my $proxy = ZklockProxy->start($zk_tls);
+my $node = new_zklock_node('tls_stuck', $proxy->connect,
+	tls_conf($pki, 'ca', 'client', $proxy->connect)
+	  . "zklock.session_timeout = '10s'\nzklock.connect_timeout = '2s'\nlog_min_messages = debug1\n",
+	wait_connected => 0);
+ok(wait_connected($node, 60), 'connected over TLS through the proxy');
+my $peer = new_peer($zk_tls, 'tls-peer', tls_peer_options($client_ks, $trust));
+
+my $s = ZklockTest::Session->new($node, 's');
+is($s->value(q{SELECT zk_mutex_acquire('/t216/a')}), 't', 's holds /t216/a');
+my $session = status_row($node)->{session_id};
+
+$proxy->set_mode('cut');
+# (the attempts the proxy refuses end in the TLS handshake: tls_failed)
+ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 10, 'the drop to be seen'),
+	'the connection is lost');
+hold_for(1, 'new connections refused');
+$proxy->set_mode('stall_new');
+ok(wait_until(sub { $proxy->stats->{stalled} >= 1 }, 10, 'an attempt to be stalled'),
+	'a reconnection attempt reaches a server that never answers the TLS handshake');
+my $wpid = worker_pid($node);
+my $in_loop = expected_wait_event($node, 'ZkLockWorkerMain');
+ok(wait_until(sub {
+			$node->safe_psql('postgres',
+				"SELECT wait_event FROM pg_stat_activity WHERE pid = $wpid") eq $in_loop;
+		}, 5, 'the worker to wait in its event loop'),
+	"meanwhile the worker waits in its event loop ($in_loop), not inside the handshake");
+my $r = ZklockTest::Session->new($node, 'n')->query(q{SELECT zk_mutex_acquire('/t216/b', '30s')});
+is($r->{sqlstate}, '08006', 'a SQL call fails with 08006 instead of waiting') or diag($r->{err});
+
+$proxy->set_mode('pass');
+ok(wait_sql($node, 'SELECT state FROM zk_status()', 'connected', 20), 'the worker connects again');
+like(slurp_file($node->logfile), qr/no answer to a connection attempt within \d+ ms: trying again/,
+	'the worker gave up the unanswered handshake');
+is($node->safe_psql('postgres', 'SELECT tls, session_id FROM zk_status()'), "t|$session",
+	'over TLS, the same session resumed');
+is(status_row($node)->{locks_lost}, 0, 'no lock was lost');
+$peer->acquire('c', '/t216/a', 500);
+is($peer->acquire_result('c'), 'timeout', 'Curator over TLS is still excluded');
+is($s->value(q{SELECT zk_mutex_release('/t216/a')}), 't', 's releases');
+ok(wait_children_count($peer, '/t216/a', 0), 'nothing left under /t216/a');
+
+$s->quit;
+$peer->quit;
+$node->stop;
+$proxy->stop;
+done_testing();
