@@ -56,7 +56,7 @@ ZK_VERSION=$(dpkg-query -W -f='${Version}' libzookeeper-java 2>/dev/null) ||
 [ -n "$ZK_VERSION" ] || die "libzookeeper-java is not installed"
 
 # the patches applied to the C client, in the stamps of the tree and the build
-PATCHES=$(ls "$HERE"/zk-client-patches/*.patch 2>/dev/null | sort)
+PATCHES=$(ls "$HERE"/zk-client-patches/*.patch 2>/dev/null | sort) || true
 PATCH_SUM=$( { [ -z "$PATCHES" ] || cat $PATCHES; } | sha256sum | cut -c1-16)
 STAMP="$ZK_VERSION patches $PATCH_SUM"
 
