@@ -64,6 +64,7 @@ our @EXPORT = qw(
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
   drop_create_reply drop_set_reply row_from_json quietly reconnect_after
+  stranger_noauth_ok same_identity_shares_ok
 );
 
 ############################################################################
@@ -132,6 +133,43 @@ sub zk_acl
 	my @w = split ' ', $lines->[0];
 	splice(@w, 0, 2);
 	return \@w;
+}
+
+# stranger_noauth_ok($peer, $lock_path, $lock_node, $who): a Curator peer
+# of another identity ($who) gets NoAuth listing the lock path (ZooKeeper
+# path), deleting the lock node or writing into it (zklock.acl = creator)
+sub stranger_noauth_ok
+{
+	my ($peer, $lock_path, $lock_node, $who) = @_;
+	my $listing = $peer->cmd("children $lock_path", qr/^(?:children|error children|nonode) /) // '';
+	Test::More::like($listing, qr/NoAuth/i, "$who cannot list the lock path ($listing)");
+	my $d = $peer->delete($lock_node) // '';
+	Test::More::like($d, qr/^error.*NoAuth/i, "$who cannot delete the lock node ($d)");
+	my $w = $peer->cmd("set $lock_node __REVOKE__", qr/^(?:set|error set|nonode) /) // '';
+	Test::More::like($w, qr/NoAuth/i, "$who cannot write into it ($w)");
+	return;
+}
+
+# same_identity_shares_ok($node, $s, $path, $lock_path, $peer, $who): while
+# session $s holds $path (ZooKeeper path $lock_path), a Curator peer of
+# zklock's identity ($who) queues behind it, gets the lock when $s
+# releases, excludes $s, and may delete the node $s then takes (cleanup);
+# $s holds $path at the end
+sub same_identity_shares_ok
+{
+	my ($node, $s, $path, $lock_path, $peer, $who) = @_;
+	$peer->acquire('same1', $lock_path, 20000);
+	Test::More::ok(ZklockTest::wait_until(sub { @{ $peer->children($lock_path) // [] } == 2 }, 10),
+		"$who queues behind SQL");
+	Test::More::is($s->value("SELECT zk_mutex_release('$path')"), 't', 'SQL releases');
+	Test::More::is($peer->acquire_result('same1'), 'acquired', "$who gets the lock");
+	Test::More::is($s->value("SELECT zk_mutex_acquire('$path', '700ms')"), 'f', 'SQL times out while it holds');
+	Test::More::is($peer->release('same1'), 'released', 'it releases');
+	Test::More::is($s->value("SELECT zk_mutex_acquire('$path', '10s')"), 't', 'SQL acquires again');
+	my $name = $node->safe_psql('postgres', "SELECT node FROM zk_locks WHERE path = '$path'");
+	my $d = $peer->delete("$lock_path/$name") // '';
+	Test::More::is($d, "deleted $lock_path/$name", "$who may delete zklock's node (clean up)");
+	return;
 }
 
 # session_file($node): the worker's session id and password as the lead

@@ -9,7 +9,7 @@ use warnings;
 use IPC::Run;
 use Exporter 'import';
 our @EXPORT = qw(pki_ca pki_cert pki_p12 pki_truststore tls_server_config
-  tls_peer_options tls_conf);
+  tls_peer_options tls_conf tls_setup);
 
 our $PASS = 'zk212pass';
 
@@ -115,6 +115,29 @@ sub tls_conf
 	  . "zklock.tls_ca_file = '$pki/$ca.pem'\n"
 	  . "zklock.tls_cert_file = '$pki/$cert.pem'\n"
 	  . "zklock.tls_key_file = '$pki/$cert.key'\n";
+}
+
+# tls_setup($pki): a CA, server and client certificates signed by it, and
+# a ZooKeeper server with a secureClientPort that needs client
+# certificates; returns { zk (plaintext port), zk_tls, peer_options (a
+# Curator peer over TLS with the client certificate), conf($hosts) (zklock's
+# settings for it) }
+sub tls_setup
+{
+	my ($pki) = @_;
+	pki_ca($pki, 'ca');
+	pki_cert($pki, 'server', 'ca');
+	pki_cert($pki, 'client', 'ca');
+	my $server_ks = pki_p12($pki, 'server');
+	my $client_ks = pki_p12($pki, 'client');
+	my $trust = pki_truststore($pki, 'trust', 'ca');
+	my ($zk, $zk_tls) = ZklockTest::start_zk_with_config(tls_server_config($server_ks, $trust));
+	return {
+		zk => $zk,
+		zk_tls => $zk_tls,
+		peer_options => [ tls_peer_options($client_ks, $trust) ],
+		conf => sub { return tls_conf($pki, 'ca', 'client', $_[0]); },
+	};
 }
 
 1;

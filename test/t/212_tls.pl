@@ -31,7 +31,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
-use ZklockFault qw(status_row zk_acl);
+use ZklockFault qw(status_row zk_acl stranger_noauth_ok same_identity_shares_ok);
 use ZklockPki;
 
 # absolute: the server reads the files from its data directory
@@ -153,26 +153,11 @@ subtest "zklock.acl = 'creator': the nodes belong to x509:<the certificate's sub
 		}
 	}
 	my $stranger = new_peer($zk_tls, 'client2-peer', tls_peer_options($client2_ks, $trust));
-	my $listing = $stranger->cmd('children /ns212/t212/acl', qr/^(?:children|error children|nonode) /) // '';
-	like($listing, qr/NoAuth/i, "a client with another certificate cannot list the lock path ($listing)");
-	my $d = $stranger->delete($lock_node) // '';
-	like($d, qr/^error.*NoAuth/i, "nor delete the lock node ($d)");
-	my $w = $stranger->cmd("set $lock_node __REVOKE__", qr/^(?:set|error set|nonode) /) // '';
-	like($w, qr/NoAuth/i, "nor write into it ($w)");
-	$d = $plain_peer->delete($lock_node) // '';
+	stranger_noauth_ok($stranger, '/ns212/t212/acl', $lock_node, 'a Curator client with another certificate of the CA');
+	my $d = $plain_peer->delete($lock_node) // '';
 	like($d, qr/^error.*NoAuth/i, "nor can a plaintext client without credentials ($d)");
 	$stranger->quit;
-
-	$peer->acquire('c3', '/ns212/t212/acl', 20000);
-	ok(wait_until(sub { @{ $peer->children('/ns212/t212/acl') // [] } == 2 }, 10),
-		'a Curator client with the same certificate queues behind SQL');
-	is($s->value(q{SELECT zk_mutex_release('/t212/acl')}), 't', 'SQL releases');
-	is($peer->acquire_result('c3'), 'acquired', 'the Curator client gets the lock');
-	is($peer->release('c3'), 'released', 'and releases it');
-	is($s->value(q{SELECT zk_mutex_acquire('/t212/acl', '10s')}), 't', 'SQL acquires again');
-	$name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t212/acl'});
-	$d = $peer->delete("/ns212/t212/acl/$name") // '';
-	is($d, "deleted /ns212/t212/acl/$name", 'the same certificate may delete zklock\'s node (clean up)');
+	same_identity_shares_ok($node, $s, '/t212/acl', '/ns212/t212/acl', $peer, 'a Curator client with the same certificate');
 	$s->quit;
 };
 

@@ -18,44 +18,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
+use ZklockSasl;
 
 # absolute: the server and the peer read the JAAS files from elsewhere
 my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('sasl'));
 my $secret = 'pw213-never-shown';
 
-# write_file($path, $text)
-sub write_file
-{
-	my ($path, $text) = @_;
-	open(my $fh, '>', $path) or die "cannot write $path: $!";
-	print $fh $text;
-	close $fh;
-	return $path;
-}
-
-my $server_jaas = write_file("$dir/server.jaas", <<"EOF");
-Server {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  user_zklock="$secret"
-  user_curator="curator-pw";
-};
-EOF
-my $client_jaas = write_file("$dir/client.jaas", <<"EOF");
-Client {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-  username="curator"
-  password="curator-pw";
-};
-EOF
-
-# ZooKeeper 3.9.6 (forky) runs in "FIPS mode" by default, in which its
-# server refuses DIGEST-MD5 (SaslServer is not made: every login fails);
-# 3.8.0 and 3.9.3 do not know the property
-my @no_fips = ('-Dzookeeper.fips-mode=false');
-my $zk = start_zk_with_config(
-	"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
-	"-Djava.security.auth.login.config=$server_jaas", @no_fips);
-my $peer = new_peer($zk, 'sasl-peer', "-Djava.security.auth.login.config=$client_jaas", @no_fips);
+my $zk = sasl_zk($dir, zklock => $secret, curator => 'curator-pw');
+my $peer = new_peer($zk, 'sasl-peer', sasl_jvm_options(sasl_client_jaas($dir, 'curator', 'curator-pw')));
 
 sub sasl_conf
 {

@@ -29,22 +29,16 @@ use ZklockPki;
 use ZklockProxy;
 
 my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
-pki_ca($pki, 'ca');
-pki_cert($pki, 'server', 'ca');
-pki_cert($pki, 'client', 'ca');
-my $server_ks = pki_p12($pki, 'server');
-my $client_ks = pki_p12($pki, 'client');
-my $trust = pki_truststore($pki, 'trust', 'ca');
-
-my ($zk, $zk_tls) = start_zk_with_config(tls_server_config($server_ks, $trust));
+my $tls = tls_setup($pki);
+my ($zk, $zk_tls) = ($tls->{zk}, $tls->{zk_tls});
 my $proxy = ZklockProxy->start($zk_tls);
 my $node = new_zklock_node('tls_faults', $proxy->connect,
-	tls_conf($pki, 'ca', 'client', $proxy->connect)
+	$tls->{conf}->($proxy->connect)
 	  . "zklock.session_timeout = '4s'\nzklock.connect_timeout = '2s'\nzklock.lease_margin = '1s'\n",
 	wait_connected => 0);
 ok(wait_connected($node, 60), 'connected over TLS through the proxy');
 # Curator talks to the secure port directly, over TLS
-my $peer = new_peer($zk_tls, 'tls-peer', tls_peer_options($client_ks, $trust));
+my $peer = new_peer($zk_tls, 'tls-peer', @{ $tls->{peer_options} });
 
 # tls_session(): "tls|session_id" of zk_status()
 sub tls_session

@@ -26,21 +26,15 @@ use ZklockPki;
 use ZklockProxy;
 
 my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
-pki_ca($pki, 'ca');
-pki_cert($pki, 'server', 'ca');
-pki_cert($pki, 'client', 'ca');
-my $server_ks = pki_p12($pki, 'server');
-my $client_ks = pki_p12($pki, 'client');
-my $trust = pki_truststore($pki, 'trust', 'ca');
-
-my ($zk, $zk_tls) = start_zk_with_config(tls_server_config($server_ks, $trust));
+my $tls = tls_setup($pki);
+my ($zk, $zk_tls) = ($tls->{zk}, $tls->{zk_tls});
 my $proxy = ZklockProxy->start($zk_tls);
 my $node = new_zklock_node('tls_stuck', $proxy->connect,
-	tls_conf($pki, 'ca', 'client', $proxy->connect)
+	$tls->{conf}->($proxy->connect)
 	  . "zklock.session_timeout = '10s'\nzklock.connect_timeout = '2s'\nlog_min_messages = debug1\n",
 	wait_connected => 0);
 ok(wait_connected($node, 60), 'connected over TLS through the proxy');
-my $peer = new_peer($zk_tls, 'tls-peer', tls_peer_options($client_ks, $trust));
+my $peer = new_peer($zk_tls, 'tls-peer', @{ $tls->{peer_options} });
 
 my $s = ZklockTest::Session->new($node, 's');
 is($s->value(q{SELECT zk_mutex_acquire('/t216/a')}), 't', 's holds /t216/a');

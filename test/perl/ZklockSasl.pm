@@ -1,0 +1,64 @@
+# ZklockSasl: a ZooKeeper server that logs clients in with SASL DIGEST-MD5
+# (its JAAS Server section) and the JAAS Client files of Curator peers and
+# ZkTool (213, 214).
+package ZklockSasl;
+use strict;
+use warnings;
+use Exporter 'import';
+our @EXPORT = qw(sasl_zk sasl_client_jaas sasl_jvm_options);
+
+# ZooKeeper 3.9.6 (forky) runs in "FIPS mode" by default, in which its
+# server refuses DIGEST-MD5 (SaslServer is not made: every login fails);
+# 3.8.0 and 3.9.3 do not know the property
+our @NO_FIPS = ('-Dzookeeper.fips-mode=false');
+
+# write_file($path, $text): $path
+sub write_file
+{
+	my ($path, $text) = @_;
+	open(my $fh, '>', $path) or die "cannot write $path: $!";
+	print $fh $text;
+	close $fh;
+	return $path;
+}
+
+# sasl_zk($dir, user => password, ...): a ZooKeeper server with the SASL
+# authentication provider and a JAAS Server section of these users
+# (written in $dir, an absolute path)
+sub sasl_zk
+{
+	my ($dir, %users) = @_;
+	my $list = join("\n", map { qq{  user_$_="$users{$_}"} } sort keys %users);
+	my $jaas = write_file("$dir/server.jaas", <<"EOF2");
+Server {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+$list;
+};
+EOF2
+	return ZklockTest::start_zk_with_config(
+		"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+		"-Djava.security.auth.login.config=$jaas", @NO_FIPS);
+}
+
+# sasl_client_jaas($dir, $user, $password): a JAAS Client file logging in
+# as $user
+sub sasl_client_jaas
+{
+	my ($dir, $user, $password) = @_;
+	return write_file("$dir/$user.jaas", <<"EOF2");
+Client {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="$user"
+  password="$password";
+};
+EOF2
+}
+
+# sasl_jvm_options($jaas): a Java client's options to log in with $jaas
+sub sasl_jvm_options
+{
+	my ($jaas) = @_;
+	return ("-Djava.security.auth.login.config=$jaas", @NO_FIPS);
+}
+
+1;
