@@ -13,7 +13,11 @@
 #
 # Fault: the worker's TLS connection goes through a proxy, which cuts it,
 # refuses new connections for a while, then takes the next connection and
-# never relays it (stall_new), then passes new connections again.
+# never relays it (stall_new), then passes new connections again.  Then
+# zklock.hosts names a listener that never accepts (the kernel completes
+# the TCP handshake, nobody answers): the worker stays in its event loop,
+# a SQL call fails with 08006 within zklock.connect_timeout, and with the
+# real server added to zklock.hosts the worker connects to it.
 use strict;
 use warnings;
 use File::Spec;
@@ -24,6 +28,8 @@ use ZklockTest;
 use ZklockFault;
 use ZklockPki;
 use ZklockProxy;
+use IO::Socket::INET;
+use Time::HiRes qw(time);
 
 my $pki = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('pki'));
 my $tls = tls_setup($pki);
@@ -69,6 +75,37 @@ $peer->acquire('c', '/t216/a', 500);
 is($peer->acquire_result('c'), 'timeout', 'Curator over TLS is still excluded');
 is($s->value(q{SELECT zk_mutex_release('/t216/a')}), 't', 's releases');
 ok(wait_children_count($peer, '/t216/a', 0), 'nothing left under /t216/a');
+
+# in_event_loop(): the worker waits in its event loop (a few samples)
+sub in_event_loop
+{
+	my $want = expected_wait_event($node, 'ZkLockWorkerMain');
+	return wait_until(sub {
+			$node->safe_psql('postgres',
+				q{SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'zklock worker'}) eq $want;
+		}, 5, 'the worker to wait in its event loop');
+}
+
+subtest 'a server that accepts the connection and never answers the TLS handshake' => sub {
+	my $silent = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 5, ReuseAddr => 1)
+	  or die "listen: $!";
+	my $silent_hosts = '127.0.0.1:' . $silent->sockport;
+	$node->append_conf('postgresql.conf', "zklock.hosts = '$silent_hosts'\n");
+	$node->reload;
+	ok(wait_until(sub { status_row($node)->{state} ne 'connected' }, 20, 'the reload'),
+		'zklock.hosts names only the silent server: not connected');
+	ok(in_event_loop(), 'the worker waits in its event loop, not inside the handshake');
+	my $t0 = time;
+	my $r = ZklockTest::Session->new($node, 'm')->query(q{SELECT zk_mutex_acquire('/t216/c', '60s')});
+	my $took = time - $t0;
+	is($r->{sqlstate}, '08006', 'a SQL call fails with 08006') or diag($r->{err});
+	cmp_ok($took, '<', 2 + 3, sprintf('within zklock.connect_timeout (2 s) and some slack (%.1f s)', $took));
+	$node->append_conf('postgresql.conf', "zklock.hosts = '$silent_hosts," . $proxy->connect . "'\n");
+	$node->reload;
+	ok(wait_sql($node, 'SELECT state FROM zk_status()', 'connected', 30), 'with the real server added, the worker connects to it');
+	is($node->safe_psql('postgres', 'SELECT tls FROM zk_status()'), 't', 'over TLS');
+	close $silent;
+};
 
 $s->quit;
 $peer->quit;
