@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <netinet/tcp.h>
 
 #include "pgstat.h"
@@ -59,6 +60,7 @@ ZklockLoopFlags zklock_loop = {
 
 static WaitEventSet *wes = NULL;
 static int	wes_fd = -2;
+static ino_t wes_fd_ino = 0;	/* the socket wes_fd named at the rebuild */
 static int	wes_interest = -1;
 static int	wes_sock_pos = -1;
 
@@ -91,6 +93,25 @@ socket_events(int interest)
 }
 
 /*
+ * The inode of the socket fd names (0 for none).  The client closes its
+ * socket inside any asynchronous call whose send fails (its
+ * nonblocking_send), without an error to us, and its next
+ * zookeeper_interest opens a new one, usually under the same number: the
+ * wait set no longer watches it (closing removed it from the epoll set),
+ * and changing its events there fails.  The socket's inode tells the two
+ * apart.
+ */
+static ino_t
+socket_ino(int fd)
+{
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return 0;
+	return st.st_ino;
+}
+
+/*
  * Build the wait set anew for the client's current socket and interest.
  */
 static void
@@ -107,6 +128,7 @@ rebuild_wait_set(int fd, int interest)
 	else
 		wes_sock_pos = -1;
 	wes_fd = fd;
+	wes_fd_ino = socket_ino(fd);
 	wes_interest = interest;
 	zklock_loop.wes_rebuild = false;
 }
@@ -301,7 +323,8 @@ sync_wait_set(void)
 	if (timeout_ms <= 0 || timeout_ms > 1000)
 		timeout_ms = (timeout_ms <= 0 && fd >= 0) ? 1 : 1000;
 	if (fd != wes_fd || zklock_loop.wes_rebuild ||
-		(interest != wes_interest && (interest == 0 || wes_interest == 0)))
+		(interest != wes_interest && (interest == 0 || wes_interest == 0)) ||
+		(fd >= 0 && socket_ino(fd) != wes_fd_ino))
 		rebuild_wait_set(fd, interest);
 	else if (interest != wes_interest)
 	{
