@@ -141,6 +141,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use List::Util qw(max);
 use IPC::Run;
 use ZklockTest;
 use ZklockFault;
@@ -1133,9 +1134,14 @@ quietly(sub {
 my $t_load_end = time;
 note(sprintf('load: %.0f s; faults: %d', $t_load_end - $t0, scalar(faults())));
 
-# every running statement ends
+# every running statement ends: within 240 s, and longer by what the
+# clocks were stepped back (a wait's timeout runs on the wall clock, as
+# PostgreSQL's lock_timeout does: a step back of 300 s makes a 15 s wait
+# last 315 s); the watchdog is set again for what is left
+my $finish_secs = 240 + max(map { steps_back($_, $t0) } @CLUSTERS);
+alarm($finish_secs + 240) if !defined $ENV{ZKLOCK_TEST_ALARM};
 quietly(sub {
-	ok(drive_until(sub { !grep { $_->{busy} } @cl }, 240, 'the SQL sessions to finish'), 'every SQL statement ended');
+	ok(drive_until(sub { !grep { $_->{busy} } @cl }, $finish_secs, 'the SQL sessions to finish'), 'every SQL statement ended');
 	ok(drive_until(sub { !grep { $_->{state} ne 'idle' } @actors }, 60, "Curator's actors to finish")
 		  && drive_until(sub { $cadd{state} eq 'idle' && $latch{state} =~ /^(idle|member)$/ }, 60, 'Curator add and latch'),
 		"Curator's actors finished and released");
