@@ -76,7 +76,11 @@ sub lose_create_reply
 			},
 			3, "the SQL node under $path"),
 		"$path: ZooKeeper made the SQL request's node (2 children)");
-	my $after = $proxy->stats;
+	# the node is seen through another connection: the reply to ours may
+	# reach the proxy a moment later
+	my $after;
+	wait_until(sub { $after = $proxy->stats; $after->{dropped_s2c} > $before->{dropped_s2c} },
+		3, 'the reply at the proxy');
 	cmp_ok($after->{dropped_s2c}, '>', $before->{dropped_s2c},
 		'the proxy dropped the server\'s reply bytes');
 	is($after->{accepted}, $before->{accepted},
