@@ -40,7 +40,10 @@
  * others completed in the same window can be counted.
  *
  * BENCH_ZK_PID may name several servers' pids, comma-separated (an
- * ensemble): zk_jiffies is then their sum.  With BENCH_GO_FILE set, the
+ * ensemble): zk_jiffies is then their sum.  mntr goes to the first server
+ * of the connect string, or to BENCH_ZK_MNTR (host:port) when set: a
+ * client over TLS connects to the secure port, which does not answer a
+ * four-letter word in plaintext.  With BENCH_GO_FILE set, the
  * JVM prints "READY" after its warm-up and waits (at most 300 s) for that
  * file to exist before it runs the modes, so that another client can start
  * at the same moment.
@@ -506,8 +509,12 @@ public class CuratorBench
         if (pidEnv != null && !pidEnv.isEmpty())
             zkPids = Arrays.stream(pidEnv.split(",")).mapToLong(Long::parseLong).toArray();
         String goFile = System.getenv("BENCH_GO_FILE");
-        /* the first server of the connect string */
+        /* the first server of the connect string, or BENCH_ZK_MNTR */
         zkHostPort = hosts.split(",")[0];
+        String mntrEnv = System.getenv("BENCH_ZK_MNTR");
+
+        if (mntrEnv != null && !mntrEnv.isEmpty())
+            zkHostPort = mntrEnv;
 
         CuratorFramework client = CuratorFrameworkFactory.builder()
             .connectString(hosts)

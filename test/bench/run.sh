@@ -38,6 +38,9 @@
 #	           sql; below)
 #	net1, net32d, net32s
 #	           shapes 1, 32d and 32s through an emulated network (below)
+#	tls1, tls32d
+#	           shapes 1 and 32d in plaintext and over TLS, on one server
+#	           (below); not in the default run
 #	idle       not a shape: what an idle client costs ZooKeeper (below)
 #
 # mix8: the Curator JVM warms up, the PostgreSQL cluster starts and warms
@@ -73,6 +76,34 @@
 # difference of the p50s over 3 is what the proxy adds to a round trip
 # (0.5 ms wanted).  Needs unprivileged user namespaces (not in a chroot):
 # the run fails saying so when they cannot be made.
+#
+# tls1, tls32d: what TLS costs.  Shapes 1 and 32d against a standalone
+# server of their own (one per forceSync pass, after the other shapes'
+# passes, fresh data directory) that has both a plaintext clientPort and
+# a TLS secureClientPort that needs client certificates
+# (serverCnxnFactory=NettyServerCnxnFactory, which serves both ports: the
+# plaintext numbers here are Netty's, not the NIO server's of the other
+# shapes).  A CA, certificates for 127.0.0.1 and PKCS#12 stores are made
+# once per run by the TLS tests' own test/perl/ZklockPki.pm (openssl,
+# keytool), as the unprivileged user.  On that server, one after the
+# other: raw C in plaintext (raw_cycle links Debian's libzookeeper_st,
+# which has no TLS), Curator in plaintext, Curator over TLS (its own JVM
+# with ZklockPki's tls_peer_options: zookeeper.client.secure, the Netty
+# client socket, the client keystore and the truststore), zklock in
+# plaintext, zklock over TLS (a fresh cluster each per --lock-cache
+# value; zklock.tls with the client certificate, zklock.hosts the secure
+# port).  Every connection, the TLS handshake included, is made before
+# the measured window (Curator connects before its warm-up, zklock's
+# worker before pgbench starts, pgbench's connections are to PostgreSQL):
+# no number includes a handshake, they are all the steady cost of a
+# session over TLS.  Requests are counted on the plaintext port's mntr
+# (the one server's count, both ports).  The table of the part shows each
+# system over TLS beside itself in plaintext, with the ratios TLS /
+# plaintext, and in words zklock over TLS against Curator over TLS.
+# Only when named (--shapes tls1,tls32d): a full run is long already, the
+# part needs its own server and certificates, and it measures a setting,
+# not a recipe.  With lock_cache on, shape 1 sends no request at all, so
+# TLS is measured with --lock-cache off.
 #
 # --lock-cache off,on (default both; BENCH_LOCK_CACHE): zklock.lock_cache
 # in every cluster's postgresql.conf; every sql shape, mix8 and the net
@@ -125,6 +156,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../env.sh"		# PGBIN of this platform's PostgreSQL, a sane environment
 JAVA_CP_CURATOR=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar
+# what Netty (the TLS part's server and Java client) needs and the
+# manifests of Debian's jars leave out (as test/perl/ZklockTest.pm's)
+NETTY_JARS=/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar
 PG_USER=zklock
 
 SECS=${BENCH_SECONDS:-5}		# raw and Curator window per shape
@@ -150,6 +184,9 @@ NET_SUBNET=10.202				# net shapes: server k at $NET_SUBNET.k.2
 ALL_SHAPES="1:1:distinct 8d:8:distinct 32d:32:distinct 8s:8:shared 32s:32:shared 200s:200:shared r8:8:read w8:8:write sem16:16:semaphore c1:1:counter c8:8:counter l8:8:leader"
 # the emulated network's shapes (the same kinds, through the proxies)
 NET_SHAPES_ALL="net1:1:distinct net32d:32:distinct net32s:32:shared"
+# the TLS part's shapes (shapes 1 and 32d, plaintext and TLS on one
+# server); not in the default run: only when named
+TLS_SHAPES_ALL="tls1:1:distinct tls32d:32:distinct"
 
 log() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
 die() { echo "run.sh: $*" >&2; exit 1; }
@@ -285,6 +322,10 @@ sql_part() {
 	local zkport=$1 out=$2 zkpid=$3 mode=${4:-shapes}
 	local pgtmp pgport pgdata lc=${BENCH_LOCK_CACHE:-off} sys=sql
 	[ "$lc" = off ] || sys=sqlc
+	# the TLS part: zklock's TLS settings (zklock.hosts the secure port)
+	# follow the plaintext ones and win; ZKPORT stays the plaintext port,
+	# which mntr is asked on
+	[ -z "${BENCH_TLS_CONF:-}" ] || sys=$sys-tls
 
 	# under the main part's work directory, so that its cleanup finds
 	# whatever a cut-short cleanup here leaves behind
@@ -316,6 +357,7 @@ fsync = off
 synchronous_commit = off
 log_min_messages = warning
 EOF
+	[ -z "${BENCH_TLS_CONF:-}" ] || cat "$BENCH_TLS_CONF" >>"$pgdata/postgresql.conf"
 	"$PGBIN/pg_ctl" -D "$pgdata" -l "$pgtmp/postgres.log" -w -t 60 start >/dev/null \
 		|| { tail -n 30 "$pgtmp/postgres.log" >&2; die "postgres did not start"; }
 
@@ -485,7 +527,7 @@ EOF
 	log "pgbench floor: SELECT 1; SELECT 1; at 1 client"
 	run_pgbench floor floor.sql 1 "$PG_SECS" "floor 1"
 	local s name n kind
-	for s in $(select_shapes "${BENCH_SHAPES:-}" "$ALL_SHAPES $NET_SHAPES_ALL"); do
+	for s in $(select_shapes "${BENCH_SHAPES:-}" "$ALL_SHAPES $NET_SHAPES_ALL $TLS_SHAPES_ALL"); do
 		IFS=: read -r name n kind <<<"$s"
 		log "pgbench $name: $kind, $n clients, ${PG_SECS}s (lock_cache $lc)"
 		if [ "$kind" = leader ]; then
@@ -656,21 +698,26 @@ raw_shapes() {
 	done
 }
 
-# curator_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT: one CuratorBench JVM
-# (classes in WORK/classes) against HOSTS, its warm-up, then every shape
-# of SHAPES; lines "PREFIX curator SHAPE ..." to OUT
+# curator_shapes PREFIX SHAPES HOSTS ZKPIDS WORK OUT [SYSTEM [JVMOPT...]]:
+# one CuratorBench JVM (classes in WORK/classes, with the options JVMOPT)
+# against HOSTS, its warm-up, then every shape of SHAPES; lines "PREFIX
+# SYSTEM SHAPE ..." to OUT (SYSTEM: curator unless given; with JVMOPT,
+# TLS's, the classpath also has NETTY_JARS)
 curator_shapes() {
-	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 name modes line
+	local prefix=$1 shapes=$2 hosts=$3 zkpids=$4 work=$5 out=$6 sys=${7:-curator} name modes line
+	local cp=$5/classes:$JAVA_CP_CURATOR
+	shift $(($# < 7 ? $# : 7))
+	[ $# = 0 ] || cp=$cp:$NETTY_JARS
 	modes=$(curator_modes "$shapes")
-	log "curator: ${WARMUP}s JVM warm-up, then $modes, ${SECS}s each"
+	log "$sys: ${WARMUP}s JVM warm-up, then $modes, ${SECS}s each"
 	# shellcheck disable=SC2086
-	BENCH_ZK_PID=$zkpids java -Xms256m -Xmx512m -cp "$work/classes:$JAVA_CP_CURATOR" CuratorBench \
-		"$hosts" "$SECS" "$WARMUP" $modes >"$out.curator" || die "CuratorBench failed"
+	BENCH_ZK_PID=$zkpids java -Xms256m -Xmx512m "$@" -cp "$cp" CuratorBench \
+		"$hosts" "$SECS" "$WARMUP" $modes >"$out.curator" || die "CuratorBench failed ($sys)"
 	while read -r line; do
 		log "  $line"
 		name=$(echo "$line" | sed -n 's/^RESULT name=\([^ ]*\) .*/\1/p')
 		[ -n "$name" ] || continue
-		echo "$line" | result_line "$prefix curator $name" >>"$out"
+		echo "$line" | result_line "$prefix $sys $name" >>"$out"
 	done <"$out.curator"
 }
 
@@ -921,12 +968,15 @@ for lc in ${LOCK_CACHES//,/ }; do
 done
 [ -n "${LOCK_CACHES//,/}" ] || die "--lock-cache takes off, on or off,on"
 known="idle mix8"
-for s in $ALL_SHAPES $NET_SHAPES_ALL; do known="$known ${s%%:*}"; done
+for s in $ALL_SHAPES $NET_SHAPES_ALL $TLS_SHAPES_ALL; do known="$known ${s%%:*}"; done
 for name in ${SHAPE_NAMES//,/ }; do
 	[[ " $known " == *" $name "* ]] || die "--shapes: '$name' is not a shape (names: $known)"
 done
 SHAPES=$(select_shapes "$SHAPE_NAMES")
 NET_SHAPES=$(select_shapes "$SHAPE_NAMES" "$NET_SHAPES_ALL")
+# the TLS part: only when its shapes are named (not in the default run)
+TLS_SHAPES=""
+[ -z "$SHAPE_NAMES" ] || TLS_SHAPES=$(select_shapes "$SHAPE_NAMES" "$TLS_SHAPES_ALL")
 # idle and mix8: in a full run, or when named among the shapes
 IDLE=""
 if [ -z "$SHAPE_NAMES" ] || [[ ",$SHAPE_NAMES," == *",idle,"* ]]; then
@@ -945,7 +995,11 @@ if [ -n "$MIX" ] && ! { want sql && want curator; }; then
 	log "mix8: measures zklock and Curator together, --only does not name both: skipped"
 	MIX=""
 fi
-[ -n "$SHAPES" ] || [ -n "$IDLE" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ] || die "nothing to run"
+[ -n "$SHAPES" ] || [ -n "$IDLE" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ] || [ -n "$TLS_SHAPES" ] \
+	|| die "nothing to run"
+# the TLS part's servers: one per forceSync setting asked for
+TLS_PASSES=""
+[ -z "$TLS_SHAPES" ] || TLS_PASSES=$FSYNC_PASSES
 # idle alone: one server
 [ -n "$SHAPES" ] || [ -n "$MIX" ] || FSYNC_PASSES=${FSYNC_PASSES%% *}
 # the net shapes alone: no standalone server
@@ -1152,7 +1206,7 @@ fresh_file() {
 
 # zklock.lock_cache: each value asked for must be what the server shows,
 # checked now on a throwaway cluster rather than after minutes of runs
-if want sql && { [ -n "$SHAPES" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ]; }; then
+if want sql && [ -n "$SHAPES$MIX$NET_SHAPES$TLS_SHAPES" ]; then
 	for lc in ${LOCK_CACHES//,/ }; do
 		log "checking zklock.lock_cache = $lc on a throwaway cluster"
 		fresh_file "$WORK/check.results"
@@ -1163,7 +1217,7 @@ if want sql && { [ -n "$SHAPES" ] || [ -n "$MIX" ] || [ -n "$NET_SHAPES" ]; }; t
 fi
 
 # build the clients (raw_cycle also measures the net shapes' proxy)
-if { want raw && [ -n "$SHAPES" ]; } || [ -n "$NET_SHAPES" ]; then
+if { want raw && [ -n "$SHAPES$TLS_SHAPES" ]; } || [ -n "$NET_SHAPES" ]; then
 	log "building raw_cycle"
 	gcc -O2 -Wall -o "$WORK/raw_cycle" "$HERE/raw_cycle.c" -lzookeeper_st
 fi
@@ -1173,23 +1227,63 @@ if [ -n "$NET_SHAPES" ]; then
 fi
 if want curator; then
 	java_src=()
-	[ -z "$SHAPES$MIX$NET_SHAPES" ] || java_src+=("$HERE/CuratorBench.java")
+	[ -z "$SHAPES$MIX$NET_SHAPES$TLS_SHAPES" ] || java_src+=("$HERE/CuratorBench.java")
 	[ -z "$IDLE" ] || java_src+=("$HERE/CuratorIdle.java")
 	log "building$(for f in "${java_src[@]}"; do printf ' %s' "$(basename "$f" .java)"; done)"
 	mkdir -p "$WORK/classes"
 	javac -nowarn -encoding UTF-8 -d "$WORK/classes" -cp "$JAVA_CP_CURATOR" "${java_src[@]}"
 fi
 
-# zk_start yes|no: private ZooKeeper server with that forceSync, on a
-# fresh data directory and a fresh port; sets ZK_PORT, ZK_PID and ZK
+# tls_pki: the TLS part's CA, certificates for 127.0.0.1 and PKCS#12
+# stores, made by the TLS tests' own test/perl/ZklockPki.pm (openssl,
+# keytool) in $WORK/pki as the unprivileged user (zklock reads its key
+# there); writes there server.cfg (the zoo.cfg lines of a Netty
+# secureClientPort that needs client certificates, @SECURE_PORT@ to fill
+# in), curator.opts (the Java client's TLS options, one a line) and
+# zklock.conf (zklock's TLS settings, zklock.hosts @HOSTS@ to fill in)
+tls_pki() {
+	local dir=$WORK/pki
+	mkdir -p "$dir"
+	[ "$(id -u)" != 0 ] || chown "$PG_USER" "$dir"
+	log "TLS: a CA, server and client certificates and their stores in $dir (test/perl/ZklockPki.pm)"
+	as_pg_user perl -I"$HERE/../perl" -MZklockPki -e '
+		my $d = shift;
+		pki_ca($d, "ca");
+		pki_cert($d, $_, "ca") for qw(server client);
+		my $trust = pki_truststore($d, "trust", "ca");
+		my %out = (
+			"server.cfg" => tls_server_config(pki_p12($d, "server"), $trust),
+			"curator.opts" => join("", map { "$_\n" } tls_peer_options(pki_p12($d, "client"), $trust)),
+			"zklock.conf" => tls_conf($d, "ca", "client", "\@HOSTS\@"));
+		for my $f (keys %out)
+		{
+			open(my $fh, ">", "$d/$f") or die "$d/$f: $!";
+			print $fh $out{$f};
+			close($fh) or die "$d/$f: $!";
+		}' "$dir" || die "TLS: the certificates could not be made"
+	mapfile -t TLS_JVM_OPTS <"$dir/curator.opts"
+}
+TLS_JVM_OPTS=()
+[ -z "$TLS_SHAPES" ] || tls_pki
+
+# zk_start yes|no [tls]: private ZooKeeper server with that forceSync, on
+# a fresh data directory and a fresh port; sets ZK_PORT, ZK_PID and ZK.
+# With tls (the TLS part) the server is Netty's and also has a
+# secureClientPort that needs client certificates (tls_pki's server.cfg),
+# on ZK_TLS_PORT
 zk_start() {
-	local fsync=$1 i
+	local fsync=$1 tls=${2:-} i name=$1
 	ZK_PORT=$(free_port)
-	rm -rf "${ZK_DIR:?}/data-$fsync"
-	mkdir -p "$ZK_DIR/data-$fsync"
-	cat >"$WORK/zoo-$fsync.cfg" <<EOF
+	if [ -n "$tls" ]; then
+		name=$fsync-tls
+		ZK_TLS_PORT=$ZK_PORT
+		while [ "$ZK_TLS_PORT" = "$ZK_PORT" ]; do ZK_TLS_PORT=$(free_port); done
+	fi
+	rm -rf "${ZK_DIR:?}/data-$name"
+	mkdir -p "$ZK_DIR/data-$name"
+	cat >"$WORK/zoo-$name.cfg" <<EOF
 tickTime=$ZK_TICK
-dataDir=$ZK_DIR/data-$fsync
+dataDir=$ZK_DIR/data-$name
 clientPort=$ZK_PORT
 clientPortAddress=127.0.0.1
 admin.enableServer=false
@@ -1197,18 +1291,19 @@ admin.enableServer=false
 maxClientCnxns=0
 forceSync=$fsync
 EOF
-	log "starting ZooKeeper on 127.0.0.1:$ZK_PORT (forceSync=$fsync, data in $ZK_DIR, ${ZK_DIR_FS:-?})"
+	[ -z "$tls" ] || sed "s/@SECURE_PORT@/$ZK_TLS_PORT/" "$WORK/pki/server.cfg" >>"$WORK/zoo-$name.cfg"
+	log "starting ZooKeeper on 127.0.0.1:$ZK_PORT$([ -z "$tls" ] || echo " and, over TLS, 127.0.0.1:$ZK_TLS_PORT (Netty)") (forceSync=$fsync, data in $ZK_DIR, ${ZK_DIR_FS:-?})"
 	[ "$ZK_DIR_FS" != tmpfs ] || [ "$fsync" = no ] \
 		|| log "warning: $ZK_DIR is a tmpfs: forceSync=yes syncs nothing there (set BENCH_ZK_DIR)"
-	java -Xmx512m -cp /usr/share/java/zookeeper.jar \
-		org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zoo-$fsync.cfg" \
-		>"$WORK/zookeeper-$fsync.log" 2>&1 &
+	java -Xmx512m -cp "/usr/share/java/zookeeper.jar${tls:+:$NETTY_JARS}" \
+		org.apache.zookeeper.server.ZooKeeperServerMain "$WORK/zoo-$name.cfg" \
+		>"$WORK/zookeeper-$name.log" 2>&1 &
 	ZK_PID=$!
 	for i in $(seq 1 100); do
 		# imok comes before the server serves: also wait for srvr to show its mode
 		[ "$(four_letter "$ZK_PORT" ruok)" = imok ] &&
 			four_letter "$ZK_PORT" srvr | grep -q '^Mode:' && break
-		kill -0 "$ZK_PID" 2>/dev/null || { cat "$WORK/zookeeper-$fsync.log" >&2; die "ZooKeeper exited"; }
+		kill -0 "$ZK_PID" 2>/dev/null || { cat "$WORK/zookeeper-$name.log" >&2; die "ZooKeeper exited"; }
 		sleep 0.2
 	done
 	[ "$(four_letter "$ZK_PORT" ruok)" = imok ] || die "ZooKeeper did not answer ruok"
@@ -1225,18 +1320,46 @@ curator_round() {
 	curator_shapes "$1 $2" "$SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
 }
 
-# sql_round FSYNC ROUND: the PostgreSQL part (a fresh cluster per
-# lock_cache value) as the unprivileged user
-sql_round() {
-	local fsync=$1 round=$2 lc
+# sql_shapes PREFIX SHAPES [TLSCONF]: the PostgreSQL part (a fresh
+# cluster per lock_cache value) as the unprivileged user, on SHAPES, its
+# lines prefixed with PREFIX; with TLSCONF, zklock's TLS settings (a file)
+sql_shapes() {
+	local prefix=$1 shapes=$2 tlsconf=${3:-} lc
 	for lc in ${LOCK_CACHES//,/ }; do
 		fresh_file "$WORK/sql.results"
-		pg_envs "$lc" "$SHAPES"
+		pg_envs "$lc" "$shapes"
+		PG_ENVS+=(BENCH_TLS_CONF="$tlsconf")
 		as_pg_user "${PG_ENVS[@]}" \
 			bash "$HERE/run.sh" --sql-part "$ZK_PORT" "$WORK/sql.results" "$ZK_PID" \
-			|| die "PostgreSQL part failed (zklock.lock_cache = $lc)"
-		sed "s/^/$fsync $round /" "$WORK/sql.results" >>"$RESULTS"
+			|| die "PostgreSQL part failed (zklock.lock_cache = $lc${tlsconf:+, over TLS})"
+		sed "s/^/$prefix /" "$WORK/sql.results" >>"$RESULTS"
 	done
+}
+
+# sql_round FSYNC ROUND: the PostgreSQL part on every shape
+sql_round() {
+	sql_shapes "$1 $2" "$SHAPES"
+}
+
+# tls_round FSYNC ROUND: the TLS part's shapes on the server zk_start
+# made with tls: raw C (plaintext only), Curator in plaintext and over
+# TLS (a JVM each), zklock in plaintext and over TLS (a cluster each per
+# lock_cache value); lines "tls-FSYNC ROUND SYSTEM SHAPE ...", the TLS
+# systems named SYSTEM-tls.  Requests are counted on the plaintext port
+# (mntr counts both ports' requests: one server)
+tls_round() {
+	local prefix="tls-$1 $2" conf=$WORK/pki/zklock-$1.conf
+	if want raw; then raw_shapes "$prefix" "$TLS_SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"; fi
+	if want curator; then
+		curator_shapes "$prefix" "$TLS_SHAPES" "$ZK" "$ZK_PID" "$WORK" "$RESULTS"
+		BENCH_ZK_MNTR=$ZK curator_shapes "$prefix" "$TLS_SHAPES" "127.0.0.1:$ZK_TLS_PORT" \
+			"$ZK_PID" "$WORK" "$RESULTS" curator-tls "${TLS_JVM_OPTS[@]}"
+	fi
+	if want sql; then
+		sed "s/@HOSTS@/127.0.0.1:$ZK_TLS_PORT/" "$WORK/pki/zklock.conf" >"$conf"
+		sql_shapes "$prefix" "$TLS_SHAPES"
+		sql_shapes "$prefix" "$TLS_SHAPES" "$conf"
+	fi
 }
 
 # mix_round FSYNC ROUND: mix8 on the server running now, once per
@@ -1442,6 +1565,15 @@ idle_measure() {
 	IDLE_TOOK=$((SECONDS - t_start))
 }
 
+# zk_record LABEL: the server's view (srvr) at the end of a pass, for the
+# record (logged, and in ZK_STATS for the end)
+zk_record() {
+	local stats
+	stats=$(four_letter "$ZK_PORT" srvr | grep -E 'Latency|Outstanding|Node count' | tr '\n' ' ' | sed 's/ *$//' || true)
+	log "zookeeper ($1): $stats"
+	ZK_STATS="$ZK_STATS${ZK_STATS:+; }$1: $stats"
+}
+
 # the passes: one server per forceSync setting, RUNS rounds on each, a
 # round being the three systems one after the other on every shape; the
 # idle part on the first pass's server, before anything else runs on it
@@ -1476,10 +1608,23 @@ for fsync in $FSYNC_PASSES; do
 		if [ -n "$MIX" ]; then mix_round "$fsync" "$round"; fi
 	done
 
-	# ZooKeeper server view, for the record
-	stats=$(four_letter "$ZK_PORT" srvr | grep -E 'Latency|Outstanding|Node count' | tr '\n' ' ' | sed 's/ *$//' || true)
-	log "zookeeper (forceSync=$fsync): $stats"
-	ZK_STATS="$ZK_STATS${ZK_STATS:+; }forceSync=$fsync: $stats"
+	zk_record "forceSync=$fsync"
+	zk_stop
+done
+
+# the TLS part: its own server per forceSync setting (Netty, plaintext
+# and TLS ports), after the passes
+for fsync in $TLS_PASSES; do
+	zk_start "$fsync" tls
+	if want raw; then
+		BENCH_ZK_PID=$ZK_PID "$WORK/raw_cycle" "$ZK" 32 distinct "$WARMUP" >/dev/null \
+			|| die "raw_cycle warm-up failed"
+	fi
+	for round in $(seq 1 "$RUNS"); do
+		[ "$RUNS" -gt 1 ] && log "TLS, forceSync=$fsync: round $round of $RUNS"
+		tls_round "$fsync" "$round"
+	done
+	zk_record "TLS part, forceSync=$fsync"
 	zk_stop
 done
 
@@ -1509,18 +1654,24 @@ AWK_MEDIAN='
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 	}'
+# (the TLS part's systems, SYSTEM-tls, right after their plaintext rows)
+tls_sys=""
+[ -z "$TLS_SHAPES" ] || tls_sys=-tls
 systems=""
-for w in raw curator; do want "$w" && systems="$systems $w"; done
+want raw && systems=raw
+want curator && systems="$systems curator${tls_sys:+ curator$tls_sys}"
 if want sql; then
 	for lc in ${LOCK_CACHES//,/ }; do
-		if [ "$lc" = off ]; then systems="$systems sql"; else systems="$systems sqlc"; fi
+		if [ "$lc" = off ]; then s=sql; else s=sqlc; fi
+		systems="$systems $s${tls_sys:+ $s$tls_sys}"
 	done
 fi
 TABLE_PASSES=""
 [ -z "$SHAPES" ] || TABLE_PASSES=$FSYNC_PASSES
+for fsync in $TLS_PASSES; do TABLE_PASSES="$TABLE_PASSES tls-$fsync"; done
 [ -z "$NET_SHAPES" ] || TABLE_PASSES="$TABLE_PASSES net"
 
-if [ -n "$SHAPES$NET_SHAPES" ]; then
+if [ -n "$SHAPES$NET_SHAPES$TLS_SHAPES" ]; then
 echo
 echo "Lock cycle = acquire + release (raw: create EPHEMERAL_SEQUENTIAL + get_children + delete, mutex shapes only);"
 echo "counter shapes c1, c8: one cycle = one add of 1 that succeeded (zk_atomic_long_add / DistributedAtomicLong.add)."
@@ -1539,7 +1690,10 @@ echo "  resolution 1/$CLK_TCK s of CPU time per window."
 echo "ratios = zklock / the row's system: cyc/s higher is better for zklock, p50 and cpu lower is better for zklock;"
 echo "  zklock = zklock.lock_cache off, zklock lc = zklock.lock_cache on; the ratios are those of the first of them run (${LOCK_CACHES%%,*})."
 [ -z "$NET_SHAPES" ] || echo "net shapes: the emulated network's own 3-server ensemble (forceSync=yes, tickTime $ZK_TICK), every client through the delay_proxy of one follower (${NET_DELAY_US} us each way); zk µs/cyc = the three servers."
-awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" "$AWK_MEDIAN"'
+[ -z "$TLS_SHAPES" ] || echo "TLS part (tls1, tls32d = shapes 1, 32d): its own standalone server per forceSync setting, Netty, with a plaintext clientPort and a TLS
+  secureClientPort that needs client certificates; \"X TLS\" = X over TLS, its ratios TLS / the same system in plaintext on that
+  server; the TLS handshake is before every window (connections made at start-up), not in any number; raw C in plaintext only."
+awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES $TLS_SHAPES" -v systems="$systems" -v clk="$CLK_TCK" -v runs="$RUNS" "$AWK_MEDIAN"'
 	function dash(n,    d) { d = ""; while (n-- > 0) d = d "-"; return d }
 	function num(v) { return v == "-" ? "-" : (v < 10 && v != int(v) ? sprintf("%.1f", v) : sprintf("%.0f", v)) }
 	function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
@@ -1561,23 +1715,28 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$syste
 		label["l8"] = "leader check, 8"
 		label["net1"] = "net: mutex, 1"; label["net32d"] = "net: mutex, 32 distinct"
 		label["net32s"] = "net: mutex, 32 shared"
+		label["tls1"] = "mutex, 1 in flight"; label["tls32d"] = "mutex, 32 distinct"
 		name["raw"] = "raw C"; name["curator"] = "Curator"; name["sql"] = "zklock"; name["sqlc"] = "zklock lc"
-		fmt = "%-6s %-23s %-9s %8s %6s %7s %6s %7s | %6s %6s %6s"
+		name["curator-tls"] = "Curator TLS"; name["sql-tls"] = "zklock TLS"; name["sqlc-tls"] = "zklock lc TLS"
 		np = split(passes, plist, " "); ns = split(shapes, slist, " "); nsys = split(systems, syslist, " ")
 		# the zklock the ratios are of: the first lock_cache value run
 		zs = "sql"
 		for (j = nsys; j >= 1; j--) if (syslist[j] == "sql" || syslist[j] == "sqlc") zs = syslist[j]
 		for (p = 1; p <= np; p++) {
 			fs = plist[p]
-			title = (fs == "net") ? "emulated network" : "forceSync=" fs
-			printf "\n%s%s%s\n", title, (fs == "net" ? " (3-server ensemble, one network namespace per server, 0.25 ms each way, forceSync=yes)" : ""),
+			tls = (fs ~ /^tls-/)
+			title = (fs == "net") ? "emulated network" : (tls ? "TLS part, forceSync=" substr(fs, 5) : "forceSync=" fs)
+			printf "\n%s%s%s\n", title, (fs == "net" ? " (3-server ensemble, one network namespace per server, 0.25 ms each way, forceSync=yes)" : (tls ? " (one server, Netty: plaintext clientPort and TLS secureClientPort)" : "")),
 				(runs > 1 ? " (medians of " runs " runs)" : "")
+			# the system column: wide enough for "zklock lc TLS" in the TLS part
+			sw = tls ? 13 : 9
+			fmt = "%-6s %-23s %-" sw "s %8s %6s %7s %6s %7s | %6s %6s %6s"
 			# (mawk counts bytes: "µ" goes in after the padding)
-			hdr = sprintf(fmt, "", "", "", "", "", "", "cpu", "zk", "zklock / row", "", "")
+			hdr = sprintf(fmt, "", "", "", "", "", "", "cpu", "zk", tls ? "TLS / plaintext" : "zklock / row", "", "")
 			sub(/ +$/, "", hdr); print hdr
 			hdr = sprintf(fmt, "shape", "what", "system", "cyc/s", "p50", "p99", "us/cyc", "us/cyc", "cyc/s", "p50", "cpu")
 			gsub(/us\/cyc/, "µs/cyc", hdr); print hdr
-			hdr = sprintf(fmt, dash(6), dash(23), dash(9), dash(8), dash(6), dash(7), dash(6), dash(7), dash(6), dash(6), dash(6))
+			hdr = sprintf(fmt, dash(6), dash(23), dash(sw), dash(8), dash(6), dash(7), dash(6), dash(7), dash(6), dash(6), dash(6))
 			sub(/ \| /, "-+-", hdr); gsub(/ /, "-", hdr); print hdr
 			for (i = 1; i <= ns; i++) {
 				split(slist[i], part, ":"); sh = part[1]; mutex = (part[3] == "distinct" || part[3] == "shared")
@@ -1589,9 +1748,18 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$syste
 				for (j = 1; j <= nsys; j++) {
 					s = syslist[j]
 					if (s == "raw" && !mutex) continue
+					if (s ~ /-tls$/ && !tls) continue
 					zc = med(fs, zs, sh, "cps"); zp = med(fs, zs, sh, "p50"); zu = med(fs, zs, sh, "cpu")
 					r1 = r2 = r3 = ""
-					if (s != "sql" && s != "sqlc") {
+					if (tls) {
+						# over TLS against the same system in plaintext
+						if (s ~ /-tls$/) {
+							b = substr(s, 1, length(s) - 4)
+							r1 = ratio(med(fs, s, sh, "cps"), med(fs, b, sh, "cps"))
+							r2 = ratio(med(fs, s, sh, "p50"), med(fs, b, sh, "p50"))
+							r3 = ratio(med(fs, s, sh, "cpu"), med(fs, b, sh, "cpu"))
+						}
+					} else if (s != "sql" && s != "sqlc") {
 						r1 = ratio(zc, med(fs, s, sh, "cps")); r2 = ratio(zp, med(fs, s, sh, "p50"))
 						r3 = ratio(zu, med(fs, s, sh, "cpu"))
 					}
@@ -1607,16 +1775,17 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$syste
 				printf "PostgreSQL floor (pgbench SELECT 1; SELECT 1;, 1 client): %s tx/s, p50 %s us, p99 %s us, cpu %s µs/tx\n",
 					num(med(fs, "floor", "1", "cps")), num(med(fs, "floor", "1", "p50")),
 					num(med(fs, "floor", "1", "p99")), num(med(fs, "floor", "1", "cpu"))
-			# uncontended latency: shape 1, every system measured, side by side
+			# uncontended latency: shape 1 (tls1), every system measured, side by side
+			one = tls ? "tls1" : "1"
 			line = ""
 			for (j = 1; j <= nsys; j++) {
 				s = syslist[j]
-				if (!((fs SUBSEP s SUBSEP "1" SUBSEP "p50") in cnt)) continue
+				if (!((fs SUBSEP s SUBSEP one SUBSEP "p50") in cnt)) continue
 				line = line (line == "" ? "" : "; ") sprintf("%s p50 %s us, p99 %s us", name[s],
-					num(med(fs, s, "1", "p50")), num(med(fs, s, "1", "p99")))
+					num(med(fs, s, one, "p50")), num(med(fs, s, one, "p99")))
 			}
 			if (line != "")
-				printf "Uncontended latency (shape 1: mutex, 1 in flight, own path; one acquire + release): %s\n", line
+				printf "Uncontended latency (shape %s: mutex, 1 in flight, own path; one acquire + release): %s\n", one, line
 			# requests of one cycle, as the server counted them
 			printf "\n%s, ZooKeeper requests per cycle (per add for c1, c8): received by the server over a system'\''s run of the shape / cycles completed in it:\n", title
 			for (i = 1; i <= ns; i++) {
@@ -1629,6 +1798,32 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES" -v systems="$syste
 					line = line (line == "" ? "" : ", ") sprintf("%s %.2f", name[s], v)
 				}
 				if (line != "") printf "%s: %s\n", sh, line
+			}
+			# the TLS part in words: what TLS costs each, and the two over TLS
+			if (tls) {
+				printf "\n%s, what TLS costs (over TLS / plaintext, on the same server):\n", title
+				for (i = 1; i <= ns; i++) {
+					split(slist[i], part, ":"); sh = part[1]
+					line = ""
+					for (j = 1; j <= nsys; j++) {
+						s = syslist[j]
+						if (s !~ /-tls$/ || med(fs, s, sh, "cps") == "-") continue
+						b = substr(s, 1, length(s) - 4)
+						line = line (line == "" ? "" : "; ") sprintf("%s cycles/s %sx, p50 %sx, CPU per cycle %sx (ZooKeeper'\''s %sx)",
+							name[s], ratio(med(fs, s, sh, "cps"), med(fs, b, sh, "cps")),
+							ratio(med(fs, s, sh, "p50"), med(fs, b, sh, "p50")),
+							ratio(med(fs, s, sh, "cpu"), med(fs, b, sh, "cpu")),
+							ratio(med(fs, s, sh, "zk"), med(fs, b, sh, "zk")))
+					}
+					zt = zs "-tls"
+					if (med(fs, zt, sh, "cps") != "-" && med(fs, "curator-tls", sh, "cps") != "-")
+						line = line sprintf("; over TLS %s %sx Curator'\''s cycles/s, p50 %sx, CPU per cycle %sx",
+							name[zt], ratio(med(fs, zt, sh, "cps"), med(fs, "curator-tls", sh, "cps")),
+							ratio(med(fs, zt, sh, "p50"), med(fs, "curator-tls", sh, "p50")),
+							ratio(med(fs, zt, sh, "cpu"), med(fs, "curator-tls", sh, "cpu")))
+					if (line != "") printf "%s: %s\n", sh, line
+				}
+				continue
 			}
 			# the ratios in words, one line per shape
 			printf "\n%s, zklock against the others:\n", title
@@ -1772,4 +1967,4 @@ fi
 elapsed=$((SECONDS - BENCH_START))
 echo
 [ -z "$ZK_STATS" ] || echo "ZooKeeper at the end of each pass: $ZK_STATS"
-echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "${FSYNC_PASSES:-(none)}" | sed 's/ / and /')$([ -z "$NET_SHAPES" ] || echo ' (the net shapes: yes)'), $RUNS run(s) of $(echo "$SHAPES $NET_SHAPES" | wc -w) shape(s)$([ -z "$MIX" ] || echo ' and mix8')$([ -z "$IDLE" ] || echo ' and the idle part'), zklock.lock_cache $LOCK_CACHES, systems:$(for w in $systems; do printf ' %s' "$w"; done)."
+echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "${FSYNC_PASSES:-(none)}" | sed 's/ / and /')$([ -z "$NET_SHAPES" ] || echo ' (the net shapes: yes)'), $RUNS run(s) of $(echo "$SHAPES $NET_SHAPES $TLS_SHAPES" | wc -w) shape(s)$([ -z "$TLS_SHAPES" ] || echo " (the TLS part: its own server per forceSync setting)")$([ -z "$MIX" ] || echo ' and mix8')$([ -z "$IDLE" ] || echo ' and the idle part'), zklock.lock_cache $LOCK_CACHES, systems:$(for w in $systems; do printf ' %s' "$w"; done)."
