@@ -102,8 +102,8 @@
 # plaintext, and in words zklock over TLS against Curator over TLS.
 # Only when named (--shapes tls1,tls32d): a full run is long already, the
 # part needs its own server and certificates, and it measures a setting,
-# not a recipe.  With lock_cache on, shape 1 sends no request at all, so
-# TLS is measured with --lock-cache off.
+# not a recipe.  With lock_cache on, shape 1 sends no request at all
+# (TLS is not on its path): the README's run of it is --lock-cache off.
 #
 # --lock-cache off,on (default both; BENCH_LOCK_CACHE): zklock.lock_cache
 # in every cluster's postgresql.conf; every sql shape, mix8 and the net
@@ -1967,4 +1967,4 @@ fi
 elapsed=$((SECONDS - BENCH_START))
 echo
 [ -z "$ZK_STATS" ] || echo "ZooKeeper at the end of each pass: $ZK_STATS"
-echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "${FSYNC_PASSES:-(none)}" | sed 's/ / and /')$([ -z "$NET_SHAPES" ] || echo ' (the net shapes: yes)'), $RUNS run(s) of $(echo "$SHAPES $NET_SHAPES $TLS_SHAPES" | wc -w) shape(s)$([ -z "$TLS_SHAPES" ] || echo " (the TLS part: its own server per forceSync setting)")$([ -z "$MIX" ] || echo ' and mix8')$([ -z "$IDLE" ] || echo ' and the idle part'), zklock.lock_cache $LOCK_CACHES, systems:$(for w in $systems; do printf ' %s' "$w"; done)."
+echo "The run took $((elapsed / 60))m $((elapsed % 60))s: forceSync $(echo "${FSYNC_PASSES:-(none)}" | sed 's/ / and /')$([ -z "$NET_SHAPES" ] || echo ' (the net shapes: yes)'), $RUNS run(s) of $(echo "$SHAPES $NET_SHAPES $TLS_SHAPES" | wc -w) shape(s)$([ -z "$TLS_SHAPES" ] || echo " (the TLS part: its own server, forceSync $(echo "$TLS_PASSES" | sed 's/ / and /'))")$([ -z "$MIX" ] || echo ' and mix8')$([ -z "$IDLE" ] || echo ' and the idle part'), zklock.lock_cache $LOCK_CACHES, systems:$(for w in $systems; do printf ' %s' "$w"; done)."
