@@ -1698,6 +1698,29 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES $TLS_SHAPES" -v sys
 	function num(v) { return v == "-" ? "-" : (v < 10 && v != int(v) ? sprintf("%.1f", v) : sprintf("%.0f", v)) }
 	function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
 	function med(fs, sy, sh, what) { return median(fs SUBSEP sy SUBSEP sh SUBSEP what) }
+	# tls_words(FS, SH, ZT): the line of shape SH in the TLS part: each
+	# system over TLS against itself in plaintext, then zklock over TLS
+	# (ZT) against Curator over TLS; nothing when none was measured
+	function tls_words(fs, sh, zt,    j, s, b, line, ct) {
+		line = ""
+		for (j = 1; j <= nsys; j++) {
+			s = syslist[j]
+			if (s !~ /-tls$/ || med(fs, s, sh, "cps") == "-") continue
+			b = substr(s, 1, length(s) - 4)
+			line = line (line == "" ? "" : "; ") sprintf("%s cycles/s %sx, p50 %sx, CPU per cycle %sx (ZooKeeper'\''s %sx)",
+				name[s], ratio(med(fs, s, sh, "cps"), med(fs, b, sh, "cps")),
+				ratio(med(fs, s, sh, "p50"), med(fs, b, sh, "p50")),
+				ratio(med(fs, s, sh, "cpu"), med(fs, b, sh, "cpu")),
+				ratio(med(fs, s, sh, "zk"), med(fs, b, sh, "zk")))
+		}
+		ct = "curator-tls"
+		if (med(fs, zt, sh, "cps") != "-" && med(fs, ct, sh, "cps") != "-")
+			line = line sprintf("; over TLS %s %sx Curator'\''s cycles/s, p50 %sx, CPU per cycle %sx",
+				name[zt], ratio(med(fs, zt, sh, "cps"), med(fs, ct, sh, "cps")),
+				ratio(med(fs, zt, sh, "p50"), med(fs, ct, sh, "p50")),
+				ratio(med(fs, zt, sh, "cpu"), med(fs, ct, sh, "cpu")))
+		if (line != "") printf "%s: %s\n", sh, line
+	}
 	{
 		fs = $1; sys = $3; sh = $4; k = fs SUBSEP sys SUBSEP sh SUBSEP
 		add(k "cps", $5); add(k "p50", $6); add(k "p99", $7)
@@ -1803,25 +1826,8 @@ awk -v passes="$TABLE_PASSES" -v shapes="$SHAPES $NET_SHAPES $TLS_SHAPES" -v sys
 			if (tls) {
 				printf "\n%s, what TLS costs (over TLS / plaintext, on the same server):\n", title
 				for (i = 1; i <= ns; i++) {
-					split(slist[i], part, ":"); sh = part[1]
-					line = ""
-					for (j = 1; j <= nsys; j++) {
-						s = syslist[j]
-						if (s !~ /-tls$/ || med(fs, s, sh, "cps") == "-") continue
-						b = substr(s, 1, length(s) - 4)
-						line = line (line == "" ? "" : "; ") sprintf("%s cycles/s %sx, p50 %sx, CPU per cycle %sx (ZooKeeper'\''s %sx)",
-							name[s], ratio(med(fs, s, sh, "cps"), med(fs, b, sh, "cps")),
-							ratio(med(fs, s, sh, "p50"), med(fs, b, sh, "p50")),
-							ratio(med(fs, s, sh, "cpu"), med(fs, b, sh, "cpu")),
-							ratio(med(fs, s, sh, "zk"), med(fs, b, sh, "zk")))
-					}
-					zt = zs "-tls"
-					if (med(fs, zt, sh, "cps") != "-" && med(fs, "curator-tls", sh, "cps") != "-")
-						line = line sprintf("; over TLS %s %sx Curator'\''s cycles/s, p50 %sx, CPU per cycle %sx",
-							name[zt], ratio(med(fs, zt, sh, "cps"), med(fs, "curator-tls", sh, "cps")),
-							ratio(med(fs, zt, sh, "p50"), med(fs, "curator-tls", sh, "p50")),
-							ratio(med(fs, zt, sh, "cpu"), med(fs, "curator-tls", sh, "cpu")))
-					if (line != "") printf "%s: %s\n", sh, line
+					split(slist[i], part, ":")
+					tls_words(fs, part[1], zs "-tls")
 				}
 				continue
 			}
