@@ -1246,6 +1246,7 @@ tls_pki() {
 	mkdir -p "$dir"
 	[ "$(id -u)" != 0 ] || chown "$PG_USER" "$dir"
 	log "TLS: a CA, server and client certificates and their stores in $dir (test/perl/ZklockPki.pm)"
+	# shellcheck disable=SC2016	# perl's variables, not the shell's
 	as_pg_user perl -I"$HERE/../perl" -MZklockPki -e '
 		my $d = shift;
 		pki_ca($d, "ca");
