@@ -53,8 +53,13 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
 #define ZKLOCK_NODE_PATH_SIZE	(ZKLOCK_FULL_PATH_SIZE + 16 + ZKLOCK_NODE_NAME_SIZE)
 /* buffer for the data written into a lock node (holder identity) */
 #define ZKLOCK_NODE_DATA_SIZE	256
-/* buffer for an error message handed back by the worker */
-#define ZKLOCK_ERRMSG_SIZE		256
+/*
+ * buffer for an error message handed back by the worker: room for a
+ * connection failure's reason (ZKLOCK_CONN_FAILURE_LEN) after "zookeeper
+ * connection failed: ", so that SQL gets all of it (a refused GSSAPI
+ * login's, with Kerberos' words, runs past 256 bytes)
+ */
+#define ZKLOCK_ERRMSG_SIZE		(ZKLOCK_CONN_FAILURE_LEN + 64)
 /* buffer for the DETAIL of an error handed back by the worker */
 #define ZKLOCK_ERRDETAIL_SIZE	1024
 

@@ -51,6 +51,14 @@ static TimestampTz secure_retry_at = 0;
 /* the TLS and SASL settings the open handle was made with */
 static char *secure_settings_seen = NULL;
 
+/*
+ * Why Cyrus SASL or its mechanism last failed in this handle's login, as
+ * it logged it (GSSAPI: the Kerberos library's words, such as a KDC's
+ * refusal); empty when it did not.  The C client logs it at a level we
+ * keep off, and returns only a code.
+ */
+static char sasl_why[ZKLOCK_CONN_FAILURE_LEN / 2] = "";
+
 static char *secure_settings_string(void);
 static void login_refused(zhandle_t *zzh, bool locked);
 static void secure_fail(bool locked, ZklockConnState state, const char *fmt,...) pg_attribute_printf(3, 4);
@@ -215,6 +223,7 @@ zklock_secure_connected(void)
 						secure_failure)));
 	secure_failure[0] = '\0';
 	secure_failed_state = ZKC_NONE;
+	sasl_why[0] = '\0';
 	sh->conn_failure[0] = '\0';
 	sh->conn_tls = zklock_tls;
 	if (zklock_uses_sasl())
@@ -409,6 +418,23 @@ sasl_get_realm(void *context, int id, const char **availrealms, const char **res
 	return SASL_OK;
 }
 
+/*
+ * SASL_CB_LOG: what Cyrus SASL and its plugins log.  A failure (the
+ * message of sasl_seterror, such as GSSAPI's "Minor code may provide more
+ * information (Preauthentication failed)") is kept for the log line of
+ * the refused login; the rest goes to the debug log.
+ */
+static int
+sasl_log(void *context, int level, const char *message)
+{
+	if (message == NULL)
+		return SASL_OK;
+	if (level == SASL_LOG_ERR || level == SASL_LOG_FAIL)
+		strlcpy(sasl_why, message, sizeof(sasl_why));
+	elog(DEBUG2, "zklock: cyrus sasl: %s", message);
+	return SASL_OK;
+}
+
 /* Cyrus SASL's generic callback type, through void (*)(void) as C allows */
 #define ZKLOCK_SASL_CB(f)	((int (*) (void)) (void (*) (void)) (f))
 
@@ -417,6 +443,7 @@ static sasl_callback_t sasl_callbacks[] = {
 	{SASL_CB_AUTHNAME, ZKLOCK_SASL_CB(sasl_get_user), NULL},
 	{SASL_CB_PASS, ZKLOCK_SASL_CB(sasl_get_secret), NULL},
 	{SASL_CB_GETREALM, ZKLOCK_SASL_CB(sasl_get_realm), NULL},
+	{SASL_CB_LOG, ZKLOCK_SASL_CB(sasl_log), NULL},
 	{SASL_CB_LIST_END, NULL, NULL}
 };
 
@@ -444,6 +471,7 @@ sasl_params(void)
 		}
 		sasl_started = true;
 	}
+	sasl_why[0] = '\0';
 	/* GSSAPI: the client keytab, and a credential cache of our own */
 	if (zklock_sasl_keytab[0] != '\0')
 	{
@@ -470,18 +498,26 @@ sasl_params(void)
 #endif
 
 /*
- * The servers refused the SASL login: the handle says
- * ZOO_AUTH_FAILED_STATE.  locked: the caller holds the lock.
+ * The SASL login failed: the handle says ZOO_AUTH_FAILED_STATE.  Either
+ * our side gave up, and Cyrus SASL logged why (GSSAPI: no ticket could
+ * be had from the KDC, for an unknown principal, a stale keytab, a KDC
+ * out of reach), or the servers refused it.  locked: the caller holds
+ * the lock.
  */
 static void
 login_refused(zhandle_t *zzh, bool locked)
 {
 	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
+	const char *who = zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user;
 
-	secure_fail(locked, ZKC_SASL_FAILED,
-				"zookeeper server %s refused the SASL %s login of \"%s\"",
-				server ? server : "?", zklock_sasl_mechanism,
-				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+	if (sasl_why[0] != '\0')
+		secure_fail(locked, ZKC_SASL_FAILED,
+					"the SASL %s login of \"%s\" to zookeeper server %s failed: %s",
+					zklock_sasl_mechanism, who, server ? server : "?", sasl_why);
+	else
+		secure_fail(locked, ZKC_SASL_FAILED,
+					"zookeeper server %s refused the SASL %s login of \"%s\"",
+					server ? server : "?", zklock_sasl_mechanism, who);
 }
 
 /*
