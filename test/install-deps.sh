@@ -8,7 +8,10 @@
 # a JDK, cmocka and Perl's IPC::Run, and what test/build-zk-client.sh
 # needs to build the C client with TLS and SASL from Debian's source
 # package (autotools, OpenSSL and Cyrus SASL headers, dpkg-source; the
-# DIGEST-MD5 plugin and openssl for the tests).  Run
+# DIGEST-MD5 plugin and openssl for the tests; for test 217, MIT's KDC
+# (krb5kdc, kdb5_util in krb5-kdc; kadmin.local in krb5-admin-server:
+# the test runs a KDC of its own, as the test user, not the system's
+# service, which has no realm here) and Cyrus SASL's GSSAPI plugin).  Run
 # as root.  Idempotent: packages already present are left alone, and
 # nothing is fetched when all are there.
 #   install-deps.sh --check   install nothing: list the missing packages
@@ -24,7 +27,8 @@ PKGS="build-essential postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
       libcmocka-dev libipc-run-perl iproute2 procps psmisc ca-certificates
       nftables faketime
       dpkg-dev autoconf automake libtool pkgconf libssl-dev libsasl2-dev
-      libsasl2-modules openssl"
+      libsasl2-modules openssl
+      krb5-kdc krb5-admin-server libsasl2-modules-gssapi-mit"
 
 # zklock_missing_pkgs: the packages of PKGS not installed
 zklock_missing_pkgs() {

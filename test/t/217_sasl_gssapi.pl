@@ -1,0 +1,153 @@
+# 217_sasl_gssapi: zklock logs in to ZooKeeper with SASL GSSAPI (Kerberos).
+#
+# What users rely on: with zklock.sasl_mechanism = 'GSSAPI' the worker
+# logs in as the principal of its client keytab (zklock.sasl_keytab,
+# zklock.sasl_principal), asking for the servers' principal
+# zklock.sasl_service/zklock.sasl_host, and zk_status() names it; a
+# Curator client logged in through JAAS (Java's Krb5LoginModule) on the
+# same path excludes SQL and is excluded by it.  With zklock.acl =
+# 'creator' the nodes belong to sasl:<principal>: a Curator client of the
+# same principal shares the paths, one of another principal cannot touch
+# them.  A login that cannot be made (a keytab whose keys the KDC changed
+# since, a principal the KDC does not know, no KDC to ask) gives a log
+# line saying why in Kerberos' words, zk_status() says 'sasl_failed', and
+# a SQL call fails at once with SQLSTATE 08006 and the reason, leaving
+# nothing behind; a good keytab, or the KDC back, connects again.
+# The parts are real: MIT's KDC of Debian's krb5-kdc run by the test user
+# in the test's directory (ZklockKrb5), a ZooKeeper server with the SASL
+# authentication provider and Java's Krb5LoginModule, Cyrus SASL's GSSAPI
+# plugin (libsasl2-modules-gssapi-mit) and MIT's Kerberos library in the
+# worker, which finds the realm through KRB5_CONFIG of the postmaster.
+use strict;
+use warnings;
+use File::Spec;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZklockTest;
+use ZklockFault;
+use ZklockKrb5;
+
+# absolute: the KDC, the servers and the worker read these files from elsewhere
+my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('krb5'));
+krb5_realm($dir);
+my $zk = krb5_zk();
+my $me = "zklock\@$REALM";
+my $keytab = krb5_keytab($me, 'zklock.keytab');
+my $curator = "curator\@$REALM";
+my $curator_keytab = krb5_keytab($curator, 'curator.keytab');
+# a keytab the KDC no longer takes: its keys were changed after ktadd
+my $stale_keytab = krb5_keytab("stale\@$REALM", 'stale.keytab');
+krb5_admin("cpw -randkey stale\@$REALM");
+# a keytab of a principal the KDC no longer knows
+my $ghost_keytab = krb5_keytab("ghost\@$REALM", 'ghost.keytab');
+krb5_admin("delprinc -force ghost\@$REALM");
+
+my $me_jaas = krb5_client_jaas($me, $keytab);
+my $curator_jaas = krb5_client_jaas($curator, $curator_keytab);
+my $peer = new_peer($zk, 'curator-peer', krb5_jvm_options($curator_jaas));
+my $same = new_peer($zk, 'same-peer', krb5_jvm_options($me_jaas));
+
+# gssapi_conf($principal, $keytab): zklock's settings to log in as
+# $principal with $keytab
+sub gssapi_conf
+{
+	my ($principal, $kt) = @_;
+	return "zklock.sasl_mechanism = 'GSSAPI'\n"
+	  . "zklock.sasl_principal = '$principal'\n"
+	  . "zklock.sasl_keytab = '$kt'\n"
+	  . "zklock.sasl_service = 'zookeeper'\n"
+	  . "zklock.sasl_host = 'localhost'\n";
+}
+
+# KRB5_CONFIG (set by krb5_realm) reaches the postmaster and so the worker
+my $node = new_zklock_node('krb5', $zk,
+	gssapi_conf($me, $keytab) . "zklock.connect_timeout = '2s'\n",
+	wait_connected => 0);
+
+subtest 'GSSAPI: connected as the principal; SQL and Curator exclude each other' => sub {
+	ok(wait_connected($node, 60), 'zk_status() says connected');
+	is($node->safe_psql('postgres', 'SELECT tls, sasl_identity FROM zk_status()'), "f|$me",
+		'zk_status() shows the Kerberos principal (and no TLS)');
+	my $s = ZklockTest::Session->new($node, 's');
+	is($s->value("SELECT zk_mutex_acquire('/t217/m')"), 't', 'SQL acquires');
+	$peer->acquire('c1', '/t217/m', 1000);
+	is($peer->acquire_result('c1'), 'timeout', 'Curator (another principal) times out while SQL holds');
+	is($s->value("SELECT zk_mutex_release('/t217/m')"), 't', 'SQL releases');
+	$peer->acquire('c2', '/t217/m', 10000);
+	is($peer->acquire_result('c2'), 'acquired', 'Curator acquires');
+	is($s->value("SELECT zk_mutex_acquire('/t217/m', '700ms')"), 'f', 'SQL times out while Curator holds');
+	is($peer->release('c2'), 'released', 'Curator releases');
+	$s->quit;
+};
+
+# acl_as($jaas, $path): zk_acl of $path read by ZkTool logged in with $jaas
+sub acl_as
+{
+	my ($jaas, $path) = @_;
+	local $ENV{JAVA_TOOL_OPTIONS} = join(' ', krb5_jvm_options($jaas));
+	return zk_acl($zk, $path);
+}
+
+subtest "zklock.acl = 'creator': the nodes belong to sasl:<principal>" => sub {
+	$node->append_conf('postgresql.conf', "zklock.acl = 'creator'\n");
+	$node->reload;
+	ok(wait_sql($node, 'SHOW zklock.acl', 'creator'), 'zklock.acl = creator (reload)');
+	my $s = ZklockTest::Session->new($node, 's');
+	is($s->value(q{SELECT zk_mutex_acquire('/t217acl/m', '10s')}), 't', 'SQL acquires /t217acl/m');
+	my $name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t217acl/m'});
+	like($name, qr/^_c_.*-lock-\d{10}$/, 'zk_locks names its node');
+	my $lock_node = "/t217acl/m/$name";
+	for my $p ($lock_node, '/t217acl/m', '/t217acl')
+	{
+		my $acl = acl_as($me_jaas, $p);
+		is(ref $acl ? "@$acl" : $acl // 'none', "sasl:$me:rwcda", "$p is sasl:$me only");
+	}
+	is(acl_as($curator_jaas, $lock_node), 'noauth', 'another principal cannot even read its ACL');
+	stranger_noauth_ok($peer, '/t217acl/m', $lock_node, "a Curator client logged in as $curator");
+	same_identity_shares_ok($node, $s, '/t217acl/m', '/t217acl/m', $same, "a Curator client logged in as $me");
+	$s->quit;
+	$node->append_conf('postgresql.conf', "zklock.acl = 'open'\n");
+	$node->reload;
+	ok(wait_sql($node, 'SHOW zklock.acl', 'open'), 'zklock.acl = open again');
+};
+
+# refused_ok($what, $conf, $re, $path): with the settings $conf (a
+# reload: the worker restarts on them), the login fails as
+# connection_failure_ok wants, the log and the reason matching $re
+sub refused_ok
+{
+	my ($what, $conf, $re, $path) = @_;
+	my $log_from = -s $node->logfile;
+	$node->append_conf('postgresql.conf', $conf);
+	$node->reload;
+	connection_failure_ok($node, $what, 'sasl_failed', $re, $log_from, $peer, $path);
+	return;
+}
+
+subtest 'a login that cannot be made: sasl_failed, a log line, 08006 with the reason' => sub {
+	refused_ok('a stale keytab', gssapi_conf("stale\@$REALM", $stale_keytab),
+		qr/the SASL GSSAPI login of "stale\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Decrypt integrity check failed/,
+		'/t217/stale');
+	refused_ok('a principal the KDC does not know', gssapi_conf("ghost\@$REALM", $ghost_keytab),
+		qr/the SASL GSSAPI login of "ghost\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*not found in Kerberos database/,
+		'/t217/ghost');
+	stop_kdc();
+	refused_ok('no KDC to ask', gssapi_conf($me, $keytab),
+		qr/the SASL GSSAPI login of "zklock\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Cannot contact any KDC/,
+		'/t217/nokdc');
+};
+
+subtest 'the KDC back: connected again' => sub {
+	start_kdc();
+	ok(wait_connected($node, 60), 'connected again (the worker tries again by itself)');
+	is($node->safe_psql('postgres', 'SELECT sasl_identity FROM zk_status()'), $me, "as $me");
+	is($node->safe_psql('postgres', "SELECT zk_mutex_acquire('/t217/m', '10s'), zk_mutex_release('/t217/m')"),
+		't|t', 'a lock is taken and released');
+};
+
+$peer->quit;
+$same->quit;
+$node->stop;
+stop_kdc();
+done_testing();
