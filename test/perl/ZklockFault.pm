@@ -64,7 +64,7 @@ our @EXPORT = qw(
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
   drop_create_reply drop_set_reply row_from_json quietly reconnect_after
-  stranger_noauth_ok same_identity_shares_ok
+  stranger_noauth_ok same_identity_shares_ok creator_acl_ok
 );
 
 ############################################################################
@@ -169,6 +169,41 @@ sub same_identity_shares_ok
 	my $name = $node->safe_psql('postgres', "SELECT node FROM zk_locks WHERE path = '$path'");
 	my $d = $peer->delete("$lock_path/$name") // '';
 	Test::More::is($d, "deleted $lock_path/$name", "$who may delete zklock's node (clean up)");
+	return;
+}
+
+# creator_acl_ok(%a): with zklock.acl = 'creator' and the identity $a{id}
+# (sasl:...), session $a{s} of $a{node} takes $a{path} (ZooKeeper path
+# $a{lock_path} of server $a{zk}); its lock node, the lock path and the top
+# node above read $a{id}:rwcda and nothing else, as ZkTool logged in as
+# that identity reads them (the Java client's options @{$a{same_jvm}}); a
+# client of another identity (@{$a{other_jvm}}) cannot read the lock
+# node's ACL, nor list, delete or write (Curator peer $a{other}, named
+# $a{other_who}); one of the same identity ($a{same}, $a{same_who}) shares
+# the path (same_identity_shares_ok: $s holds $path at the end) (214, 217)
+sub creator_acl_ok
+{
+	my (%a) = @_;
+	my ($node, $s, $path, $lock_path) = @a{qw(node s path lock_path)};
+	Test::More::is($s->value("SELECT zk_mutex_acquire('$path', '10s')"), 't', "SQL acquires $path");
+	my $name = $node->safe_psql('postgres', "SELECT node FROM zk_locks WHERE path = '$path'");
+	Test::More::like($name, qr/^_c_.*-lock-\d{10}$/, 'zk_locks names its node');
+	my $lock_node = "$lock_path/$name";
+	my ($top) = $lock_path =~ m{^(/[^/]+)};
+	my $acl_as = sub {
+		my ($jvm, $p) = @_;
+		local $ENV{JAVA_TOOL_OPTIONS} = join(' ', @$jvm);
+		return zk_acl($a{zk}, $p);
+	};
+	for my $p ($lock_node, $lock_path, $top)
+	{
+		my $acl = $acl_as->($a{same_jvm}, $p);
+		Test::More::is(ref $acl ? "@$acl" : $acl // 'none', "$a{id}:rwcda", "$p is $a{id} only");
+	}
+	Test::More::is($acl_as->($a{other_jvm}, $lock_node), 'noauth', 'another identity cannot even read its ACL');
+	stranger_noauth_ok($a{other}, $lock_path, $lock_node, $a{other_who});
+	Test::More::is(ref $acl_as->($a{same_jvm}, $lock_node), 'ARRAY', 'the lock node is still there');
+	same_identity_shares_ok($node, $s, $path, $lock_path, $a{same}, $a{same_who});
 	return;
 }
 

@@ -124,14 +124,32 @@ sub krb5_admin
 	return run('kadmin.local', '-r', $REALM, '-q', $query);
 }
 
-# krb5_keytab($principal, $file): a new principal with random keys, and a
+# krb5_keytab($principal, $file): a new principal with random keys that
+# needs preauthentication (as a realm's principals usually do), and a
 # keytab holding them ($dir/$file; the test user runs PostgreSQL and Java)
 sub krb5_keytab
 {
 	my ($principal, $file) = @_;
-	krb5_admin("addprinc -randkey $principal");
+	krb5_admin("addprinc -randkey +requires_preauth $principal");
 	krb5_admin("ktadd -k $dir/$file $principal");
 	return "$dir/$file";
+}
+
+# jaas($file, $section, $principal, $keytab): a JAAS file $dir/$file
+# whose $section (Server, Client) logs in as $principal with $keytab
+sub jaas
+{
+	my ($file, $section, $principal, $keytab) = @_;
+	return ZklockSasl::write_file("$dir/$file", <<"EOF2");
+$section {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true
+  keyTab="$keytab"
+  storeKey=true
+  useTicketCache=false
+  principal="$principal";
+};
+EOF2
 }
 
 # krb5_zk(): a ZooKeeper server with the SASL authentication provider
@@ -140,17 +158,8 @@ sub krb5_keytab
 # DIGEST-MD5: no -Dzookeeper.fips-mode=false here.)
 sub krb5_zk
 {
-	my $keytab = krb5_keytab($ZK_PRINCIPAL, 'zookeeper.keytab');
-	my $jaas = ZklockSasl::write_file("$dir/server.jaas", <<"EOF2");
-Server {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true
-  keyTab="$keytab"
-  storeKey=true
-  useTicketCache=false
-  principal="$ZK_PRINCIPAL";
-};
-EOF2
+	my $jaas = jaas('server.jaas', 'Server', $ZK_PRINCIPAL,
+		krb5_keytab($ZK_PRINCIPAL, 'zookeeper.keytab'));
 	return ZklockTest::start_zk_with_config(
 		"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
 		"-Djava.security.auth.login.config=$jaas",
@@ -163,16 +172,7 @@ sub krb5_client_jaas
 {
 	my ($principal, $keytab) = @_;
 	(my $name = $principal) =~ s/\W/_/g;
-	return ZklockSasl::write_file("$dir/$name.jaas", <<"EOF2");
-Client {
-  com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true
-  keyTab="$keytab"
-  storeKey=true
-  useTicketCache=false
-  principal="$principal";
-};
-EOF2
+	return jaas("$name.jaas", 'Client', $principal, $keytab);
 }
 
 # krb5_jvm_options($jaas): a Java client's options to log in with $jaas

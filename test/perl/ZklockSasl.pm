@@ -1,11 +1,12 @@
 # ZklockSasl: a ZooKeeper server that logs clients in with SASL DIGEST-MD5
 # (its JAAS Server section) and the JAAS Client files of Curator peers and
-# ZkTool (213, 214).
+# ZkTool (213, 214); what a SASL login lets SQL and Curator share (213,
+# 217).
 package ZklockSasl;
 use strict;
 use warnings;
 use Exporter 'import';
-our @EXPORT = qw(sasl_zk sasl_client_jaas sasl_jvm_options);
+our @EXPORT = qw(sasl_zk sasl_client_jaas sasl_jvm_options sql_and_peer_exclude_ok);
 
 # ZooKeeper 3.9.6 (forky) runs in "FIPS mode" by default, in which its
 # server refuses DIGEST-MD5 (SaslServer is not made: every login fails);
@@ -59,6 +60,25 @@ sub sasl_jvm_options
 {
 	my ($jaas) = @_;
 	return ("-Djava.security.auth.login.config=$jaas", @NO_FIPS);
+}
+
+# sql_and_peer_exclude_ok($node, $peer, $path): on $path, SQL and the
+# Curator client $peer (logged in as another identity, the path's ACL
+# open) exclude each other both ways
+sub sql_and_peer_exclude_ok
+{
+	my ($node, $peer, $path) = @_;
+	my $s = ZklockTest::Session->new($node, 's');
+	Test::More::is($s->value("SELECT zk_mutex_acquire('$path')"), 't', 'SQL acquires');
+	$peer->acquire('c1', $path, 1000);
+	Test::More::is($peer->acquire_result('c1'), 'timeout', 'Curator times out while SQL holds');
+	Test::More::is($s->value("SELECT zk_mutex_release('$path')"), 't', 'SQL releases');
+	$peer->acquire('c2', $path, 10000);
+	Test::More::is($peer->acquire_result('c2'), 'acquired', 'Curator acquires');
+	Test::More::is($s->value("SELECT zk_mutex_acquire('$path', '700ms')"), 'f', 'SQL times out while Curator holds');
+	Test::More::is($peer->release('c2'), 'released', 'Curator releases');
+	$s->quit;
+	return;
 }
 
 1;

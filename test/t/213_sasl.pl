@@ -46,16 +46,7 @@ subtest 'DIGEST-MD5: connected; SQL and Curator exclude each other; the password
 	is($node->safe_psql('postgres', 'SHOW zklock.sasl_password'), '********',
 		'SHOW hides zklock.sasl_password');
 	unlike(slurp_file($node->logfile), qr/\Q$secret\E/, 'the log never has the password');
-	my $s = ZklockTest::Session->new($node, 's');
-	is($s->value("SELECT zk_mutex_acquire('/t213/m')"), 't', 'SQL acquires');
-	$peer->acquire('c1', '/t213/m', 1000);
-	is($peer->acquire_result('c1'), 'timeout', 'Curator times out while SQL holds');
-	is($s->value("SELECT zk_mutex_release('/t213/m')"), 't', 'SQL releases');
-	$peer->acquire('c2', '/t213/m', 10000);
-	is($peer->acquire_result('c2'), 'acquired', 'Curator acquires');
-	is($s->value("SELECT zk_mutex_acquire('/t213/m', '700ms')"), 'f', 'SQL times out while Curator holds');
-	is($peer->release('c2'), 'released', 'Curator releases');
-	$s->quit;
+	sql_and_peer_exclude_ok($node, $peer, '/t213/m');
 };
 
 subtest 'a refused login: sasl_failed, a log line, 08006 with the reason' => sub {

@@ -40,32 +40,17 @@ my $node = new_zklock_node('sasl_acl', $zk,
 	  . "zklock.namespace = '/ns214'\n",
 	wait_connected => 0);
 
-# acl_as($jaas, $path): zk_acl of $path read by ZkTool logged in with $jaas
-sub acl_as
-{
-	my ($jaas, $path) = @_;
-	local $ENV{JAVA_TOOL_OPTIONS} = join(' ', sasl_jvm_options($jaas));
-	return zk_acl($zk, $path);
-}
-
 subtest 'the nodes belong to the SASL identity' => sub {
 	ok(wait_connected($node, 60), 'connected with SASL and zklock.acl = creator');
 	is($node->safe_psql('postgres', 'SELECT sasl_identity FROM zk_status()'), 'zklock', 'logged in as zklock');
 	my $s = ZklockTest::Session->new($node, 's');
-	is($s->value(q{SELECT zk_mutex_acquire('/t214/m', '10s')}), 't', 'SQL acquires /t214/m');
-	my $name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t214/m'});
-	like($name, qr/^_c_.*-lock-\d{10}$/, 'zk_locks names its node');
-	my $lock_node = "/ns214/t214/m/$name";
-	for my $p ($lock_node, '/ns214/t214/m', '/ns214')
-	{
-		my $acl = acl_as($same_jaas, $p);
-		is(ref $acl ? "@$acl" : $acl // 'none', 'sasl:zklock:rwcda', "$p is sasl:zklock only");
-	}
-	is(acl_as($other_jaas, $lock_node), 'noauth', 'another SASL user cannot even read its ACL');
-
-	stranger_noauth_ok($other, '/ns214/t214/m', $lock_node, 'a Curator client logged in as another SASL user');
-	is(ref acl_as($same_jaas, $lock_node), 'ARRAY', 'the lock node is still there');
-	same_identity_shares_ok($node, $s, '/t214/m', '/ns214/t214/m', $same, 'a Curator client logged in as zklock');
+	creator_acl_ok(
+		node => $node, s => $s, path => '/t214/m', lock_path => '/ns214/t214/m',
+		id => 'sasl:zklock',
+		zk => $zk,
+		same_jvm => [ sasl_jvm_options($same_jaas) ], other_jvm => [ sasl_jvm_options($other_jaas) ],
+		other => $other, other_who => 'a Curator client logged in as another SASL user',
+		same => $same, same_who => 'a Curator client logged in as zklock');
 	$s->quit;
 };
 

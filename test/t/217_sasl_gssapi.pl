@@ -9,7 +9,8 @@
 # 'creator' the nodes belong to sasl:<principal>: a Curator client of the
 # same principal shares the paths, one of another principal cannot touch
 # them.  A login that cannot be made (a keytab whose keys the KDC changed
-# since, a principal the KDC does not know, no KDC to ask) gives a log
+# since, a principal the KDC does not know, servers asked for under a
+# name the KDC does not know, no KDC to ask) gives a log
 # line saying why in Kerberos' words, zk_status() says 'sasl_failed', and
 # a SQL call fails at once with SQLSTATE 08006 and the reason, leaving
 # nothing behind; a good keytab, or the KDC back, connects again.
@@ -26,6 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 use ZklockFault;
+use ZklockSasl;
 use ZklockKrb5;
 
 # absolute: the KDC, the servers and the worker read these files from elsewhere
@@ -69,43 +71,21 @@ subtest 'GSSAPI: connected as the principal; SQL and Curator exclude each other'
 	ok(wait_connected($node, 60), 'zk_status() says connected');
 	is($node->safe_psql('postgres', 'SELECT tls, sasl_identity FROM zk_status()'), "f|$me",
 		'zk_status() shows the Kerberos principal (and no TLS)');
-	my $s = ZklockTest::Session->new($node, 's');
-	is($s->value("SELECT zk_mutex_acquire('/t217/m')"), 't', 'SQL acquires');
-	$peer->acquire('c1', '/t217/m', 1000);
-	is($peer->acquire_result('c1'), 'timeout', 'Curator (another principal) times out while SQL holds');
-	is($s->value("SELECT zk_mutex_release('/t217/m')"), 't', 'SQL releases');
-	$peer->acquire('c2', '/t217/m', 10000);
-	is($peer->acquire_result('c2'), 'acquired', 'Curator acquires');
-	is($s->value("SELECT zk_mutex_acquire('/t217/m', '700ms')"), 'f', 'SQL times out while Curator holds');
-	is($peer->release('c2'), 'released', 'Curator releases');
-	$s->quit;
+	sql_and_peer_exclude_ok($node, $peer, '/t217/m');
 };
-
-# acl_as($jaas, $path): zk_acl of $path read by ZkTool logged in with $jaas
-sub acl_as
-{
-	my ($jaas, $path) = @_;
-	local $ENV{JAVA_TOOL_OPTIONS} = join(' ', krb5_jvm_options($jaas));
-	return zk_acl($zk, $path);
-}
 
 subtest "zklock.acl = 'creator': the nodes belong to sasl:<principal>" => sub {
 	$node->append_conf('postgresql.conf', "zklock.acl = 'creator'\n");
 	$node->reload;
 	ok(wait_sql($node, 'SHOW zklock.acl', 'creator'), 'zklock.acl = creator (reload)');
 	my $s = ZklockTest::Session->new($node, 's');
-	is($s->value(q{SELECT zk_mutex_acquire('/t217acl/m', '10s')}), 't', 'SQL acquires /t217acl/m');
-	my $name = $node->safe_psql('postgres', q{SELECT node FROM zk_locks WHERE path = '/t217acl/m'});
-	like($name, qr/^_c_.*-lock-\d{10}$/, 'zk_locks names its node');
-	my $lock_node = "/t217acl/m/$name";
-	for my $p ($lock_node, '/t217acl/m', '/t217acl')
-	{
-		my $acl = acl_as($me_jaas, $p);
-		is(ref $acl ? "@$acl" : $acl // 'none', "sasl:$me:rwcda", "$p is sasl:$me only");
-	}
-	is(acl_as($curator_jaas, $lock_node), 'noauth', 'another principal cannot even read its ACL');
-	stranger_noauth_ok($peer, '/t217acl/m', $lock_node, "a Curator client logged in as $curator");
-	same_identity_shares_ok($node, $s, '/t217acl/m', '/t217acl/m', $same, "a Curator client logged in as $me");
+	creator_acl_ok(
+		node => $node, s => $s, path => '/t217acl/m', lock_path => '/t217acl/m',
+		id => "sasl:$me",
+		zk => $zk,
+		same_jvm => [ krb5_jvm_options($me_jaas) ], other_jvm => [ krb5_jvm_options($curator_jaas) ],
+		other => $peer, other_who => "a Curator client logged in as $curator",
+		same => $same, same_who => "a Curator client logged in as $me");
 	$s->quit;
 	$node->append_conf('postgresql.conf', "zklock.acl = 'open'\n");
 	$node->reload;
@@ -127,11 +107,15 @@ sub refused_ok
 
 subtest 'a login that cannot be made: sasl_failed, a log line, 08006 with the reason' => sub {
 	refused_ok('a stale keytab', gssapi_conf("stale\@$REALM", $stale_keytab),
-		qr/the SASL GSSAPI login of "stale\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Decrypt integrity check failed/,
+		qr/the SASL GSSAPI login of "stale\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Preauthentication failed/,
 		'/t217/stale');
 	refused_ok('a principal the KDC does not know', gssapi_conf("ghost\@$REALM", $ghost_keytab),
 		qr/the SASL GSSAPI login of "ghost\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*not found in Kerberos database/,
 		'/t217/ghost');
+	refused_ok('the servers asked for as DIGEST-MD5 names them (zklock.sasl_host left at its default)',
+		gssapi_conf($me, $keytab) . "zklock.sasl_host = 'zk-sasl-md5'\n",
+		qr/the SASL GSSAPI login of "zklock\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Server zookeeper\/zk-sasl-md5\@ZKLOCK\.TEST not found in Kerberos database/,
+		'/t217/host');
 	stop_kdc();
 	refused_ok('no KDC to ask', gssapi_conf($me, $keytab),
 		qr/the SASL GSSAPI login of "zklock\@ZKLOCK\.TEST" to zookeeper server 127\.0\.0\.1:\d+ failed: .*Cannot contact any KDC/,
