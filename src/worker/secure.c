@@ -59,6 +59,13 @@ static char *secure_settings_seen = NULL;
  */
 static char sasl_why[ZKLOCK_CONN_FAILURE_LEN / 2] = "";
 
+/*
+ * The name this handle's SASL login authenticated as, as the mechanism
+ * gave it to Cyrus SASL (GSSAPI: the principal of the keytab's ticket,
+ * whatever zklock.sasl_principal says); empty until a login got that far.
+ */
+static char sasl_authid[sizeof(((ZklockShared *) NULL)->sasl_identity)] = "";
+
 static char *secure_settings_string(void);
 static void login_refused(zhandle_t *zzh, bool locked);
 static void secure_fail(bool locked, ZklockConnState state, const char *fmt,...) pg_attribute_printf(3, 4);
@@ -227,9 +234,23 @@ zklock_secure_connected(void)
 	sh->conn_failure[0] = '\0';
 	sh->conn_tls = zklock_tls;
 	if (zklock_uses_sasl())
-		strlcpy(sh->sasl_identity,
-				zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user,
-				sizeof(sh->sasl_identity));
+	{
+		const char *asked = zklock_sasl_principal[0] != '\0' ?
+			zklock_sasl_principal : zklock_sasl_user;
+
+		if (sasl_authid[0] == '\0')
+			strlcpy(sh->sasl_identity, asked, sizeof(sh->sasl_identity));
+		else
+		{
+			strlcpy(sh->sasl_identity, sasl_authid, sizeof(sh->sasl_identity));
+			if (strcmp(sasl_authid, asked) != 0)
+				ereport(WARNING,
+						(errmsg("zklock: logged in to zookeeper as \"%s\", not as \"%s\"",
+								sasl_authid, asked),
+						 errdetail("With GSSAPI the login is made as the first principal of zklock.sasl_keytab; the servers know this session by it, and zklock.acl = 'creator' gives it the nodes."),
+						 errhint("Set zklock.sasl_principal to the keytab's principal, with its realm.")));
+		}
+	}
 	else
 		sh->sasl_identity[0] = '\0';
 }
@@ -435,6 +456,26 @@ sasl_log(void *context, int level, const char *message)
 	return SASL_OK;
 }
 
+/*
+ * SASL_CB_CANON_USER: passes every name on unchanged, and keeps the one
+ * the login authenticates as (GSSAPI: the principal of the ticket the
+ * keytab gave), which zk_status shows.
+ */
+static int
+sasl_canon_user(sasl_conn_t *conn, void *context, const char *in, unsigned inlen,
+				unsigned flags, const char *user_realm, char *out, unsigned out_max,
+				unsigned *out_len)
+{
+	if (inlen >= out_max)
+		return SASL_BUFOVER;
+	memmove(out, in, inlen);
+	out[inlen] = '\0';
+	*out_len = inlen;
+	if (flags & SASL_CU_AUTHID)
+		strlcpy(sasl_authid, out, sizeof(sasl_authid));
+	return SASL_OK;
+}
+
 /* Cyrus SASL's generic callback type, through void (*)(void) as C allows */
 #define ZKLOCK_SASL_CB(f)	((int (*) (void)) (void (*) (void)) (f))
 
@@ -444,6 +485,7 @@ static sasl_callback_t sasl_callbacks[] = {
 	{SASL_CB_PASS, ZKLOCK_SASL_CB(sasl_get_secret), NULL},
 	{SASL_CB_GETREALM, ZKLOCK_SASL_CB(sasl_get_realm), NULL},
 	{SASL_CB_LOG, ZKLOCK_SASL_CB(sasl_log), NULL},
+	{SASL_CB_CANON_USER, ZKLOCK_SASL_CB(sasl_canon_user), NULL},
 	{SASL_CB_LIST_END, NULL, NULL}
 };
 
@@ -472,6 +514,7 @@ sasl_params(void)
 		sasl_started = true;
 	}
 	sasl_why[0] = '\0';
+	sasl_authid[0] = '\0';
 	/* GSSAPI: the client keytab, and a credential cache of our own */
 	if (zklock_sasl_keytab[0] != '\0')
 	{

@@ -3,7 +3,9 @@
 # What users rely on: with zklock.sasl_mechanism = 'GSSAPI' the worker
 # logs in as the principal of its client keytab (zklock.sasl_keytab,
 # zklock.sasl_principal), asking for the servers' principal
-# zklock.sasl_service/zklock.sasl_host, and zk_status() names it; a
+# zklock.sasl_service/zklock.sasl_host, and zk_status() names it (the
+# principal the login was made as, with a WARNING when the setting names
+# another); a
 # Curator client logged in through JAAS (Java's Krb5LoginModule) on the
 # same path excludes SQL and is excluded by it.  With zklock.acl =
 # 'creator' the nodes belong to sasl:<principal>: a Curator client of the
@@ -128,6 +130,23 @@ subtest 'the KDC back: connected again' => sub {
 	is($node->safe_psql('postgres', 'SELECT sasl_identity FROM zk_status()'), $me, "as $me");
 	is($node->safe_psql('postgres', "SELECT zk_mutex_acquire('/t217/m', '10s'), zk_mutex_release('/t217/m')"),
 		't|t', 'a lock is taken and released');
+};
+
+subtest "zklock.sasl_principal other than the keytab's: zk_status() names who logged in" => sub {
+	# MIT's library logs in as the keytab's first principal whatever the
+	# setting names; the servers know the session by that one
+	my $log_from = -s $node->logfile;
+	$node->append_conf('postgresql.conf', gssapi_conf("someone-else\@$REALM", $keytab));
+	$node->reload;
+	ok(wait_until(sub { substr(slurp_file($node->logfile), $log_from)
+			  =~ /WARNING:  zklock: logged in to zookeeper as "\Q$me\E", not as "someone-else\@ZKLOCK\.TEST"/ },
+			60, 'the warning'),
+		'a warning names both');
+	ok(wait_connected($node, 60), 'connected');
+	is($node->safe_psql('postgres', 'SELECT sasl_identity FROM zk_status()'), $me,
+		"zk_status() says $me, as the servers do");
+	$node->append_conf('postgresql.conf', gssapi_conf($me, $keytab));
+	$node->reload;
 };
 
 $peer->quit;
