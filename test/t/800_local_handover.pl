@@ -483,7 +483,10 @@ subtest 'a holder terminated while it holds hands over only once PostgreSQL rele
 #    never holds while the Curator waiter behind does: either it queued
 #    again (it gets the lock after Curator, and its COMMIT keeps its work),
 #    or it was told its lock is lost (its COMMIT fails with 40000 and keeps
-#    nothing).  Only work done under a lock really held is committed.
+#    nothing), or, seen while the lock was being handed to it, its acquire
+#    fails (38000; as Curator's acquire fails when its own node is gone)
+#    and its transaction keeps nothing.  Only work done under a lock really
+#    held is committed.
 ############################################################################
 subtest 'a waiter whose node was deleted from outside never holds while the Curator waiter behind it does; only work under a lock really held commits' => sub {
 	$P = '/t056/deleted';
@@ -502,10 +505,27 @@ subtest 'a waiter whose node was deleted from outside never holds while the Cura
 	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases');
 	is($peer->acquire_result('c9', 10), 'acquired', 'Curator c9, next in the queue, gets the lock');
 	isnt(lock_state($node, $sb->pid, $P), 'held', 'zk_locks: b does not hold while Curator c9 does');
-	if ($sb->done)
+	my $rb = $sb->done ? $sb->result(1) : undef;
+	if ($rb && $rb->{out} ne 't')
+	{
+		# the worker saw b's node gone while it handed b the lock (the
+		# check behind the released node's delete answered before b's
+		# grant was taken): b's acquire fails, and b never held
+		is($rb->{sqlstate}, '38000', "b's acquire fails with 38000 ...") or diag($rb->{err});
+		like($rb->{err}, qr/zookeeper lock node under "\Q$P\E" was deleted by another client while the lock was handed to it/,
+			'... saying its node was deleted while the lock was handed to it');
+		is(lock_state($node, $sb->pid, $P), 'none', 'zk_locks: b holds nothing');
+		my $r = $sb->query(q{INSERT INTO t056_done VALUES ('b')});
+		is($r->{sqlstate}, '25P02', "b's transaction is aborted: nothing more runs in it");
+		$sb->query('COMMIT');
+		is($peer->release('c9'), 'released', 'Curator c9 releases');
+		is($node->safe_psql('postgres', 'SELECT count(*) FROM t056_done'), '0',
+			'nothing b wrote was committed');
+	}
+	elsif ($rb)
 	{
 		# b was handed the lock before the worker saw its node gone
-		is($sb->result(1)->{out}, 't', 'b was handed the lock ...');
+		is($rb->{out}, 't', 'b was handed the lock ...');
 		is(lock_state($node, $sb->pid, $P), 'lost', "... and zk_locks says it is lost: its node was gone");
 		$sb->query(q{INSERT INTO t056_done VALUES ('b')});
 		my $r = $sb->query('COMMIT');
