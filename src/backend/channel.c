@@ -413,8 +413,8 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("zookeeper lock \"%s\" was lost as it was granted", user_path),
-						 errdetail("The zklock worker's zookeeper session ended (expired, or its lease ran out) before this backend saw the grant."),
-						 errhint("Retry when zk_status() shows the connection again.")));
+						 errdetail("The lock was lost before this backend saw the grant: the zklock worker's zookeeper session ended (expired, or its lease ran out), or another client deleted the lock node handed to it."),
+						 errhint("Acquire the lock again; if the session ended, once zk_status() shows the connection again.")));
 			if (look == LOOK_WITHDRAWN)
 			{
 				now = GetCurrentTimestamp();

@@ -483,43 +483,57 @@ subtest 'a holder terminated while it holds hands over only once PostgreSQL rele
 #    never holds while the Curator waiter behind does: either it queued
 #    again (it gets the lock after Curator, and its COMMIT keeps its work),
 #    or it was told its lock is lost (its COMMIT fails with 40000 and keeps
-#    nothing), or, seen while the lock was being handed to it, its acquire
-#    fails (38000; as Curator's acquire fails when its own node is gone)
-#    and its transaction keeps nothing.  Only work done under a lock really
+#    nothing), or, seen before its backend took the grant, its acquire
+#    fails (08006 or 38000; as Curator's acquire fails when its own node is
+#    gone) and its transaction keeps nothing.  Only work done under a lock really
 #    held is committed.
 ############################################################################
-subtest 'a waiter whose node was deleted from outside never holds while the Curator waiter behind it does; only work under a lock really held commits' => sub {
-	$P = '/t056/deleted';
-	$node->safe_psql('postgres', 'CREATE TABLE t056_done(tag text)');
+# deleted_waiter($path, $stall): the case above on $path; with $stall,
+# b's backend is stopped (SIGSTOP) from before a's release until Curator
+# c9 holds, so that the worker decides b's lock before b can see it
+sub deleted_waiter
+{
+	my ($path, $stall) = @_;
+	my $tag = $stall ? 'b-stalled' : 'b';
+	my $c = $stall ? 'c9s' : 'c9';
+	$P = $path;
 	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
 	$sb->value('BEGIN');
 	$sb->start(qq{SELECT zk_mutex_acquire_xact('$P', '60s')});
 	wait_children_count($peer, $P, 2) or BAIL_OUT('b is not queued');
 	queued($sb);
-	$peer->acquire('c9', $P, -1);
+	$peer->acquire($c, $P, -1);
 	wait_children_count($peer, $P, 3) or BAIL_OUT('Curator c9 is not queued');
 	$kids = lock_children($peer, $P);
 	is(waiting_for($sb), $kids->[0], 'b waits behind a');
 	like($peer->delete("$P/$kids->[1]"), qr/^deleted /, "b's node is deleted from outside");
 	ok(wait_children_count($peer, $P, 2), 'a and Curator c9 are left in the queue');
+	kill('STOP', $sb->pid) or BAIL_OUT("cannot stop b's backend: $!") if $stall;
 	is($sa->value(qq{SELECT zk_mutex_release('$P')}), 't', 'a releases');
-	is($peer->acquire_result('c9', 10), 'acquired', 'Curator c9, next in the queue, gets the lock');
+	is($peer->acquire_result($c, 10), 'acquired', 'Curator c9, next in the queue, gets the lock');
 	isnt(lock_state($node, $sb->pid, $P), 'held', 'zk_locks: b does not hold while Curator c9 does');
+	if ($stall)
+	{
+		kill('CONT', $sb->pid);
+		# b's backend, running again, answers at once unless it queued again
+		wait_until(sub { $sb->done || lock_state($node, $sb->pid, $P) eq 'waiting' }, 10, "b's answer");
+	}
 	my $rb = $sb->done ? $sb->result(1) : undef;
 	if ($rb && $rb->{out} ne 't')
 	{
-		# the worker saw b's node gone while it handed b the lock (the
-		# check behind the released node's delete answered before b's
-		# grant was taken): b's acquire fails, and b never held
-		is($rb->{sqlstate}, '38000', "b's acquire fails with 38000 ...") or diag($rb->{err});
-		like($rb->{err}, qr/zookeeper lock node under "\Q$P\E" was deleted by another client while the lock was handed to it/,
-			'... saying its node was deleted while the lock was handed to it');
+		# b's acquire fails, and b never held: the guarded delete's check
+		# found b's node gone before b's backend saw its grant (08006, lost
+		# as it was granted), or before the grant was made (38000)
+		like("$rb->{sqlstate} $rb->{err}",
+			qr/^(08006 .*zookeeper lock "\Q$P\E" was lost as it was granted.*another client deleted the lock node handed to it|38000 .*zookeeper lock node under "\Q$P\E" was deleted by another client while the lock was handed to it)/s,
+			"b's acquire fails, saying its lock was lost as it was handed over")
+		  or diag($rb->{err});
 		is(lock_state($node, $sb->pid, $P), 'none', 'zk_locks: b holds nothing');
-		my $r = $sb->query(q{INSERT INTO t056_done VALUES ('b')});
+		my $r = $sb->query(q{INSERT INTO t056_done VALUES ('$tag')});
 		is($r->{sqlstate}, '25P02', "b's transaction is aborted: nothing more runs in it");
 		$sb->query('COMMIT');
-		is($peer->release('c9'), 'released', 'Curator c9 releases');
-		is($node->safe_psql('postgres', 'SELECT count(*) FROM t056_done'), '0',
+		is($peer->release($c), 'released', 'Curator c9 releases');
+		is($node->safe_psql('postgres', qq{SELECT count(*) FROM t056_done WHERE tag = '$tag'}), '0',
 			'nothing b wrote was committed');
 	}
 	elsif ($rb)
@@ -527,26 +541,35 @@ subtest 'a waiter whose node was deleted from outside never holds while the Cura
 		# b was handed the lock before the worker saw its node gone
 		is($rb->{out}, 't', 'b was handed the lock ...');
 		is(lock_state($node, $sb->pid, $P), 'lost', "... and zk_locks says it is lost: its node was gone");
-		$sb->query(q{INSERT INTO t056_done VALUES ('b')});
+		$sb->query(q{INSERT INTO t056_done VALUES ('$tag')});
 		my $r = $sb->query('COMMIT');
 		is($r->{sqlstate}, '40000', "b's COMMIT fails with 40000") or diag($r->{err});
-		is($peer->release('c9'), 'released', 'Curator c9 releases');
-		is($node->safe_psql('postgres', 'SELECT count(*) FROM t056_done'), '0',
+		is($peer->release($c), 'released', 'Curator c9 releases');
+		is($node->safe_psql('postgres', qq{SELECT count(*) FROM t056_done WHERE tag = '$tag'}), '0',
 			"nothing b wrote under the lost lock was committed");
 	}
 	else
 	{
 		note('b queued again behind Curator c9');
-		is($peer->release('c9'), 'released', 'Curator c9 releases');
+		is($peer->release($c), 'released', 'Curator c9 releases');
 		my $r = $sb->result(10);
 		is($r->{out}, 't', 'then b, queued again behind it, gets the lock');
-		$sb->query(q{INSERT INTO t056_done VALUES ('b')});
+		$sb->query(q{INSERT INTO t056_done VALUES ('$tag')});
 		$r = $sb->query('COMMIT');
 		is($r->{err}, '', "b's COMMIT succeeds");
-		is($node->safe_psql('postgres', 'SELECT count(*) FROM t056_done'), '1',
+		is($node->safe_psql('postgres', qq{SELECT count(*) FROM t056_done WHERE tag = '$tag'}), '1',
 			'what b wrote under the lock is committed');
 	}
 	ok(wait_children_count($peer, $P, 0), 'nothing left under the mutex');
+}
+
+subtest 'a waiter whose node was deleted from outside never holds while the Curator waiter behind it does; only work under a lock really held commits' => sub {
+	$node->safe_psql('postgres', 'CREATE TABLE t056_done(tag text)');
+	deleted_waiter('/t056/deleted', 0);
+};
+
+subtest '... and so with its backend stopped while the lock is handed to it' => sub {
+	deleted_waiter('/t056/deleted-stalled', 1);
 };
 
 ############################################################################
