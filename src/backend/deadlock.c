@@ -36,15 +36,20 @@
  *
  *	- a process that waits for a zklock lock (a slot of a kind with a
  *	  deadlock mode, NEW or ACTIVE, not a try, not given back) has an edge
- *	  to each other process holding (HELD, not given back) a slot of the
- *	  same path whose mode blocks it (zklock_deadlock_blocks: a reader
- *	  waits for writers, a writer for everyone, a mutex for the mutex, a
- *	  semaphore of one lease for every lease);
+ *	  to each other process whose request (HELD, or itself waiting; not a
+ *	  try, not given back) has a node of the same path ahead of its own
+ *	  that keeps it out (zklock_queue_blocks, core/deadlock_rules.c: a
+ *	  reader waits for the write nodes ahead, a writer and a mutex for
+ *	  every node ahead, a lease for the P/locks nodes ahead, a semaphore
+ *	  of one lease for every lease held).  The order is the nodes'
+ *	  sequence numbers, from the slots' node names;
  *	- any other process has the edges pg_blocking_pids() would give it:
  *	  GetBlockerStatusData, each holder of a conflicting mode (hard) and
  *	  each process ahead of it in the lock's wait queue asking for a
- *	  conflicting mode (soft), by lock group leader.  Only the process's
- *	  own wait counts, not that of the members of its lock group;
+ *	  conflicting mode (soft), by lock group leader.  The waits of the
+ *	  members of its lock group (parallel workers) count as its own, as
+ *	  in PostgreSQL's detector: the leader cannot finish its query before
+ *	  they get their locks;
  *	- waits on a Curator client or on another cluster give no edge (the
  *	  holder is not in this cluster's table): such a cycle is not seen
  *	  here.  When this search finds nothing, the wait loop has the worker
@@ -60,10 +65,13 @@
  * it is read again from PostgreSQL's lock table, after all of them were
  * read once; then the zklock edges are re-checked under the zklock lock
  * held exclusively (zklock_deadlock_stands).  A zklock edge names its
- * waiting request and its hold by slot and serial: a request keeps its
- * serial only while it waits (NEW or ACTIVE), a hold only while it is held,
- * so an edge seen at the first look and again at the re-check was there
- * all along.  A heavyweight edge seen at both of its looks was there at
+ * waiting request and the blocking node's request by slot and serial, and
+ * keeps the step the waiter was at and the name of the node it rests on: a
+ * slot keeps its serial from its claim until it is freed, its node's name
+ * from the create's answer until the node is given up, so an edge seen
+ * at the first look and again at the re-check (same serials, the waiter
+ * still waiting at the same step, the node still there under the same
+ * name, still held when the edge needs it held) was there all along.  A heavyweight edge seen at both of its looks was there at
  * the instant between the last first look and the first second look
  * (barring the same waiter leaving the queue and queueing again for the
  * same lock behind the same holder in between), and every zklock edge too:
@@ -114,16 +122,25 @@ typedef struct DlSlot
 	bool		waiting;		/* NEW or ACTIVE: it waits; else HELD */
 	ZklockKind	kind;
 	ZklockDeadlockMode mode;
+	ZklockPhase phase;			/* a lease: its step */
 	int			user_path_off;
 	char		path[ZKLOCK_FULL_PATH_SIZE];
+	char		names[ZKN_COUNT][ZKLOCK_NODE_NAME_SIZE];	/* its nodes' names */
 } DlSlot;
 
-/* What an edge waits for, for the DETAIL */
+/* The most queue nodes a slot has (a lease: its P/locks node, its lease) */
+#define DL_MAX_QNODES	2
+
+/* What an edge waits for, for the DETAIL and the re-check */
 typedef struct DlEdgeInfo
 {
 	bool		zk;				/* a zklock wait, else a heavyweight one */
 	ZklockKind	kind;			/* zk: the kind waited for */
 	char	   *path;			/* zk: the user's path, as stored (UTF-8) */
+	ZklockPhase wait_phase;		/* zk: the waiter's step */
+	ZklockNodeIndex hold_node;	/* zk: which node of the blocking request */
+	bool		hold_waits;		/* zk: its request waited */
+	char		hold_name[ZKLOCK_NODE_NAME_SIZE];	/* zk: that node's name */
 	LOCKTAG		locktag;		/* heavyweight: the lock waited for */
 	LOCKMODE	lockmode;		/* ... and the mode asked */
 } DlEdgeInfo;
@@ -183,8 +200,13 @@ snapshot_slots(int *nout)
 		out[n].waiting = waiting;
 		out[n].kind = s->kind;
 		out[n].mode = mode;
+		out[n].phase = s->phase;
 		out[n].user_path_off = s->user_path_off;
 		strlcpy(out[n].path, s->path, sizeof(out[n].path));
+		strlcpy(out[n].names[ZKN_MAIN], s->nodes[ZKN_MAIN].name,
+				sizeof(out[n].names[ZKN_MAIN]));
+		strlcpy(out[n].names[ZKN_LEASE_LOCK], s->nodes[ZKN_LEASE_LOCK].name,
+				sizeof(out[n].names[ZKN_LEASE_LOCK]));
 		n++;
 	}
 	LWLockRelease(sh->lock);
@@ -211,17 +233,57 @@ add_edge(DlGraph *g, int waiter, int holder, uint64 wait_key, uint64 hold_key,
 	g->edges[g->n].holder = holder;
 	g->edges[g->n].wait_key = wait_key;
 	g->edges[g->n].hold_key = hold_key;
+	g->edges[g->n].behind_waiting = info->zk && info->hold_waits;
 	g->info[g->n] = *info;
 	g->n++;
 }
 
 /*
- * The zklock edges of the waiting slot w: to every other process holding a
- * slot of the same path in a mode that blocks it.  No lock (a snapshot).
+ * The nodes slot s stands with in its path's queues: a lock node, or for a
+ * lease its P/locks node while it has one (waiting) and its lease (its
+ * request's, held or waited for).  which[] gets the slot's node index of
+ * each.  Returns how many.
+ */
+static int
+queue_nodes(const DlSlot *s, ZklockQueueNode *out, ZklockNodeIndex *which)
+{
+	int			n = 0;
+
+	if (s->mode != ZKDL_LEASE_ONE && s->mode != ZKDL_LEASE)
+	{
+		out[n].queue = ZKQ_LOCK;
+		which[n++] = ZKN_MAIN;
+	}
+	else
+	{
+		if (s->waiting && s->names[ZKN_LEASE_LOCK][0] != '\0')
+		{
+			out[n].queue = ZKQ_GATE;
+			which[n++] = ZKN_LEASE_LOCK;
+		}
+		out[n].queue = ZKQ_LEASES;
+		which[n++] = ZKN_MAIN;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		out[i].mode = s->mode;
+		out[i].waits = s->waiting;
+		out[i].seq = zklock_node_seq(s->names[which[i]]);
+	}
+	return n;
+}
+
+/*
+ * The zklock edges of the waiting slot w: to every other process with a
+ * node of the same path that keeps w out, held or waiting
+ * (zklock_queue_blocks), one edge per such request.  No lock (a snapshot).
  */
 static void
 zklock_edges(DlGraph *g, const DlSlot *slots, int nslots, const DlSlot *w)
 {
+	ZklockQueueNode wn[DL_MAX_QNODES];
+	ZklockNodeIndex wwhich[DL_MAX_QNODES];
+	int			nw = queue_nodes(w, wn, wwhich);
 	DlEdgeInfo	info;
 	int			i;
 
@@ -229,14 +291,29 @@ zklock_edges(DlGraph *g, const DlSlot *slots, int nslots, const DlSlot *w)
 	info.zk = true;
 	info.kind = w->kind;
 	info.path = pstrdup(w->path + w->user_path_off);
+	info.wait_phase = w->phase;
 	for (i = 0; i < nslots; i++)
 	{
 		const DlSlot *h = &slots[i];
+		ZklockQueueNode hn[DL_MAX_QNODES];
+		ZklockNodeIndex hwhich[DL_MAX_QNODES];
+		int			nh;
+		int			a;
+		int			b;
+		int			found = -1;
 
-		if (h->waiting || h->pid == w->pid ||
-			!zklock_deadlock_blocks(w->mode, h->mode) ||
-			strcmp(h->path, w->path) != 0)
+		if (h->pid == w->pid || strcmp(h->path, w->path) != 0)
 			continue;
+		nh = queue_nodes(h, hn, hwhich);
+		for (a = 0; a < nw && found < 0; a++)
+			for (b = 0; b < nh && found < 0; b++)
+				if (zklock_queue_blocks(&wn[a], &hn[b]))
+					found = b;
+		if (found < 0)
+			continue;
+		info.hold_node = hwhich[found];
+		info.hold_waits = hn[found].waits;
+		strlcpy(info.hold_name, h->names[hwhich[found]], sizeof(info.hold_name));
 		add_edge(g, w->pid, h->pid, ZKLOCK_DL_KEY(w->idx, w->serial),
 				 ZKLOCK_DL_KEY(h->idx, h->serial), &info);
 	}
@@ -244,9 +321,10 @@ zklock_edges(DlGraph *g, const DlSlot *slots, int nslots, const DlSlot *w)
 
 /*
  * The heavyweight edges of process pid, as pg_blocking_pids() finds its
- * blockers (PostgreSQL's src/backend/utils/adt/lockfuncs.c), for pid's own
- * wait only.  GetBlockerStatusData takes every lock partition lock; the
- * caller holds no zklock lock.
+ * blockers (PostgreSQL's src/backend/utils/adt/lockfuncs.c): the waits of
+ * pid and of the members of its lock group, each drawn from pid.
+ * GetBlockerStatusData takes every lock partition lock; the caller holds
+ * no zklock lock.
  */
 static void
 heavyweight_edges(DlGraph *g, int pid)
@@ -265,8 +343,6 @@ heavyweight_edges(DlGraph *g, int pid)
 		int			conflicts;
 		DlEdgeInfo	info;
 
-		if (bproc->pid != pid)
-			continue;			/* a member of its lock group */
 		for (j = 0; j < bproc->num_locks; j++)
 			if (instances[j].pid == bproc->pid)
 				blocked = &instances[j];
@@ -444,22 +520,32 @@ zklock_deadlock_free(ZklockDeadlock *dl)
 }
 
 /*
- * Is the zklock edge e still there: its waiting request still waiting in
- * the same slot with the same serial, its hold still held likewise, neither
- * given back?  Caller holds zklock_shared->lock.
+ * Is the zklock edge e of the cycle arg still there: its waiting request
+ * still waiting in the same slot with the same serial and at the same
+ * step, the blocking request's node still there under the same name in a
+ * slot of the same serial (still held, when the edge was drawn to a
+ * hold), neither given back?  Caller holds zklock_shared->lock.
  */
 static bool
 zklock_edge_live(const ZklockWaitEdge *e, void *arg)
 {
+	const ZklockDeadlock *dl = (const ZklockDeadlock *) arg;
+	const DlEdgeInfo *info = &dl->info[e - dl->edges];
 	ZklockSlot *w = &zklock_shared->slots[ZKLOCK_DL_KEY_IDX(e->wait_key)];
 	ZklockSlot *h = &zklock_shared->slots[ZKLOCK_DL_KEY_IDX(e->hold_key)];
 
-	(void) arg;
-	return w->serial == ZKLOCK_DL_KEY_SERIAL(e->wait_key) &&
-		(w->state == ZKS_NEW || w->state == ZKS_ACTIVE) &&
-		!zklock_give_back_pending(w) &&
-		h->serial == ZKLOCK_DL_KEY_SERIAL(e->hold_key) &&
-		h->state == ZKS_HELD && !zklock_give_back_pending(h);
+	if (w->serial != ZKLOCK_DL_KEY_SERIAL(e->wait_key) ||
+		(w->state != ZKS_NEW && w->state != ZKS_ACTIVE) ||
+		w->phase != info->wait_phase || zklock_give_back_pending(w))
+		return false;
+	if (h->serial != ZKLOCK_DL_KEY_SERIAL(e->hold_key) ||
+		zklock_give_back_pending(h) ||
+		strcmp(h->nodes[info->hold_node].name, info->hold_name) != 0)
+		return false;
+	if (info->hold_waits)
+		return h->state == ZKS_NEW || h->state == ZKS_ACTIVE ||
+			h->state == ZKS_HELD;
+	return h->state == ZKS_HELD;
 }
 
 /*
@@ -472,7 +558,7 @@ bool
 zklock_deadlock_stands(const ZklockDeadlock *dl)
 {
 	return zklock_cycle_stands(dl->edges, dl->order, dl->n, zklock_edge_live,
-							   NULL);
+							   (void *) dl);
 }
 
 /*
@@ -526,7 +612,9 @@ zklock_deadlock_report(const ZklockDeadlock *dl)
 			appendStringInfoChar(&client, '\n');
 		appendStringInfo(&client, "Process %d waits for ", dl->edges[i].waiter);
 		describe_wait(&client, &dl->info[i]);
-		appendStringInfo(&client, "; blocked by process %d.", dl->edges[i].holder);
+		appendStringInfo(&client, "; blocked by process %d%s.", dl->edges[i].holder,
+						 dl->edges[i].behind_waiting ?
+						 ", which waits ahead of it in the queue" : "");
 	}
 	appendBinaryStringInfo(&log, client.data, client.len);
 	for (i = 0; i < dl->n; i++)

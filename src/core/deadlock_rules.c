@@ -9,9 +9,26 @@
  * wait (the waiter needs every one of its blockers gone), so a cycle of
  * edges that all stand at one instant is a deadlock: none of its members
  * can move before another does.  That is why an edge is drawn only where
- * it surely holds (zklock_deadlock_blocks; a wait that any one of several
- * holders could end draws none): a missing edge only misses a deadlock,
- * a wrong one would fail a session for nothing.
+ * it surely holds (a wait that any one of several holders could end draws
+ * none): a missing edge only misses a deadlock, a wrong one would fail a
+ * session for nothing.
+ *
+ * The edges of a zklock wait (zklock_queue_blocks).  A ZooKeeper queue is
+ * never reordered: a node leaves it only when its request releases it or
+ * gives up.  So a waiter waits for every node ahead of it that keeps it
+ * out by Curator's rule for its recipe, whether that node's request holds
+ * or itself waits: a mutex waiter and a writer for every node ahead (a
+ * writer for read and write nodes alike), a reader for each write node
+ * ahead (Curator's reader cannot pass one), an acquirer of a lease for
+ * every node ahead of its own in the P/locks gate.  A semaphore of one
+ * lease also waits for every lease held, at any step (none can be granted
+ * before all of them are gone); a semaphore of more lease waits for any
+ * one holder, an OR wait, and gives no edge at its lease step.  A waiter
+ * whose node's name is not known yet (its create not answered) will stand
+ * behind every node of the queue, but its node may also exist already
+ * (a reply lost), so it gets edges to holders only, which are ahead of
+ * any node that waits.  Nodes of the mutex and of the read/write lock on
+ * one path are two queues as zklock reads them: no edge between them.
  *
  * The search.  Only cycles through the checking process count (each
  * waiter checks for itself, as PostgreSQL's detector does): a
@@ -30,7 +47,8 @@
  * Across clusters (worker/waits.c).  The processes are the wait records
  * read from ZooKeeper, numbered by their place in the listing; record i
  * waits for record j when a node ahead of i's waiting node that blocks it
- * is one of the nodes j's backend holds (zklock_record_edges).  The same
+ * is one of the nodes j's backend holds, or j's own waiting node
+ * (zklock_record_edges).  The same
  * search finds a cycle back to the checker's record; a cycle whose
  * records were all published by one session is left to that cluster's
  * own detector (zklock_cycle_crosses), so that one cycle never gets a
@@ -44,10 +62,11 @@
 #include "core/deadlock_rules.h"
 
 /*
- * Does a waiter in mode waiting wait for a holder, of the same path, in
- * mode held?  Both come from the recipes' kinds; only modes of one recipe
- * family meet (a mutex and a read/write lock on one path are two queues
- * as zklock reads them, so no edge between them).
+ * Does a waiter in mode waiting wait for a node ahead of it (or, for a
+ * lease, a lease held), of the same path, in mode held?  Both come from
+ * the recipes' kinds; only modes of one recipe family meet (a mutex and a
+ * read/write lock on one path are two queues as zklock reads them, so no
+ * edge between them).
  */
 bool
 zklock_deadlock_blocks(ZklockDeadlockMode waiting, ZklockDeadlockMode held)
@@ -73,17 +92,52 @@ zklock_deadlock_blocks(ZklockDeadlockMode waiting, ZklockDeadlockMode held)
 }
 
 /*
- * Can a waiter in mode waiting be blocked by any hold at all (is its wait
- * worth a deadlock check)?
+ * Can a waiter in mode waiting be blocked by any node at all (is its wait
+ * worth a deadlock check)?  A lease of a larger semaphore is, at its
+ * P/locks step.
  */
 bool
 zklock_deadlock_waits(ZklockDeadlockMode waiting)
 {
-	return zklock_deadlock_blocks(waiting, ZKDL_MUTEX) ||
+	return waiting == ZKDL_LEASE ||
+		zklock_deadlock_blocks(waiting, ZKDL_MUTEX) ||
 		zklock_deadlock_blocks(waiting, ZKDL_READ) ||
 		zklock_deadlock_blocks(waiting, ZKDL_WRITE) ||
 		zklock_deadlock_blocks(waiting, ZKDL_LEASE_ONE) ||
 		zklock_deadlock_blocks(waiting, ZKDL_LEASE);
+}
+
+/*
+ * Does the waiting request's node waiter wait for the node other, of
+ * another process, in the same lock path (see the banner)?  Both in the
+ * same queue; other's request may hold or wait.
+ */
+bool
+zklock_queue_blocks(const ZklockQueueNode *waiter, const ZklockQueueNode *other)
+{
+	bool		ahead;
+
+	if (!waiter->waits || waiter->queue != other->queue)
+		return false;
+	switch (waiter->queue)
+	{
+		case ZKQ_LEASES:
+			/* one lease: every lease held must go first, in any order */
+			return waiter->mode == ZKDL_LEASE_ONE && !other->waits &&
+				zklock_deadlock_blocks(waiter->mode, other->mode);
+		case ZKQ_GATE:
+			/* P/locks is a mutex of every acquirer of a lease of P */
+			return (waiter->mode == ZKDL_LEASE_ONE || waiter->mode == ZKDL_LEASE) &&
+				(other->mode == ZKDL_LEASE_ONE || other->mode == ZKDL_LEASE) &&
+				waiter->seq >= 0 && other->seq >= 0 && other->seq < waiter->seq;
+		case ZKQ_LOCK:
+			if (waiter->seq >= 0)
+				ahead = other->seq >= 0 && other->seq < waiter->seq;
+			else
+				ahead = !other->waits;	/* not placed yet: holders only */
+			return ahead && zklock_deadlock_blocks(waiter->mode, other->mode);
+	}
+	return false;
 }
 
 /* parent[] of an edge not reached yet, and of one leaving the start */
@@ -188,10 +242,11 @@ zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle, int ncycle,
 
 /*
  * The edges among wait records: i -> j when a node ahead of record i is
- * held by record j's backend, at most one edge per pair (the first such
- * node).  An edge's wait_key is i and its hold_key the index of that node
- * in i's ahead list, so the caller can name the node the edge rests on.
- * Returns the number of edges (at most maxedges).
+ * held by record j's backend or is j's own waiting node, at most one edge
+ * per pair (the first such node).  An edge's wait_key is i and its
+ * hold_key the index of that node in i's ahead list, so the caller can
+ * name the node the edge rests on; behind_waiting says it is j's waiting
+ * node.  Returns the number of edges (at most maxedges).
  */
 int
 zklock_record_edges(const ZklockWaitRecord *recs, int nrecs,
@@ -208,19 +263,29 @@ zklock_record_edges(const ZklockWaitRecord *recs, int nrecs,
 			int			a;
 			int			h;
 			int			found = -1;
+			bool		waiting = false;
 
 			if (j == i)
 				continue;
 			for (a = 0; a < recs[i].nahead && found < 0; a++)
+			{
 				for (h = 0; h < recs[j].nholds && found < 0; h++)
 					if (strcmp(recs[i].ahead[a], recs[j].holds[h]) == 0)
 						found = a;
+				if (found < 0 && recs[j].node != NULL &&
+					strcmp(recs[i].ahead[a], recs[j].node) == 0)
+				{
+					found = a;
+					waiting = true;
+				}
+			}
 			if (found < 0)
 				continue;
 			edges[n].waiter = i;
 			edges[n].holder = j;
 			edges[n].wait_key = (uint64_t) i;
 			edges[n].hold_key = (uint64_t) found;
+			edges[n].behind_waiting = waiting;
 			n++;
 		}
 	}

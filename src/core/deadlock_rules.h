@@ -2,8 +2,9 @@
  *
  * core/deadlock_rules.h
  *	  The deadlock detector's decisions (backend/deadlock.c), as pure
- *	  functions: which held lock a wait is blocked by, the search for a
- *	  cycle of waits through the checking process, and the victim rule.
+ *	  functions: which node of a lock's queue, held or waiting, a wait is
+ *	  blocked by, the search for a cycle of waits through the checking
+ *	  process, and the victim rule.
  *	  No PostgreSQL or ZooKeeper calls, unit-tested in
  *	  test/unit/test_deadlock_rules.c.
  *
@@ -17,11 +18,11 @@
 
 /*
  * How a kind of hold takes part in wait-for edges (ZklockKindInfo.deadlock):
- * what a waiter of it waits for, and whom a holder of it blocks.  Only
- * kinds whose waiter cannot go on before every blocking holder of the
- * same path released it give edges (a wait for all of them); a wait that
- * any one of several holders ends (a lease of a semaphore of more than
- * one) gives none, so no edge is ever one that does not hold.
+ * what a waiter of it waits for, and whom a node of it keeps out.  Only
+ * waits that cannot end before every blocking node is gone give edges (a
+ * wait for all of them); a wait that any one of several holders ends (the
+ * lease step of a semaphore of more than one lease) gives none, so no
+ * edge is ever one that does not hold.
  */
 typedef enum ZklockDeadlockMode
 {
@@ -41,11 +42,43 @@ extern bool zklock_deadlock_blocks(ZklockDeadlockMode waiting,
 extern bool zklock_deadlock_waits(ZklockDeadlockMode waiting);
 
 /*
+ * The queues of one lock path P that a node can stand in: the lock nodes
+ * directly under P (mutex, read/write lock), the semaphore's internal
+ * mutex P/locks (the gate every acquirer of a lease passes, one at a
+ * time), and its leases P/leases.
+ */
+typedef enum ZklockQueue
+{
+	ZKQ_LOCK = 0,				/* P/<lock node> */
+	ZKQ_GATE,					/* P/locks/<lock node> */
+	ZKQ_LEASES					/* P/leases/<lease> */
+} ZklockQueue;
+
+/*
+ * A node of a request in one of those queues, as the detector sees it:
+ * the mode of its kind, its sequence number (zklock_node_seq,
+ * core/handover_rules.c; -1 when its name is not known yet: a create not
+ * answered), and whether its request still
+ * waits (else it holds).
+ */
+typedef struct ZklockQueueNode
+{
+	ZklockDeadlockMode mode;
+	ZklockQueue queue;
+	int64_t		seq;
+	bool		waits;
+} ZklockQueueNode;
+
+extern bool zklock_queue_blocks(const ZklockQueueNode *waiter,
+								const ZklockQueueNode *other);
+
+/*
  * One wait-for edge: process waiter cannot go on before process holder
- * lets go of what it holds (or, for a heavyweight lock, of its place in
- * the wait queue ahead of waiter).  The keys name what the edge rests on,
- * for the re-check before anyone is failed: for a zklock wait, the
- * waiting request and the blocking hold, each as (slot index << 32 |
+ * lets go of what it holds, or of its place in the queue ahead of waiter
+ * (a zklock node that waits itself, or a heavyweight lock asked for ahead
+ * in the lock's wait queue).  The keys name what the edge rests on, for
+ * the re-check before anyone is failed: for a zklock wait, the waiting
+ * request and the blocking node's request, each as (slot index << 32 |
  * slot serial); for a heavyweight wait both are 0.
  */
 typedef struct ZklockWaitEdge
@@ -53,7 +86,11 @@ typedef struct ZklockWaitEdge
 	int32_t		waiter;			/* pid of the waiting process */
 	int32_t		holder;			/* pid it waits for */
 	uint64_t	wait_key;		/* zklock: the waiting request; 0: none */
-	uint64_t	hold_key;		/* zklock: the blocking hold; 0: none */
+	uint64_t	hold_key;		/* zklock: the blocking node's request; 0:
+								 * none */
+	bool		behind_waiting; /* the blocking node's request waits
+								 * itself: waiter is queued behind a
+								 * waiting one */
 } ZklockWaitEdge;
 
 /* a zklock edge's key from a slot index and its serial */
@@ -79,8 +116,8 @@ extern bool zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle,
 /*
  * A wait published for the detection across clusters (worker/waits.c), as
  * read back from ZooKeeper: which worker session published it, the lock
- * nodes ahead of its waiting node that block it, and the lock nodes its
- * backend holds (full paths).
+ * nodes ahead of its waiting node that block it (held or waiting), the
+ * lock nodes its backend holds, and its own waiting node (full paths).
  */
 typedef struct ZklockWaitRecord
 {
@@ -89,6 +126,7 @@ typedef struct ZklockWaitRecord
 	int			nahead;
 	const char *const *holds;
 	int			nholds;
+	const char *node;			/* its waiting node; NULL: none in no edge */
 } ZklockWaitRecord;
 
 extern int	zklock_record_edges(const ZklockWaitRecord *recs, int nrecs,

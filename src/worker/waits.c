@@ -32,9 +32,10 @@
  *	kind <"", "read ", "write ">     (for the DETAIL)
  *	lock <the user's path>
  *	node <the full path of its waiting node>
- *	ahead <full path>   each node ahead of it that blocks it (a mutex or
- *	                    writer: every node ahead, a reader: the write nodes
- *	                    ahead), from one getChildren when it is published
+ *	ahead <full path>   each node ahead of it that blocks it, held or
+ *	                    waiting (a mutex or writer: every node ahead, a
+ *	                    reader: the write nodes ahead), from one
+ *	                    getChildren when it is published
  *	hold <full path>    each lock node its backend holds (HELD slots of the
  *	                    mutex and read/write kinds)
  *
@@ -59,7 +60,9 @@
  * each waiter that asked was last checked: nothing_new says why no cycle
  * can have closed).  getChildren of the records' path, getData of each;
  * record i waits for record j when a node ahead of i is one of j's holds
- * (core/deadlock_rules.c, zklock_record_edges); a shortest cycle back to
+ * or j's own waiting node (core/deadlock_rules.c, zklock_record_edges: a
+ * queue is never reordered, so a node ahead that waits keeps i out as
+ * surely as one held); a shortest cycle back to
  * the checker's record (zklock_wait_cycle).  A cycle whose records are
  * all this session's is ignored: this cluster's own detector
  * (backend/deadlock.c) handles it, and one cycle must not get a victim
@@ -91,10 +94,12 @@
  * grants at memory speed and deletes the released node after, guarded.
  * Following such stale edges around the cycle orders the grants strictly
  * (i was granted after j released, so after j was granted: g_i > g_j >
- * ... > g_i), a contradiction; so at that instant at least one member
- * still waited, and then each member it waits for still held the node
- * (a holder's node goes when it releases), and so on around the cycle:
- * every member waited, a deadlock.  The residual window: a waiter that
+ * ... > g_i), a contradiction (an edge to j's waiting node orders them
+ * the same way: a lock is handed past a node only once its request was
+ * granted and released it); so at that instant at least one member still
+ * waited, and then each member it waits for still had the node there,
+ * held or waited at (a node goes when its request releases it or gives
+ * up), and so on around the cycle: every member waited, a deadlock.  The residual window: a waiter that
  * gave up (lock_timeout, cancel) less than one round trip before the
  * multi reached the server still has its node and record, so it may be
  * counted; its wait ended anyway, and the victim it makes is a session
@@ -672,8 +677,9 @@ cycle_detail(char **data, const ZklockWaitEdge *edges, const int *cycle,
 		if (i > 0)
 			appendStringInfoChar(&buf, '\n');
 		appendStringInfo(&buf,
-						 "Process %d of cluster %s waits for zookeeper %slock \"%s\"; blocked by process %d of cluster %s.",
-						 wpid, wc, kind, lock, hpid, hc);
+						 "Process %d of cluster %s waits for zookeeper %slock \"%s\"; blocked by process %d of cluster %s%s.",
+						 wpid, wc, kind, lock, hpid, hc,
+						 e->behind_waiting ? ", which waits ahead of it in the queue" : "");
 	}
 	return buf.data;
 }
@@ -888,6 +894,12 @@ check_evaluate(void)
 								 * wait is ending, in no edge */
 		wr[i].ahead = record_lines(check->data[i], "ahead ", &wr[i].nahead);
 		wr[i].holds = record_lines(check->data[i], "hold ", &wr[i].nholds);
+		{
+			int			nnode;
+			const char **node = record_lines(check->data[i], "node ", &nnode);
+
+			wr[i].node = nnode == 1 ? node[0] : NULL;
+		}
 	}
 	nedges = zklock_record_edges(wr, check->n, edges, maxedges);
 	ereport(DEBUG1,

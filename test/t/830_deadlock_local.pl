@@ -296,6 +296,200 @@ subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks;
 };
 
 ############################################################################
+# 3b. soft cycles: a reader queued behind a writer that itself waits
+############################################################################
+
+# finish_all($sessions, $label): each session's pending acquire ends with
+# the lock within 25 s, in whatever order the locks come free; each one
+# that gets it commits (giving its locks back to the next).  Returns the
+# number that got it.
+sub finish_all
+{
+	my ($ss, $label) = @_;
+	my %left = map { $_->name => $_ } @$ss;
+	my $got = 0;
+	my $deadline = time + 25;
+	while (%left && time < $deadline)
+	{
+		for my $name (sort keys %left)
+		{
+			my $s = $left{$name};
+			next unless $s->done;
+			my $r = $s->result(5);
+			is($r->{out}, 't', "$label: $name gets its lock") or diag($r->{err});
+			isnt($r->{sqlstate} // '', '40P01', "$label: $name is no second victim");
+			$got++ if ($r->{out} // '') eq 't';
+			ok_value($s, 'COMMIT', "$label: $name commits");
+			delete $left{$name};
+		}
+		usleep(20_000);
+	}
+	ok(!%left, "$label: every other session completed") or diag('still waiting: ' . join(' ', sort keys %left));
+	return $got;
+}
+
+# until_victim($sessions, $t0): the results of the sessions whose statement
+# ended, gathered until one of them failed with 40P01 (or 25 s passed):
+# the others of a cycle may get their locks the moment the victim's
+# request is withdrawn, before the victim is looked at.
+sub until_victim
+{
+	my ($ss, $t0) = @_;
+	my %res;
+	my $deadline = time + 25;
+	while (time < $deadline && !grep { ($_->{sqlstate} // '') eq '40P01' } values %res)
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = time - $t0;
+			$res{ $s->name } = $r;
+		}
+		usleep(20_000);
+	}
+	return \%res;
+}
+
+# PostgreSQL's deadlock-soft, in zklock locks: d1 and d2 read /s1 and /s2,
+# e1 and e2 queue writers behind them, then d1 asks to read /s2 (behind
+# e2's waiting writer) and d2 /s1 (behind e1's).  Curator's reader cannot
+# pass a write node ahead of it, so no one can move: exactly one 40P01.
+subtest 'a soft cycle (readers behind waiting writers): exactly one 40P01, the others complete' => sub {
+	my $deadlocks = "SELECT deadlocks FROM pg_stat_database WHERE datname = 'postgres'";
+	my $before = $node->safe_psql('postgres', $deadlocks);
+	my ($d1, $d2, $e1, $e2) = sessions('d1', 'd2', 'e1', 'e2');
+	my ($p1, $p2) = ('/t830/soft/s1', '/t830/soft/s2');
+	my $read = sub { "SELECT zk_read_lock_acquire_xact('$_[0]', '20s')" };
+	my $write = sub { "SELECT zk_write_lock_acquire_xact('$_[0]', '20s')" };
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($d1, $d2, $e1, $e2);
+	is(ok_value($d1, $read->($p1), 'd1 reads /s1'), 't', 'd1 holds a read lock on /s1');
+	is(ok_value($d2, $read->($p2), 'd2 reads /s2'), 't', 'd2 holds a read lock on /s2');
+	$e1->start($write->($p1));
+	ok(wait_waiting($node, $e1->pid, $p1), 'e1 waits to write /s1 behind d1');
+	$e2->start($write->($p2));
+	ok(wait_waiting($node, $e2->pid, $p2), 'e2 waits to write /s2 behind d2');
+	$d1->start($read->($p2));
+	ok(wait_waiting($node, $d1->pid, $p2), 'd1 waits to read /s2 behind e2, which waits');
+	my $t0 = time;
+	$d2->start($read->($p1));
+
+	my $all = [ $d1, $d2, $e1, $e2 ];
+	my $ended = until_victim($all, $t0);
+	my @victims = grep { ($ended->{$_}{sqlstate} // '') eq '40P01' } sort keys %$ended;
+	is(scalar(@victims), 1, 'one of the four fails with 40P01 (' . join(' ', @victims) . ')')
+	  or BAIL_OUT('no victim: ' . explain($ended));
+	my $victim_name = $victims[0];
+	my $v = $ended->{$victim_name};
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	# the cycle is d1 -> e2 -> d2 -> e1 -> d1 from whichever member checked
+	detail_has($v->{err}, $e1, 'zookeeper write lock "' . $p1 . '"', $d1, 'DETAIL: e1 waits for the write lock of /s1, blocked by d1');
+	detail_has($v->{err}, $e2, 'zookeeper write lock "' . $p2 . '"', $d2, 'DETAIL: e2 waits for the write lock of /s2, blocked by d2');
+	for my $edge ([ $d1, $p2, $e2 ], [ $d2, $p1, $e1 ])
+	{
+		my ($w, $p, $h) = @$edge;
+		my $line = 'Process ' . $w->pid . " waits for zookeeper read lock \"$p\"; blocked by process "
+		  . $h->pid . ', which waits ahead of it in the queue.';
+		ok(index($v->{err}, $line) >= 0, 'DETAIL: ' . $w->name . ' waits behind ' . $h->name . ', a waiting writer')
+		  or diag("wanted [$line] in:\n$v->{err}");
+	}
+	my ($victim) = grep { $_->name eq $victim_name } @$all;
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	my $got = 0;
+	for my $s (grep { $_->name ne $victim_name && exists $ended->{ $_->name } } @$all)
+	{
+		is($ended->{ $s->name }{out}, 't', $s->name . ' got its lock as the victim let go')
+		  or diag($ended->{ $s->name }{err});
+		$got++ if ($ended->{ $s->name }{out} // '') eq 't';
+		ok_value($s, 'COMMIT', $s->name . ' commits');
+	}
+	$got += finish_all([ grep { !exists $ended->{ $_->name } } @$all ], 'soft cycle');
+	is($got, 3, 'the three others got their locks');
+	ok(wait_no_zklock_rows($node, $p1) && wait_no_zklock_rows($node, $p2), 'nothing is left held or waiting');
+	ok(wait_until(sub { $node->safe_psql('postgres', $deadlocks) > $before }, 20, 'deadlocks counted'),
+		'counted in pg_stat_database.deadlocks');
+	is($node->safe_psql('postgres', $deadlocks), $before + 1, 'exactly one deadlock counted');
+	$_->quit for @$all;
+};
+
+# Cycles through a semaphore mutex, with an acquirer queued in P/locks
+# behind another that itself waits for the lease: sm1 holds the semaphore
+# mutex /sm and waits for mutex /m, held by sm2; smq takes P/locks and
+# waits for sm1's lease; sm2 asks for /sm and queues in P/locks behind
+# smq.  sm2 waits for smq's P/locks node and for sm1's lease (a semaphore
+# mutex waiter waits for every lease held), so two cycles stand: smq ->
+# sm1 -> sm2 -> smq and sm1 -> sm2 -> sm1.  Both must be broken: if smq
+# is the first victim, the second still stands and gets one more; if sm1
+# or sm2 is, both are broken at once and no one else fails.
+subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting one: each broken once' => sub {
+	my ($s1, $s2, $q1) = sessions('sm1', 'sm2', 'smq');
+	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t830/soft/sm', '20s')";
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2, $q1);
+	is(ok_value($s1, $sm, 'sm1 takes the semaphore mutex'), 't', 'sm1 holds /sm');
+	is(ok_value($s2, acquire('/t830/soft/m'), 'sm2 takes /m'), 't', 'sm2 holds /m');
+	$q1->start($sm);
+	ok(wait_waiting($node, $q1->pid, '/t830/soft/sm'), 'smq waits for the semaphore mutex, its lease made');
+	$s1->start(acquire('/t830/soft/m'));
+	ok(wait_waiting($node, $s1->pid, '/t830/soft/m'), 'sm1 waits for /m behind sm2');
+	my $t0 = time;
+	$s2->start($sm);
+	my $all = [ $s1, $s2, $q1 ];
+	my $first = outcomes($all, $t0, 1);
+	my ($victim_name) = keys %$first;
+	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('a hang');
+	my $v = $first->{$victim_name};
+	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	like($v->{err}, qr/zookeeper semaphore_mutex lock "\/t830\/soft\/sm"/, 'DETAIL names the semaphore mutex');
+	my ($victim) = grep { $_->name eq $victim_name } @$all;
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
+	my @rest = grep { $_->name ne $victim_name } @$all;
+	if ($victim_name eq 'smq')
+	{
+		like($v->{err}, qr/blocked by process ${\ $q1->pid }, which waits ahead of it in the queue\./,
+			'DETAIL: sm2 waits behind smq, which waits');
+		my $t1 = time;
+		my $second = outcomes(\@rest, $t1, 1);
+		my ($name2) = keys %$second;
+		ok(defined $name2 && ($second->{$name2}{sqlstate} // '') eq '40P01',
+			'sm1 -> sm2 -> sm1 still stood: one more 40P01 (' . ($name2 // 'none') . ')')
+		  or diag(explain($second));
+		my ($v2) = grep { $_->name eq ($name2 // '') } @rest;
+		ok_value($v2, 'ROLLBACK', 'the second victim rolls back') if $v2;
+		@rest = grep { $_->name ne ($name2 // '') } @rest;
+	}
+	is(finish_all(\@rest, 'semaphore cycle'), scalar(@rest), 'the others got their locks');
+	$_->quit for @$all;
+};
+
+# A semaphore of two leases is an OR wait: its acquirer goes on as soon as
+# any one holder lets go.  When every holder waits for the acquirer, it is
+# a deadlock all the same, but the detector looks for cycles of AND waits
+# only (doc/failure-model.md): no 40P01; the waits end by their timeouts.
+subtest 'a semaphore of two leases whose holders wait for its acquirer: not detected, ends by timeout' => sub {
+	my ($h1, $h2, $w) = sessions('lease1', 'lease2', 'leasew');
+	my $lease = sub { "SELECT zk_semaphore_acquire_xact('/t830/soft/sem', 2, 1, '$_[0]') IS NOT NULL" };
+	ok_value($_, 'BEGIN', $_->name . ' begins') for ($h1, $h2, $w);
+	is(ok_value($h1, $lease->('20s'), 'lease1 takes a lease'), 't', 'lease1 holds a lease');
+	is(ok_value($h2, $lease->('20s'), 'lease2 takes a lease'), 't', 'lease2 holds a lease');
+	is(ok_value($w, acquire('/t830/soft/or'), 'leasew takes /or'), 't', 'leasew holds /or');
+	$h1->start(acquire('/t830/soft/or'));
+	$h2->start(acquire('/t830/soft/or'));
+	ok(wait_waiting($node, $h1->pid, '/t830/soft/or') && wait_waiting($node, $h2->pid, '/t830/soft/or'),
+		'both holders wait for /or, held by leasew');
+	my $t0 = time;
+	$w->start($lease->('5s'));
+	my $first = outcomes([ $h1, $h2, $w ], $t0, 1);
+	my ($ended) = keys %$first;
+	is($ended, 'leasew', 'the first wait to end is the lease acquire');
+	is($first->{leasew}{out}, 'f', 'it ends by its own timeout (no lease), not by a 40P01')
+	  or diag($first->{leasew}{err});
+	ok_value($w, 'COMMIT', 'leasew commits (gives /or back)');
+	finish_all([ $h1, $h2 ], 'OR wait');
+	$_->quit for ($h1, $h2, $w);
+};
+
+############################################################################
 # 4. no cycle: no 40P01, however long the wait
 ############################################################################
 subtest 'no cycle, no 40P01: a slow holder, and a holder waiting for a row of a session that waits for nothing' => sub {

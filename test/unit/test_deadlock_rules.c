@@ -30,6 +30,7 @@ zk_edge(int32_t waiter, int32_t holder, int ws, int hs)
 	e.holder = holder;
 	e.wait_key = ZKLOCK_DL_KEY(ws, 1);
 	e.hold_key = ZKLOCK_DL_KEY(hs, 1);
+	e.behind_waiting = false;
 	return e;
 }
 
@@ -43,6 +44,7 @@ hw_edge(int32_t waiter, int32_t holder)
 	e.holder = holder;
 	e.wait_key = 0;
 	e.hold_key = 0;
+	e.behind_waiting = false;
 	return e;
 }
 
@@ -80,7 +82,8 @@ test_blocks(void **state)
 	assert_true(zklock_deadlock_waits(ZKDL_READ));
 	assert_true(zklock_deadlock_waits(ZKDL_WRITE));
 	assert_true(zklock_deadlock_waits(ZKDL_LEASE_ONE));
-	assert_false(zklock_deadlock_waits(ZKDL_LEASE));
+	/* a larger semaphore's acquirer queues in the P/locks gate first */
+	assert_true(zklock_deadlock_waits(ZKDL_LEASE));
 	assert_false(zklock_deadlock_waits(ZKDL_NONE));
 }
 
@@ -280,9 +283,9 @@ test_record_edges(void **state)
 	int			len;
 
 	(void) state;
-	recs[0] = (ZklockWaitRecord) {"s1", a_ahead, 1, a_holds, 2};
-	recs[1] = (ZklockWaitRecord) {"s2", b_ahead, 2, b_holds, 1};
-	recs[2] = (ZklockWaitRecord) {"s2", c_ahead, 1, c_holds, 1};
+	recs[0] = (ZklockWaitRecord) {"s1", a_ahead, 1, a_holds, 2, "/b/n2"};
+	recs[1] = (ZklockWaitRecord) {"s2", b_ahead, 2, b_holds, 1, "/a/n5"};
+	recs[2] = (ZklockWaitRecord) {"s2", c_ahead, 1, c_holds, 1, "/gone/n10"};
 	n = zklock_record_edges(recs, 3, edges, MAXE);
 	/* 0 -> 1 (/b/n1), 1 -> 0 (/a/n1, its second node ahead), 1 -> 2 (/c/n0) */
 	assert_int_equal(n, 3);
@@ -314,6 +317,199 @@ test_record_edges(void **state)
 	assert_int_equal(zklock_record_edges(recs, 3, edges, 1), 1);
 }
 
+/* a node of a request in a lock's queue */
+static ZklockQueueNode
+qn(ZklockDeadlockMode mode, ZklockQueue queue, int64_t seq, bool waits)
+{
+	ZklockQueueNode n;
+
+	n.mode = mode;
+	n.queue = queue;
+	n.seq = seq;
+	n.waits = waits;
+	return n;
+}
+
+/*
+ * Which node of the queue a waiter waits for: every node ahead of it that
+ * keeps it out by Curator's rule, whether its request holds or waits; no
+ * node behind it, none of the other family, none of another queue.
+ */
+static void
+test_queue_blocks(void **state)
+{
+	ZklockQueueNode reader = qn(ZKDL_READ, ZKQ_LOCK, 7, true);
+	ZklockQueueNode writer = qn(ZKDL_WRITE, ZKQ_LOCK, 7, true);
+	ZklockQueueNode mutex = qn(ZKDL_MUTEX, ZKQ_LOCK, 7, true);
+	ZklockQueueNode n;
+
+	(void) state;
+	/* a reader: the write nodes ahead, held or waiting, only */
+	n = qn(ZKDL_WRITE, ZKQ_LOCK, 5, true);
+	assert_true(zklock_queue_blocks(&reader, &n));
+	n.waits = false;
+	assert_true(zklock_queue_blocks(&reader, &n));
+	n = qn(ZKDL_READ, ZKQ_LOCK, 5, true);
+	assert_false(zklock_queue_blocks(&reader, &n));
+	n = qn(ZKDL_WRITE, ZKQ_LOCK, 9, true);	/* behind it */
+	assert_false(zklock_queue_blocks(&reader, &n));
+	n = qn(ZKDL_WRITE, ZKQ_LOCK, 7, false);	/* a downgrade's own place */
+	assert_false(zklock_queue_blocks(&reader, &n));
+
+	/* a writer: every node ahead; a held read node behind it does not */
+	n = qn(ZKDL_READ, ZKQ_LOCK, 5, true);
+	assert_true(zklock_queue_blocks(&writer, &n));
+	n = qn(ZKDL_WRITE, ZKQ_LOCK, 6, true);
+	assert_true(zklock_queue_blocks(&writer, &n));
+	n = qn(ZKDL_READ, ZKQ_LOCK, 9, false);
+	assert_false(zklock_queue_blocks(&writer, &n));
+
+	/* a mutex: the mutex nodes ahead; no edge to the other family */
+	n = qn(ZKDL_MUTEX, ZKQ_LOCK, 3, true);
+	assert_true(zklock_queue_blocks(&mutex, &n));
+	n = qn(ZKDL_WRITE, ZKQ_LOCK, 3, false);
+	assert_false(zklock_queue_blocks(&mutex, &n));
+	n = qn(ZKDL_MUTEX, ZKQ_LOCK, -1, true);	/* not placed yet: behind */
+	assert_false(zklock_queue_blocks(&mutex, &n));
+
+	/* a holder waits for nobody */
+	n = qn(ZKDL_MUTEX, ZKQ_LOCK, 3, true);
+	mutex.waits = false;
+	assert_false(zklock_queue_blocks(&mutex, &n));
+	mutex.waits = true;
+
+	/* not placed yet (its create unanswered): holders only */
+	mutex.seq = -1;
+	n = qn(ZKDL_MUTEX, ZKQ_LOCK, 3, false);
+	assert_true(zklock_queue_blocks(&mutex, &n));
+	n.waits = true;
+	assert_false(zklock_queue_blocks(&mutex, &n));
+	mutex.seq = 7;
+
+	/* the P/locks gate: every gate node ahead, of either semaphore kind */
+	n = qn(ZKDL_LEASE, ZKQ_GATE, 2, true);
+	{
+		ZklockQueueNode g1 = qn(ZKDL_LEASE_ONE, ZKQ_GATE, 4, true);
+		ZklockQueueNode g2 = qn(ZKDL_LEASE, ZKQ_GATE, 4, true);
+
+		assert_true(zklock_queue_blocks(&g1, &n));
+		assert_true(zklock_queue_blocks(&g2, &n));
+		assert_false(zklock_queue_blocks(&n, &g1));
+		/* another queue of the same path */
+		n.queue = ZKQ_LEASES;
+		assert_false(zklock_queue_blocks(&g1, &n));
+	}
+
+	/* leases: one lease waits for every lease held, more leases for none */
+	{
+		ZklockQueueNode one = qn(ZKDL_LEASE_ONE, ZKQ_LEASES, 8, true);
+		ZklockQueueNode many = qn(ZKDL_LEASE, ZKQ_LEASES, 8, true);
+
+		n = qn(ZKDL_LEASE, ZKQ_LEASES, 9, false);
+		assert_true(zklock_queue_blocks(&one, &n));
+		n.mode = ZKDL_LEASE_ONE;
+		assert_true(zklock_queue_blocks(&one, &n));
+		assert_false(zklock_queue_blocks(&many, &n));
+		n.waits = true;
+		assert_false(zklock_queue_blocks(&one, &n));
+	}
+}
+
+/*
+ * The soft cycle of PostgreSQL's deadlock-soft spec, in zklock queues:
+ * d1 holds a read node of /a1 and d2 one of /a2; e1 and e2 queue writers
+ * behind them; d1 asks to read /a2 behind e2's waiting writer, d2 to read
+ * /a1 behind e1's.  Every edge stands, two of them behind a waiting node:
+ * a cycle of four, found from each member.
+ */
+static void
+test_soft_cycle(void **state)
+{
+	/* pids: d1 = 1, d2 = 2, e1 = 3, e2 = 4; sequences per path */
+	ZklockQueueNode d1_a1 = qn(ZKDL_READ, ZKQ_LOCK, 0, false);
+	ZklockQueueNode e1_a1 = qn(ZKDL_WRITE, ZKQ_LOCK, 1, true);
+	ZklockQueueNode d2_a1 = qn(ZKDL_READ, ZKQ_LOCK, 2, true);
+	ZklockQueueNode d2_a2 = qn(ZKDL_READ, ZKQ_LOCK, 0, false);
+	ZklockQueueNode e2_a2 = qn(ZKDL_WRITE, ZKQ_LOCK, 1, true);
+	ZklockQueueNode d1_a2 = qn(ZKDL_READ, ZKQ_LOCK, 2, true);
+	ZklockWaitEdge edges[MAXE];
+	int			cycle[MAXE];
+	int			n = 0;
+	int			start;
+
+	(void) state;
+	/* /a1: e1 -> d1 (held), d2 -> e1 (waiting); d2 is not behind d1 */
+	assert_true(zklock_queue_blocks(&e1_a1, &d1_a1));
+	assert_true(zklock_queue_blocks(&d2_a1, &e1_a1));
+	assert_false(zklock_queue_blocks(&d2_a1, &d1_a1));
+	/* /a2 likewise */
+	assert_true(zklock_queue_blocks(&e2_a2, &d2_a2));
+	assert_true(zklock_queue_blocks(&d1_a2, &e2_a2));
+
+	edges[n++] = zk_edge(3, 1, 3, 1);	/* e1 -> d1 */
+	edges[n] = zk_edge(2, 3, 2, 3);		/* d2 -> e1, behind a waiting node */
+	edges[n++].behind_waiting = true;
+	edges[n++] = zk_edge(4, 2, 4, 2);	/* e2 -> d2 */
+	edges[n] = zk_edge(1, 4, 1, 4);		/* d1 -> e2, behind a waiting node */
+	edges[n++].behind_waiting = true;
+	for (start = 1; start <= 4; start++)
+		assert_int_equal(find(edges, n, start, cycle), 4);
+
+	/* without the edges behind waiting nodes (the rule before): none */
+	edges[0] = edges[2];
+	assert_int_equal(find(edges, 2, 1, cycle), 0);
+}
+
+/*
+ * Across clusters, an edge rests on another record's waiting node too: a
+ * reader of cluster A queued behind a waiting writer of cluster B, that
+ * writer behind a read node B holds, B's holder waiting for A's mutex.
+ */
+static void
+test_record_edges_waiting(void **state)
+{
+	const char *a_ahead[] = {"/r/w1"};
+	const char *a_holds[] = {"/m/l0"};
+	const char *w_ahead[] = {"/r/r0"};
+	const char *b_ahead[] = {"/m/l0"};
+	const char *b_holds[] = {"/r/r0"};
+	ZklockWaitRecord recs[3];
+	ZklockWaitEdge edges[MAXE];
+	int			cycle[MAXE];
+	int			n;
+	int			len;
+	int			i;
+	bool		seen_waiting = false;
+
+	(void) state;
+	recs[0] = (ZklockWaitRecord) {"sA", a_ahead, 1, a_holds, 1, "/r/r2"};
+	recs[1] = (ZklockWaitRecord) {"sB", w_ahead, 1, NULL, 0, "/r/w1"};
+	recs[2] = (ZklockWaitRecord) {"sB", b_ahead, 1, b_holds, 1, "/m/l1"};
+	n = zklock_record_edges(recs, 3, edges, MAXE);
+	assert_int_equal(n, 3);
+	for (i = 0; i < n; i++)
+	{
+		if (edges[i].waiter == 0)
+		{
+			assert_int_equal(edges[i].holder, 1);
+			assert_true(edges[i].behind_waiting);
+			seen_waiting = true;
+		}
+		else
+			assert_false(edges[i].behind_waiting);
+	}
+	assert_true(seen_waiting);
+	len = find(edges, n, 0, cycle);
+	assert_int_equal(len, 3);
+	assert_true(zklock_cycle_crosses(recs, edges, cycle, len));
+
+	/* the writer's record left out (a victim's, or gone): no cycle */
+	recs[1].node = NULL;
+	recs[1].nahead = 0;
+	n = zklock_record_edges(recs, 3, edges, MAXE);
+	assert_int_equal(find(edges, n, 0, cycle), 0);
+}
+
 int
 main(void)
 {
@@ -328,6 +524,9 @@ main(void)
 		cmocka_unit_test(test_stands_edges),
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_record_edges),
+		cmocka_unit_test(test_queue_blocks),
+		cmocka_unit_test(test_soft_cycle),
+		cmocka_unit_test(test_record_edges_waiting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
