@@ -12,6 +12,9 @@
 #   2. A three-party cycle over two clusters (A1 /x -> /y, B1 /y -> /z,
 #      A2 /z -> /x): exactly one 40P01 within the bound, the other two get
 #      their locks in turn and commit.
+#   2b. PostgreSQL's deadlock-soft over two clusters: readers queued
+#      behind writers that wait themselves, the cycle closed only through
+#      both clusters' records: exactly one 40P01, the others complete.
 #   3. A chain that is no cycle fails nobody: a waiter on A behind a
 #      holder on B that waits for nothing, a waiter on B behind that
 #      waiter, all waiting several deadlock_timeouts while checks run; the
@@ -213,6 +216,46 @@ subtest 'a three-party cycle over two clusters: exactly one 40P01, the others go
 	unwind([ grep { $_->name ne $victim_name } ($a1, $b1, $a2) ], 'three parties', $res);
 	ok(no_records(), 'no wait record is left');
 	$_->quit for ($a1, $b1, $a2);
+};
+
+# 2b. PostgreSQL's deadlock-soft over two clusters: d1 on A reads /s1, d2
+# on B reads /s2; e1 on B and e2 on A queue writers behind them; d1 asks
+# to read /s2 behind e2's waiting writer, d2 /s1 behind e1's.  Two of the
+# four edges rest on a waiting writer's node (one in each cluster's own
+# records), so neither cluster sees the cycle alone: its records must.
+subtest 'a soft cycle over two clusters (readers behind waiting writers): exactly one 40P01' => sub {
+	my $d1 = session($na, 'd1');
+	my $e2 = session($na, 'e2');
+	my $d2 = session($nb, 'd2');
+	my $e1 = session($nb, 'e1');
+	my $all = [ $d1, $d2, $e1, $e2 ];
+	my ($p1, $p2) = ('/t831/soft/s1', '/t831/soft/s2');
+	my $read = sub { "SELECT zk_read_lock_acquire_xact('$_[0]', '20s')" };
+	my $write = sub { "SELECT zk_write_lock_acquire_xact('$_[0]', '20s')" };
+	ok_value($_, 'BEGIN', $_->name . ' begins') for @$all;
+	is(ok_value($d1, $read->($p1), 'd1 (A) reads /s1'), 't', 'd1 holds a read lock on /s1');
+	is(ok_value($d2, $read->($p2), 'd2 (B) reads /s2'), 't', 'd2 holds a read lock on /s2');
+	$e1->start($write->($p1));
+	ok(wait_waiting($nb, $e1->pid, $p1), 'e1 (B) waits to write /s1 behind d1');
+	$e2->start($write->($p2));
+	ok(wait_waiting($na, $e2->pid, $p2), 'e2 (A) waits to write /s2 behind d2');
+	$d1->start($read->($p2));
+	ok(wait_waiting($na, $d1->pid, $p2), 'd1 waits to read /s2 behind e2, which waits');
+	my $t0 = time;
+	$d2->start($read->($p1));
+
+	my $res = until_victim($all, $t0);
+	my ($victim_name, $v) = victim_of($res, 'soft cycle');
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	is(scalar(() = $v->{err} =~ /Process \d+ of cluster cluster_[ab] waits for/g), 4, 'DETAIL: a line per member');
+	is(scalar(() = $v->{err} =~ /waits for zookeeper read lock "[^"]+"; blocked by process \d+ of cluster cluster_[ab], which waits ahead of it in the queue\./g),
+		2, 'DETAIL: both readers wait behind a waiting writer')
+	  or diag($v->{err});
+	my ($victim) = grep { $_->name eq $victim_name } @$all;
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back') if $victim;
+	unwind([ grep { $_->name ne $victim_name } @$all ], 'soft cycle', $res);
+	ok(no_records(), 'no wait record is left');
+	$_->quit for @$all;
 };
 
 ############################################################################
