@@ -191,6 +191,9 @@ snapshot_slots(int *nout)
 		else
 			continue;
 		mode = zklock_kind_info(s->kind)->deadlock;
+		/* a semaphore of one lease waits as a semaphore mutex does */
+		if (mode == ZKDL_LEASE && s->args.lease.max_leases == 1)
+			mode = ZKDL_LEASE_ONE;
 		if (mode == ZKDL_NONE || (waiting && s->try_only) ||
 			zklock_give_back_pending(s))
 			continue;

@@ -29,15 +29,18 @@
  *	zklock-wait 1
  *	cluster <cluster_name, or host:port>
  *	pid <the waiting backend>
- *	kind <"", "read ", "write ">     (for the DETAIL)
+ *	kind <"", "read ", "write ", "semaphore_mutex ", ...>  (for the DETAIL)
  *	lock <the user's path>
  *	node <the full path of its waiting node>
  *	ahead <full path>   each node ahead of it that blocks it, held or
  *	                    waiting (a mutex or writer: every node ahead, a
- *	                    reader: the write nodes ahead), from one
- *	                    getChildren when it is published
- *	hold <full path>    each lock node its backend holds (HELD slots of the
- *	                    mutex and read/write kinds)
+ *	                    reader: the write nodes ahead, a lease at its
+ *	                    P/locks step: the P/locks nodes ahead, a lease of
+ *	                    one lease at its lease step: every other lease),
+ *	                    from one getChildren when it is published
+ *	hold <full path>    each lock node or lease its backend holds (HELD
+ *	                    slots of a kind with a deadlock mode), and the
+ *	                    P/locks node a lease at its lease step holds
  *
  * A waiting backend cannot take or release anything, so what a record says
  * can only become too much, never too little: nodes ahead go (never come),
@@ -50,10 +53,11 @@
  * worker's, for zk_locks' waits_for (learn_holder: "pid N" for a local
  * holder, "pid N of cluster X" from zklock's identity, else the node's
  * data: a Curator client's participant id).  Curator clients publish no
- * waits, so a cycle through one is never seen.  Only the mutex and
- * read/write kinds publish: a lease of a
- * semaphore waits for no one in particular, a semaphore mutex's holds are
- * leases (their edges across clusters are not followed).
+ * waits, so a cycle through one is never seen.  A lease of a semaphore
+ * of more than one lease publishes at its P/locks step only: at its lease
+ * step it waits for no one in particular (wait_queue).  A lease that goes
+ * on from its P/locks step to its lease step waits for other nodes: the
+ * pass deletes its record, and its next tick publishes it again.
  *
  * The check (cost: 1 + N requests for N records, then one multi when a
  * cycle is found; 1 request when no record was added or removed since
@@ -146,6 +150,7 @@ typedef struct DlxRec
 {
 	DlxState	state;
 	uint32		serial;			/* the slot serial it belongs to */
+	ZklockPhase phase;			/* the step of the request it describes */
 	uint64		session_gen;	/* made in that session */
 	bool		check_asked;	/* its backend asked for a check */
 	bool		retried;		/* its create was sent again (NoNode) */
@@ -263,15 +268,97 @@ still_waiting(int idx, uint32 serial)
 }
 
 /*
- * May a slot of this kind publish its wait (the lock engine's kinds with
- * a deadlock mode)?
+ * The deadlock mode of slot s: its kind's, a semaphore of one lease
+ * counting as a semaphore mutex (backend/deadlock.c reads it the same way).
+ */
+static ZklockDeadlockMode
+slot_mode(const ZklockSlot *s)
+{
+	ZklockDeadlockMode m = zklock_kind_info(s->kind)->deadlock;
+
+	if (m == ZKDL_LEASE && s->args.lease.max_leases == 1)
+		m = ZKDL_LEASE_ONE;
+	return m;
+}
+
+/*
+ * Do holds of slot s block published waits (its node may be one a record
+ * names: the lock engine's kinds and the semaphore's leases)?
  */
 static bool
-kind_publishes(ZklockKind kind)
+slot_in_records(const ZklockSlot *s)
 {
-	ZklockDeadlockMode m = zklock_kind_info(kind)->deadlock;
+	return slot_mode(s) != ZKDL_NONE;
+}
 
-	return m == ZKDL_MUTEX || m == ZKDL_READ || m == ZKDL_WRITE;
+/*
+ * Where the wait of slot idx stands, for its record: the queue it waits
+ * in and its node there.  A lock engine request (a lock, or a lease at
+ * its P/locks step) waits behind the nodes ahead in the lock engine's
+ * queue; a lease of one lease at its lease step waits for every lease of
+ * P/leases.  False when the wait is no AND wait (a lease of a larger
+ * semaphore at its lease step) and publishes nothing.  Caller holds the
+ * lock.
+ */
+typedef struct DlxQueue
+{
+	char		base[ZKLOCK_NODE_PATH_SIZE];	/* the nodes' parent */
+	const char *node;			/* our node's name there */
+	const char *lock_name;		/* how its nodes sort */
+	bool		rw;				/* read/write nodes */
+	bool		read;			/* a reader: only write nodes block */
+	bool		leases;			/* every other node blocks, in any order */
+} DlxQueue;
+
+static bool
+wait_queue(int idx, DlxQueue *q)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	ZklockDeadlockMode m = slot_mode(slot);
+	LockTarget	t;
+
+	memset(q, 0, sizeof(*q));
+	if ((m == ZKDL_LEASE_ONE || m == ZKDL_LEASE) && slot->phase == ZKP_LEASE)
+	{
+		if (m != ZKDL_LEASE_ONE)
+			return false;
+		zklock_recipe_path(q->base, sizeof(q->base), slot->path,
+						   ZKLOCK_LEASES_DIR, NULL);
+		q->node = slot->nodes[ZKN_MAIN].name;
+		q->lock_name = ZKLOCK_LEASE_NAME;
+		q->leases = true;
+		return true;
+	}
+	zklock_lk_target(idx, &t);
+	strlcpy(q->base, t.base, sizeof(q->base));
+	q->node = t.node;
+	q->lock_name = t.lock_name;
+	q->rw = t.rw;
+	q->read = t.read;
+	return true;
+}
+
+/*
+ * Does the node named child, ahead of ours in q (or beside it, for
+ * leases), keep our wait out?
+ */
+static bool
+queue_blocks(const DlxQueue *q, const char *child)
+{
+	return q->leases || !q->read || zklock_is_write_node(child);
+}
+
+/*
+ * May slot idx publish its wait now: a kind with a deadlock mode, in an
+ * AND wait?  Caller holds the lock.
+ */
+static bool
+slot_publishes(int idx)
+{
+	DlxQueue	q;
+
+	return slot_mode(&zklock_shared->slots[idx]) != ZKDL_NONE &&
+		wait_queue(idx, &q);
 }
 
 /*
@@ -391,27 +478,28 @@ cluster_id(char *buf, size_t len)
 }
 
 /*
- * The record of slot idx from its lock's children: who it is, what it
- * waits behind, what its backend holds.  false when its node is not among
- * them.  Caller holds the lock.
+ * The record of slot idx from the children of its queue's parent: who it
+ * is, what it waits behind, what its backend holds.  false when its node
+ * is not among them.  Caller holds the lock.
  */
 static bool
-build_record(int idx, char **children, int n, StringInfo buf)
+build_record(int idx, const DlxQueue *q, char **children, int n,
+			 StringInfo buf)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	const ZklockKindInfo *k = zklock_kind_info(slot->kind);
-	LockTarget	t;
 	char		id[300];
 	int			own = -1;
 	int			i;
 
-	zklock_lk_target(idx, &t);
-	if (t.rw)
+	if (q->leases)
+		;						/* every other lease blocks: no order */
+	else if (q->rw)
 		zklock_rw_sort_children(children, n);
 	else
-		zklock_sort_children(children, n, t.lock_name);
+		zklock_sort_children(children, n, q->lock_name);
 	for (i = 0; i < n && own < 0; i++)
-		if (strcmp(children[i], t.node) == 0)
+		if (strcmp(children[i], q->node) == 0)
 			own = i;
 	if (own < 0)
 		return false;
@@ -421,17 +509,26 @@ build_record(int idx, char **children, int n, StringInfo buf)
 					 DLX_MAGIC, id, slot->pid,
 					 k->deadlock == ZKDL_MUTEX ? "" : k->recipe,
 					 k->deadlock == ZKDL_MUTEX ? "" : " ",
-					 slot->path + slot->user_path_off, t.base, t.node);
-	for (i = 0; i < own; i++)
-		if (!t.read || zklock_is_write_node(children[i]))
-			appendStringInfo(buf, "ahead %s/%s\n", t.base, children[i]);
+					 slot->path + slot->user_path_off, q->base, q->node);
+	for (i = 0; i < (q->leases ? n : own); i++)
+		if (i != own && queue_blocks(q, children[i]))
+			appendStringInfo(buf, "ahead %s/%s\n", q->base, children[i]);
+	/* a lease's P/locks node, held while it waits for the leases */
+	if (q->leases && slot->nodes[ZKN_LEASE_LOCK].name[0] != '\0')
+	{
+		char		path[ZKLOCK_NODE_PATH_SIZE];
+
+		zklock_recipe_path(path, sizeof(path), slot->path, ZKLOCK_LOCKS_DIR,
+						   slot->nodes[ZKN_LEASE_LOCK].name);
+		appendStringInfo(buf, "hold %s\n", path);
+	}
 	for (i = 0; i < zklock_shared->nslots; i++)
 	{
 		ZklockSlot *h = &zklock_shared->slots[i];
 		char		path[ZKLOCK_NODE_PATH_SIZE];
 
 		if (h->pid != slot->pid || h->state != ZKS_HELD ||
-			zklock_give_back_pending(h) || !kind_publishes(h->kind) ||
+			zklock_give_back_pending(h) || !slot_in_records(h) ||
 			h->nodes[ZKN_MAIN].name[0] == '\0')
 			continue;
 		zklock_node_path(h, h->nodes[ZKN_MAIN].name, path, sizeof(path));
@@ -510,17 +607,16 @@ holder_read(int rc, const char *value, int value_len, const struct Stat *stat,
  * read (one getData).  Caller holds the lock.
  */
 static void
-learn_holder(int idx, char **sorted, int n)
+learn_holder(int idx, const DlxQueue *q, char **sorted, int n)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
-	LockTarget	t;
 	const char *first = NULL;
 	char		path[ZKLOCK_NODE_PATH_SIZE];
 	int			i;
 
-	zklock_lk_target(idx, &t);
-	for (i = 0; i < n && strcmp(sorted[i], t.node) != 0 && first == NULL; i++)
-		if (!t.read || zklock_is_write_node(sorted[i]))
+	for (i = 0; i < n && (q->leases || strcmp(sorted[i], q->node) != 0) &&
+		 first == NULL; i++)
+		if (strcmp(sorted[i], q->node) != 0 && queue_blocks(q, sorted[i]))
 			first = sorted[i];
 	slot->waits_for[0] = '\0';
 	if (first == NULL)
@@ -529,14 +625,15 @@ learn_holder(int idx, char **sorted, int n)
 	{
 		ZklockSlot *h = &zklock_shared->slots[i];
 
-		if (h->state != ZKS_FREE && strcmp(h->nodes[ZKN_MAIN].name, first) == 0 &&
-			strcmp(h->path, slot->path) == 0)
+		if (h->state != ZKS_FREE && strcmp(h->path, slot->path) == 0 &&
+			(strcmp(h->nodes[ZKN_MAIN].name, first) == 0 ||
+			 strcmp(h->nodes[ZKN_LEASE_LOCK].name, first) == 0))
 		{
 			snprintf(slot->waits_for, sizeof(slot->waits_for), "pid %d", h->pid);
 			return;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/%s", t.base, first);
+	snprintf(path, sizeof(path), "%s/%s", q->base, first);
 	{
 		DlxCall    *c = new_call(idx, slot->serial);
 
@@ -561,13 +658,16 @@ list_done(int rc, const struct String_vector *strings, const void *data)
 		StringInfoData buf;
 		char	  **children;
 		int			n = rc == ZOK ? strings->count : 0;
+		DlxQueue	q;
 
 		initStringInfo(&buf);
 		children = palloc(sizeof(char *) * Max(n, 1));
 		if (n > 0)
 			memcpy(children, strings->data, sizeof(char *) * n);
 		if (rc == ZOK && still_waiting(c->idx, c->serial) &&
-			build_record(c->idx, children, n, &buf))
+			zklock_shared->slots[c->idx].phase == r->phase &&
+			wait_queue(c->idx, &q) &&
+			build_record(c->idx, &q, children, n, &buf))
 		{
 			snprintf(r->name, sizeof(r->name), "%016llx-%d-%d-%u-%u",
 					 (unsigned long long) zklock_shared->session_id, MyProcPid,
@@ -576,7 +676,7 @@ list_done(int rc, const struct String_vector *strings, const void *data)
 			r->len = buf.len;
 			r->state = DLX_CREATING;
 			send_create(c->idx);
-			learn_holder(c->idx, children, n);
+			learn_holder(c->idx, &q, children, n);
 		}
 		else
 			rec_forget(c->idx);	/* asked again at the next tick */
@@ -596,17 +696,17 @@ publish(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	DlxRec	   *r = &recs[idx];
-	LockTarget	t;
+	DlxQueue	q;
 
-	zklock_lk_target(idx, &t);
-	if (t.node == NULL || t.node[0] == '\0')
+	if (!wait_queue(idx, &q) || q.node == NULL || q.node[0] == '\0')
 		return;					/* no node yet: at the next tick */
 	memset(r, 0, sizeof(*r));
 	r->serial = slot->serial;
+	r->phase = slot->phase;
 	r->session_gen = zklock_shared->session_gen;
 	r->state = DLX_LISTING;
 	nrecs_used++;
-	if (zoo_aget_children(zklock_zh, t.base, 0, list_done,
+	if (zoo_aget_children(zklock_zh, q.base, 0, list_done,
 						  new_call(idx, slot->serial)) != ZOK)
 		rec_forget(idx);
 }
@@ -628,7 +728,7 @@ zklock_dlx_asked(int idx)
 	r = &recs[idx];
 	if (r->state != DLX_NONE && r->serial != slot->serial)
 		return;					/* the pass deletes the last wait's first */
-	if (!zklock_connected || slot->try_only || !kind_publishes(slot->kind) ||
+	if (!zklock_connected || slot->try_only || !slot_publishes(idx) ||
 		!still_waiting(idx, slot->serial))
 		return;
 	if (r->state == DLX_NONE && (ask & (ZKLOCK_DLX_PUBLISH | ZKLOCK_DLX_CHECK)))
@@ -655,7 +755,7 @@ cycle_detail(char **data, const ZklockWaitEdge *edges, const int *cycle,
 		const char *h = data[e->holder];
 		char		wc[300],
 					hc[300],
-					kind[16],
+					kind[64],
 					lock[ZKLOCK_FULL_PATH_SIZE];
 		int			wpid = 0,
 					hpid = 0;
@@ -667,7 +767,7 @@ cycle_detail(char **data, const ZklockWaitEdge *edges, const int *cycle,
 		if ((p = strstr(w, "\npid ")) != NULL)
 			wpid = atoi(p + 5);
 		if ((p = strstr(w, "\nkind ")) != NULL)
-			sscanf(p + 6, "%15[^\n]", kind);
+			sscanf(p + 6, "%63[^\n]", kind);
 		if ((p = strstr(w, "\nlock ")) != NULL)
 			strlcpy(lock, p + 6, Min(sizeof(lock), strcspn(p + 6, "\n") + 1));
 		if ((p = strstr(h, "\ncluster ")) != NULL)
@@ -1180,8 +1280,12 @@ zklock_dlx_pass(void)
 			continue;
 		if (r->session_gen != zklock_shared->session_gen)
 			rec_forget(i);
-		else if (r->state == DLX_LIVE && !still_waiting(i, r->serial))
+		else if (r->state == DLX_LIVE &&
+				 (!still_waiting(i, r->serial) ||
+				  zklock_shared->slots[i].phase != r->phase))
 		{
+			/* a wait that ended, or a lease that went on to its next step
+			 * (published again at its next tick) */
 			char		path[ZKLOCK_FULL_PATH_SIZE + 96];
 
 			record_path(r->name, path, sizeof(path));

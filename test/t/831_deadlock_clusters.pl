@@ -15,6 +15,8 @@
 #   2b. PostgreSQL's deadlock-soft over two clusters: readers queued
 #      behind writers that wait themselves, the cycle closed only through
 #      both clusters' records: exactly one 40P01, the others complete.
+#   2c. A cycle through a semaphore mutex over two clusters (its waiter's
+#      record lists the leases held): exactly one 40P01.
 #   3. A chain that is no cycle fails nobody: a waiter on A behind a
 #      holder on B that waits for nothing, a waiter on B behind that
 #      waiter, all waiting several deadlock_timeouts while checks run; the
@@ -254,6 +256,36 @@ subtest 'a soft cycle over two clusters (readers behind waiting writers): exactl
 	my ($victim) = grep { $_->name eq $victim_name } @$all;
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back') if $victim;
 	unwind([ grep { $_->name ne $victim_name } @$all ], 'soft cycle', $res);
+	ok(no_records(), 'no wait record is left');
+	$_->quit for @$all;
+};
+
+# 2c. A semaphore mutex across clusters: a1 on A holds the semaphore mutex
+# /sm and waits for mutex /m; b1 on B holds /m and asks for /sm: it takes
+# P/locks and waits for a1's lease (a semaphore mutex waits for every
+# lease held), and its record says so.
+subtest 'a cycle through a semaphore mutex over two clusters: exactly one 40P01' => sub {
+	my $a1 = session($na, 'sa1');
+	my $b1 = session($nb, 'sb1');
+	my $all = [ $a1, $b1 ];
+	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t831/sem/sm', '20s')";
+	ok_value($_, 'BEGIN', $_->name . ' begins') for @$all;
+	is(ok_value($a1, $sm, 'sa1 (A) takes the semaphore mutex /sm'), 't', 'sa1 holds /sm');
+	is(ok_value($b1, acquire('/t831/sem/m'), 'sb1 (B) takes /m'), 't', 'sb1 holds /m');
+	$b1->start($sm);
+	ok(wait_waiting($nb, $b1->pid, '/t831/sem/sm'), 'sb1 waits for /sm, its lease made');
+	my $t0 = time;
+	$a1->start(acquire('/t831/sem/m'));
+
+	my $res = until_victim($all, $t0);
+	my ($victim_name, $v) = victim_of($res, 'semaphore mutex');
+	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
+	like($v->{err}, qr/Process ${\ $b1->pid } of cluster cluster_b waits for zookeeper semaphore_mutex lock "\/t831\/sem\/sm"; blocked by process ${\ $a1->pid } of cluster cluster_a\./,
+		'DETAIL: sb1 waits for the semaphore mutex, blocked by sa1');
+	detail_has($v->{err}, $a1, 'cluster_a', '/t831/sem/m', $b1, 'cluster_b', 'DETAIL: sa1 waits for /m, blocked by sb1');
+	my ($victim) = grep { $_->name eq $victim_name } @$all;
+	ok_value($victim, 'ROLLBACK', 'the victim rolls back') if $victim;
+	unwind([ grep { $_->name ne $victim_name } @$all ], 'semaphore mutex', $res);
 	ok(no_records(), 'no wait record is left');
 	$_->quit for @$all;
 };
