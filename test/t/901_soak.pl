@@ -20,7 +20,8 @@
 #     the one holder of a mutex, a release of a held lock succeeds;
 #   - fails only with the SQLSTATEs the faults explain (08006, 40000, 55P03,
 #     57014, 57P01), and 40P01 only where two multi-locks taken in opposite
-#     orders closed a real deadlock, never hangs (every statement ends within $HANG_SECS), and
+#     orders closed a real deadlock (a multi-lock, or a mutex waiter whose
+#     node waited ahead of one in that cycle: in_multi_cycle), never hangs (every statement ends within $HANG_SECS), and
 #     every recipe works again once the faults are over;
 #   - does not grow its worker's memory under steady load;
 #   - logs no unexpected ERROR, no crash but the one the test causes, and
@@ -93,7 +94,8 @@ my %EXPECTED_SQLSTATE = (
 	'55P03' => 'lock_timeout (this test sets none)',
 	'57014' => 'pg_cancel_backend of a session that holds or waits',
 	'57P01' => 'the session was terminated by pg_terminate_backend',
-	'40P01' => 'a multi-lock against one taken in the other order: a real deadlock, broken (multi only)');
+	'40P01' => 'a multi-lock against one taken in the other order: a real deadlock, broken (multi only)',
+	'40P01 queued' => 'a mutex waiter queued ahead of a multi-lock in the cycle of two multi-locks (in_multi_cycle): a real member of that deadlock');
 
 # A default run takes about 2 minutes; a longer soak needs a longer watchdog
 # (ZklockTest's default is 300 s) unless the caller set one.
@@ -365,6 +367,26 @@ sub iteration_sql
 
 my $CLEANUP_SQL = "SELECT pg_advisory_unlock_all();\nSELECT zk_release_all()";
 
+# in_multi_cycle($pid, $err): is the 40P01 of process $pid, which waited
+# for a plain mutex of /soak/m1 or /soak/m2, that of a real member of the
+# cycle two multi-locks in opposite orders closed?  Such a waiter holds
+# nothing, so it is in a cycle only when a multi-lock's node waits behind
+# its node in the mutex's queue (the edge into it says "which waits ahead
+# of it in the queue"), and the cycle is mutex waits on the two paths only,
+# three or more of them (it, and the two multi-locks).
+sub in_multi_cycle
+{
+	my ($pid, $err) = @_;
+	my @lines = $err =~ /(Process \d+ waits for [^\n]*)/g;
+	return 0 if @lines < 3;
+	for (@lines)
+	{
+		return 0 unless m{^Process \d+ waits for zookeeper lock "/soak/m[12]"; blocked by process \d+(?:, which waits ahead of it in the queue)?\.$};
+	}
+	return 0 unless $lines[0] =~ /^Process $pid /;
+	return scalar grep { /; blocked by process $pid, which waits ahead of it in the queue\.$/ } @lines;
+}
+
 sub account
 {
 	my ($c, $r, $dur) = @_;
@@ -392,8 +414,11 @@ sub account
 	  if defined $r->{sqlstate} || $r->{dead};
 	if (defined $r->{sqlstate})
 	{
-		$s->{err}{ $r->{sqlstate} }++;
-		$last_err{ $r->{sqlstate} } //= "$what: $err";
+		my $key = $r->{sqlstate};
+
+		$key = '40P01 queued' if $key eq '40P01' && $what ne 'multi' && in_multi_cycle($c->{sess}->pid, $err);
+		$s->{err}{$key}++;
+		$last_err{$key} //= "$what: $err";
 		$c->{need_cleanup} = 1;
 	}
 	if ($r->{dead})
