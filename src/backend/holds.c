@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
@@ -146,11 +147,28 @@ zklock_notice_lost_locks(void)
  * below the entry points never call it): on the first call of this
  * backend, the local registry and the callbacks; on every call,
  * zklock_notice_lost_locks.
+ *
+ * A parallel worker is refused before anything else, whatever it asks: a
+ * lock it took would be its own and go when it exits at the end of the
+ * query, while its leader went on as if it held it (and a counter write's
+ * fence would look at the worker's holds, not the leader's).  zklock's
+ * functions are PARALLEL UNSAFE; this catches a call through a function
+ * wrongly declared PARALLEL SAFE.  25000, as PostgreSQL refuses what a
+ * parallel worker may not do ("cannot insert tuples in a parallel
+ * worker").  Nothing is claimed or sent, so a parallel worker never waits
+ * for a zklock lock, which the deadlock detection relies on.
  */
 void
 zklock_backend_setup(void)
 {
 	HASHCTL		ctl;
+
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot use zklock in a parallel worker"),
+				 errdetail("A zookeeper lock belongs to the backend that takes it; a parallel worker ends with its query."),
+				 errhint("Declare a function that calls zklock PARALLEL UNSAFE, as zklock's own functions are.")));
 
 	if (backend_ready)
 	{
