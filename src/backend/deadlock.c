@@ -71,7 +71,8 @@
  * from the create's answer until the node is given up, so an edge seen
  * at the first look and again at the re-check (same serials, the waiter
  * still waiting at the same step, the node still there under the same
- * name, still held when the edge needs it held) was there all along.  A heavyweight edge seen at both of its looks was there at
+ * name, still held when the edge needs it held) was there all along.  A
+ * heavyweight edge seen at both of its looks was there at
  * the instant between the last first look and the first second look
  * (barring the same waiter leaving the queue and queueing again for the
  * same lock behind the same holder in between), and every zklock edge too:
@@ -251,6 +252,7 @@ static int
 queue_nodes(const DlSlot *s, ZklockQueueNode *out, ZklockNodeIndex *which)
 {
 	int			n = 0;
+	int			i;
 
 	if (s->mode != ZKDL_LEASE_ONE && s->mode != ZKDL_LEASE)
 	{
@@ -267,7 +269,7 @@ queue_nodes(const DlSlot *s, ZklockQueueNode *out, ZklockNodeIndex *which)
 		out[n].queue = ZKQ_LEASES;
 		which[n++] = ZKN_MAIN;
 	}
-	for (int i = 0; i < n; i++)
+	for (i = 0; i < n; i++)
 	{
 		out[i].mode = s->mode;
 		out[i].waits = s->waiting;
