@@ -27,7 +27,7 @@
 # Recorded per mutant: killed (905 failed with a "not ok" line), survived
 # (905 passed on every seed), or error (905 failed without a failed check:
 # a build, setup or harness failure, its output is kept); the first failed
-# check (the first "not ok" line), the seed, the minutes of 905 runs up to
+# check (the first "not ok" line, after the subtest it is in), the seed, the minutes of 905 runs up to
 # the kill (or in all), and whether the patch's markers appear in a log of
 # the run: "zklock-mutant-hit NN" (the mutated code ran) and
 # "zklock-mutant-diff NN" (it decided otherwise than the original would
@@ -178,7 +178,14 @@ run_905() {
 	RUN_PID=""
 	R_SECS=$(($(date +%s) - t0))
 	R_LOGDIR=$(sed -n 's/^run-user-tests: the logs stay in //p' "$R_OUT" | tail -n 1)
+	# the first failed test point, and the subtest it is in (the first
+	# failed point of the top level), when that is another line
 	R_CHECK=$(grep -m 1 -E '^[[:space:]]*not ok' "$R_OUT" | sed -E 's/^[[:space:]]*not ok [0-9]+( - )?//')
+	local outer
+	outer=$(grep -m 1 -E '^not ok' "$R_OUT" | sed -E 's/^not ok [0-9]+( - )?//')
+	if [ -n "$outer" ] && [ "$outer" != "$R_CHECK" ]; then
+		R_CHECK="$outer: $R_CHECK"
+	fi
 }
 
 # markers LOGDIR NN KIND: yes when "zklock-mutant-KIND NN" is in a log of the run
