@@ -27,9 +27,10 @@
 # Recorded per mutant: killed (905 failed with a "not ok" line), survived
 # (905 passed on every seed), or error (905 failed without a failed check:
 # a build, setup or harness failure, its output is kept); the first failed
-# check (the first "not ok" line, after the subtest it is in), the seed, the minutes of 905 runs up to
-# the kill (or in all), and whether the patch's markers appear in a log of
-# the run: "zklock-mutant-hit NN" (the mutated code ran) and
+# check (the first "not ok" line, after the subtest it is in), the seed,
+# the minutes of 905 runs up to the kill (or in all; each run includes the
+# copy's build), and whether the patch's markers appear in a log of the
+# run: "zklock-mutant-hit NN" (the mutated code ran) and
 # "zklock-mutant-diff NN" (it decided otherwise than the original would
 # have; n/a when the patch has no such marker).
 #
