@@ -370,7 +370,32 @@ sub outcomes
 	}
 	return \%res;
 }
-push @EXPORT, qw(outcomes);
+# until_victim(\@sessions, $t0): wait (bounded, 25 s) until one of the
+# pending statements fails with 40P01, or all ended; returns the results
+# seen by then, by session name, each with {elapsed} since $t0.  (When the
+# victim's transaction aborts, another member may get its lock at once:
+# which one the poll sees first is no matter, the 40P01 is.)
+sub until_victim
+{
+	my ($ss, $t0) = @_;
+	my %res;
+	my $deadline = Time::HiRes::time() + 25;
+	while (Time::HiRes::time() < $deadline)
+	{
+		for my $s (@$ss)
+		{
+			next if exists $res{ $s->name } || !$s->done;
+			my $r = $s->result(5);
+			$r->{elapsed} = Time::HiRes::time() - $t0;
+			$res{ $s->name } = $r;
+		}
+		last if keys %res == @$ss || grep { ($_->{sqlstate} // '') eq '40P01' } values %res;
+		Time::HiRes::usleep(20_000);
+	}
+	return \%res;
+}
+
+push @EXPORT, qw(outcomes until_victim);
 
 # Leave no server behind, even when a test dies half-way.
 END

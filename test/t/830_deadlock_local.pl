@@ -328,29 +328,6 @@ sub finish_all
 	return $got;
 }
 
-# until_victim($sessions, $t0): the results of the sessions whose statement
-# ended, gathered until one of them failed with 40P01 (or 25 s passed):
-# the others of a cycle may get their locks the moment the victim's
-# request is withdrawn, before the victim is looked at.
-sub until_victim
-{
-	my ($ss, $t0) = @_;
-	my %res;
-	my $deadline = time + 25;
-	while (time < $deadline && !grep { ($_->{sqlstate} // '') eq '40P01' } values %res)
-	{
-		for my $s (@$ss)
-		{
-			next if exists $res{ $s->name } || !$s->done;
-			my $r = $s->result(5);
-			$r->{elapsed} = time - $t0;
-			$res{ $s->name } = $r;
-		}
-		usleep(20_000);
-	}
-	return \%res;
-}
-
 # PostgreSQL's deadlock-soft, in zklock locks: d1 and d2 read /s1 and /s2,
 # e1 and e2 queue writers behind them, then d1 asks to read /s2 (behind
 # e2's waiting writer) and d2 /s1 (behind e1's).  Curator's reader cannot

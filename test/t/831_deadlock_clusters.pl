@@ -81,31 +81,6 @@ sub detail_has
 	ok(index($err, $line) >= 0, $label) or diag("wanted [$line] in:\n$err");
 }
 
-# until_victim(\@sessions, $t0): wait (bounded, 25 s) until one of the
-# pending statements fails with 40P01, or all ended; returns the results
-# seen by then, by session name, each with {elapsed} since $t0.  (When the
-# victim's transaction aborts, another member may get its lock at once:
-# which one the poll sees first is no matter, the 40P01 is.)
-sub until_victim
-{
-	my ($ss, $t0) = @_;
-	my %res;
-	my $deadline = time + 25;
-	while (time < $deadline)
-	{
-		for my $s (@$ss)
-		{
-			next if exists $res{ $s->name } || !$s->done;
-			my $r = $s->result(5);
-			$r->{elapsed} = time - $t0;
-			$res{ $s->name } = $r;
-		}
-		last if keys %res == @$ss || grep { ($_->{sqlstate} // '') eq '40P01' } values %res;
-		usleep(20_000);
-	}
-	return \%res;
-}
-
 # victim_of($res, $label): the one result of 40P01 among $res, asserted
 # to be the only one; its name and result
 sub victim_of
