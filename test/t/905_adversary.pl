@@ -92,10 +92,10 @@
 #     long the waits no cycle closes (with ZKLOCK_ADVERSARY_CYCLES=1 they
 #     take both orders, and 40P01 is allowed for them only, and for a mutex
 #     waiter queued ahead of one in their cycle: queued_in_multi_cycle),
-#     but for the cycles an upgrade closes with the writers queued between
+#     but for the cycles an upgrade closes with the nodes queued between
 #     its read node and its write node: allowed only when the DETAIL is a
-#     closed chain of write-lock waits on the path whose members ran write
-#     acquires or upgrades, one an upgrade (upgrade_cycle);
+#     closed chain of read/write lock waits on the path whose members ran
+#     ops there, one an upgrade (upgrade_cycle);
 #   - no COMMIT of a section returned after ZooKeeper's transaction log
 #     says the server ended (expired or closed) the session its lock was
 #     in, whether or not anyone else took the lock (the lease, checked
@@ -1783,24 +1783,28 @@ subtest 'barriers: no wait passes while the barrier was certainly set; no double
 # (mostly a writer, since the upgrade gives up after 200 ms, unless a step
 # of the clock brings the upgrade's check forward) finds a cycle and fails
 # itself: of two (the reader and one writer), or longer when it goes
-# through a writer waiting ahead of another ("W2 waits for W1, which waits
-# ahead of it; W1 for the reader; the reader for W2"), or two upgrades each
-# waiting for the other's read lock.  True only when the DETAIL, from the
-# failed op's own process, is a closed chain of waits for the write lock
-# of the op's path, each member's process ran a write acquire, a downgrade
-# or an upgrade on that path at the time (of either cluster: a cycle across
-# clusters names them "of cluster ..."), and one of them an upgrade.
+# through a node waiting ahead of another ("W2 waits for W1, which waits
+# ahead of it; W1 for the reader; the reader for W2"; a reader queued
+# behind W1 and ahead of the upgrade's write node is in it the same way),
+# or two upgrades each waiting for the other's read lock.  Without an
+# upgrade no op here closes a cycle on a read/write lock: a writer or a
+# reader holds nothing while it waits, and a downgrade's read lock is
+# granted at once.  True only when the DETAIL, from the failed op's own
+# process, is a closed chain of waits for the read or write lock of the
+# op's path, each member's process ran an op on that path at the time (of
+# either cluster: a cycle across clusters names them "of cluster ..."),
+# and one of them an upgrade.
 sub upgrade_cycle
 {
 	my ($o) = @_;
-	return 0 unless $o->{kind} =~ /^(write_xact|downgrade|upgrade)$/ && defined $o->{detail};
+	return 0 unless $o->{kind} =~ /^(read_xact|write_xact|downgrade|upgrade)$/ && defined $o->{detail};
 	my $p = quotemeta $o->{path};
 	my @lines = $o->{detail} =~ /(Process \d+ (?:of cluster \S+ )?waits for [^\n]*)/g;
 	return 0 if @lines < 2;
 	my (@who, @by);
 	for (@lines)
 	{
-		my ($w, $b) = /^Process (\d+)(?: of cluster \S+)? waits for zookeeper write lock "$p"; blocked by process (\d+)(?: of cluster \S+)?(?:, which waits ahead of it in the queue)?\.$/
+		my ($w, $b) = /^Process (\d+)(?: of cluster \S+)? waits for zookeeper (?:read|write) lock "$p"; blocked by process (\d+)(?: of cluster \S+)?(?:, which waits ahead of it in the queue)?\.$/
 		  or return 0;
 		push @who, $w;
 		push @by, $b;
@@ -1814,7 +1818,7 @@ sub upgrade_cycle
 	for my $pid (@who)
 	{
 		my @m = grep {
-			($_->{pid} // 0) == $pid && ($_->{path} // '') eq $o->{path} && $_->{kind} =~ /^(write_xact|downgrade|upgrade)$/
+			($_->{pid} // 0) == $pid && ($_->{path} // '') eq $o->{path} && $_->{kind} =~ /^(read_xact|write_xact|downgrade|upgrade)$/
 			  && $_->{start} <= $o->{end} && ($_->{end} // $o->{end}) >= $o->{start}
 		} @ops;
 		return 0 unless @m;
