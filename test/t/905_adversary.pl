@@ -99,7 +99,9 @@
 #   - no COMMIT of a section returned after ZooKeeper's transaction log
 #     says the server ended (expired or closed) the session its lock was
 #     in, whether or not anyone else took the lock (the lease, checked
-#     directly);
+#     directly), and after the load a lease probe asks one COMMIT across a
+#     cut-off that outlasts the session timeout, for certain (it must
+#     fail, and at least one such COMMIT must have been asked);
 #   - once everything is released no lock, lease, member or latch node is
 #     left in ZooKeeper.
 # A session closed from outside by ZkTool (with its password) is not an
@@ -175,6 +177,8 @@ my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this
                              # ZooKeeper during it, whichever is later (last_fault)
 my $CALM_SECS = 10;
 my @CLUSTERS = ('A', 'B');
+# the lease probe's read/write lock (below), used by nothing else
+my $PROBE_PATH = '/adv/probe';
 my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
@@ -1197,6 +1201,66 @@ quietly(sub {
 		"Curator's actors finished and released");
 });
 
+############################################################################
+# The lease probe: one COMMIT asked across a cut-off that outlasted the
+# session timeout, for certain
+############################################################################
+# Under the load it is left to chance whether a section is open when a
+# cut-off outlasts its session's timeout.  The probe makes one on cluster
+# $PROBE_C, with nothing else running: its worker gets a new session of
+# 10 s (a reload that lowers zklock.session_timeout and switches
+# zklock.hosts to the other proxies, so a new handle asks the server for
+# it), a SQL session of its own takes the write lock $PROBE_PATH in a
+# transaction (no fencing token asked: nothing of the section waits on
+# ZooKeeper) and holds it for the negotiated timeout + 2 s, and as soon
+# as it holds it every connection of the cluster becomes a black hole for
+# the timeout + 3 s.  The server expires the session while the section is
+# open; the COMMIT is asked after that and must fail (the lease ran out:
+# 40000), which the direct check below sees from ZooKeeper's record too.
+# Then the timeout is raised back by a reload.
+my $PROBE_C = $SEED % 4 < 2 ? 'A' : 'B';
+my %probe;
+{
+	my $n = $node{$PROBE_C};
+	my $to_before = $conf_now{$PROBE_C}{session_timeout};
+	my $old = try_status($n) // {};
+	$hosts_ix{$PROBE_C} = 1 - $hosts_ix{$PROBE_C};
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET zklock.hosts = '"
+		  . hosts_of($PROBE_C, $hosts_ix{$PROBE_C}) . "';\nSELECT pg_reload_conf();");
+	$conf_now{$PROBE_C}{session_timeout} = '10s';
+	my $st;
+	wait_until(sub { $st = connected_in_new_session($n, $old->{session_id} // ''); return $st && $st->{session_timeout} == 10000; },
+		60, "cluster $PROBE_C in a new session of 10 s");
+	my $to = ($st && $st->{session_timeout}) || 10000;
+	my $pc = { name => "P$PROBE_C", cluster => $PROBE_C };
+	my $sess = ZklockTest::Session->new($n, $pc->{name});
+	my $op = { id => ++$op_seq, who => $PROBE_C, client => $pc->{name}, kind => 'write_xact', path => $PROBE_PATH,
+		hold => $to / 1000 + 2, hold2 => 0, wait => 5, qty => 1, confirm => 0, pid => $sess->pid, start => time, probe => 1,
+		bound => 1e9 };
+	push @ops, $op;
+	$pc->{op} = $op;
+	$sess->start(with_commit_times(op_sql($pc, $op)));
+	my $held = wait_until(sub {
+			(try_sql($n, "SELECT state FROM zk_locks WHERE pid = $op->{pid} AND path = '$PROBE_PATH'") // '') eq 'held' },
+		10, 'the probe holds its lock');
+	$probe{t_cut} = time;
+	set_proxies($PROBE_C, 'blackhole');
+	fault_note("$PROBE_C: black hole (the lease probe)", sprintf('%.1f s', $to / 1000 + 3));
+	usleep(int(($to / 1000 + 3) * 1e6));
+	set_proxies($PROBE_C, 'pass');
+	fault_note("$PROBE_C: black hole healed (the lease probe)");
+	my $r = $sess->result(60);
+	finish_sql_op($pc, $r) if $r->{done};
+	$sess->quit;
+	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nSELECT pg_reload_conf();");
+	$conf_now{$PROBE_C}{session_timeout} = $to_before;
+	%probe = (%probe, op => $op, held => $held, done => $r->{done}, timeout => $to);
+	note(sprintf('the lease probe on cluster %s: session timeout %d ms, lock %s, cut off at %s s, COMMIT: %s',
+			$PROBE_C, $to, $held ? 'held' : 'not held', rel($probe{t_cut}),
+			!$r->{done} ? 'still running' : $op->{errmsg} // (@{ $op->{commits} // [] } ? 'committed' : 'no answer')));
+}
+
 # Curator's mutex loop and its sections
 my @cur_mx;
 {
@@ -1520,6 +1584,11 @@ subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in'
 		}
 	}
 	note("COMMITs asked after the server expired the session their section began in: $after; in the 2 s before such an expiry: $before");
+	my $po = $probe{op} // {};
+	ok($probe{held} && $probe{done} && ($po->{sqlstate} // '') eq '40000' && !@{ $po->{commits} // [] },
+		"the lease probe's COMMIT, asked after its cluster was cut off for its session timeout + 3 s, failed with 40000 (got "
+		  . ($po->{errmsg} // ($probe{done} ? 'no error' : 'no answer')) . ')');
+	cmp_ok($after, '>=', 1, 'a COMMIT was asked after the server expired the session its section began in (the probe at least)');
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
@@ -1874,7 +1943,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 # Nothing left behind
 ############################################################################
 $peer->quit;
-my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, '/adv/own', @OWN, map { ("$_/locks", "$_/leases") } values %PATH);
+my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, '/adv/own', @OWN, $PROBE_PATH, map { ("$_/locks", "$_/leases") } values %PATH);
 subtest 'once everything is released, no lock, lease, member or latch node is left' => sub {
 	my $left;
 	# a session a lease ran out on is expired by the server one session
