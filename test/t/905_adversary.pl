@@ -356,7 +356,8 @@ BEGIN
   PERFORM pg_sleep(hold);
   IF kind = 'upgrade' THEN
     IF zk_write_lock_acquire(p, '200ms') THEN
-      x := (SELECT string_agg(state, ',') FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND recipe = 'read');
+      -- (qualified: adv_lock has a variable recipe of its own)
+      x := (SELECT string_agg(l.state, ',') FROM zk_locks l WHERE l.pid = pg_backend_pid() AND l.path = p AND l.recipe = 'read');
       PERFORM zk_write_lock_release(p);
       IF x = 'held' THEN
         RETURN 'wrong: a reader''s write acquire (upgrade) was granted';
