@@ -50,6 +50,19 @@
  *       and end_us before the release is called (epoch microseconds).
  *       Errors of single rounds (connection loss during a leader election)
  *       are counted, not fatal. -> "hammer done holds=<n> errors=<n>"
+ *   sessions QUORUM DATADIR...
+ *       ZooKeeper's own record of when sessions began and ended: the
+ *       createSession and closeSession transactions of the transaction logs
+ *       under each DATADIR (a server's dataDir or dataLogDir), with the
+ *       leader's wall-clock time (ms) the transaction was proposed at.  An
+ *       expiry and a close by a client are both a closeSession; an expiry's
+ *       cxid is 0.  A transaction counts when at least QUORUM of the logs
+ *       hold it (1 for a standalone server, 2 of an ensemble of 3: a
+ *       transaction a majority logged is committed; one logged by a leader
+ *       that died before a majority did may never have been).  Reads logs
+ *       that are still being written.
+ *       -> "create 0x<id> <time_ms> <zxid hex> <timeout_ms>" and
+ *          "close 0x<id> <time_ms> <zxid hex> <cxid>", by zxid, then "end N"
  */
 
 import java.io.FileWriter;
@@ -279,6 +292,48 @@ public class ZkTool {
         return i.getEpochSecond() * 1_000_000L + i.getNano() / 1_000;
     }
 
+    static void sessions(int quorum, String[] dirs) throws Exception {
+        java.util.TreeMap<Long, String> line = new java.util.TreeMap<>();
+        java.util.HashMap<Long, Integer> seen = new java.util.HashMap<>();
+        for (String d : dirs) {
+            java.io.File v2 = new java.io.File(d, "version-2");
+            java.io.File dir = v2.isDirectory() ? v2 : new java.io.File(d);
+            java.util.HashSet<Long> here = new java.util.HashSet<>();
+            org.apache.zookeeper.server.persistence.FileTxnLog log =
+                new org.apache.zookeeper.server.persistence.FileTxnLog(dir);
+            org.apache.zookeeper.server.persistence.TxnLog.TxnIterator it = log.read(0);
+            try {
+                while (it.getHeader() != null) {
+                    org.apache.zookeeper.txn.TxnHeader h = it.getHeader();
+                    String l = null;
+                    if (h.getType() == org.apache.zookeeper.ZooDefs.OpCode.createSession) {
+                        int to = it.getTxn() instanceof org.apache.zookeeper.txn.CreateSessionTxn
+                            ? ((org.apache.zookeeper.txn.CreateSessionTxn) it.getTxn()).getTimeOut() : -1;
+                        l = String.format("create 0x%016x %d %x %d", h.getClientId(), h.getTime(), h.getZxid(), to);
+                    } else if (h.getType() == org.apache.zookeeper.ZooDefs.OpCode.closeSession) {
+                        l = String.format("close 0x%016x %d %x %d", h.getClientId(), h.getTime(), h.getZxid(), h.getCxid());
+                    }
+                    if (l != null && here.add(h.getZxid())) {
+                        line.put(h.getZxid(), l);
+                        seen.merge(h.getZxid(), 1, Integer::sum);
+                    }
+                    if (!it.next())
+                        break;
+                }
+            } finally {
+                it.close();
+                log.close();
+            }
+        }
+        int n = 0;
+        for (java.util.Map.Entry<Long, String> e : line.entrySet())
+            if (seen.get(e.getKey()) >= quorum) {
+                out(e.getValue());
+                n++;
+            }
+        out("end " + n);
+    }
+
     public static void main(String[] a) {
         int rc = 0;
         try {
@@ -288,6 +343,9 @@ public class ZkTool {
             switch (cmd) {
                 case "expire":
                     expire(connect, a[2], a[3]);
+                    break;
+                case "sessions":
+                    sessions(Integer.parseInt(connect), java.util.Arrays.copyOfRange(a, 2, a.length));
                     break;
                 case "tree": {
                     ZooKeeper zk = connect(connect, null);

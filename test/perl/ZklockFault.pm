@@ -59,7 +59,7 @@ use Test::More;
 
 use Exporter 'import';
 our @EXPORT = qw(
-  zktool zk_tree zk_stat zk_acl session_file expire_session four_letter
+  zktool zk_tree zk_stat zk_acl zk_sessions session_file expire_session four_letter
   start_ensemble ensemble_connect ensemble_leader ensemble_modes
   kill_ensemble_member stop_ensemble ensemble_members restart_ensemble_member
   hold_for log_contents status_row wait_back status_has_column
@@ -107,6 +107,27 @@ sub zk_tree
 	my ($rc, $lines, $err) = zktool('tree', $c, $path // '/');
 	return undef unless $rc == 0 && @$lines && $lines->[-1] =~ /^end \d+$/;
 	return [ @$lines[ 0 .. $#$lines - 1 ] ];
+}
+
+# zk_sessions($quorum, @data_dirs): ZooKeeper's own record of its sessions,
+# read from the servers' transaction logs (ZkTool sessions): { '0x<16 hex>'
+# => { created => ms, timeout => ms, ended => ms, cxid => n } }, ended the
+# leader's wall clock when it proposed the session's closeSession (an
+# expiry has cxid 0, a close by a client its own), absent while the
+# session lives.  A transaction counts when $quorum of the logs hold it
+# (2 of an ensemble of 3).  Dies when ZkTool fails.
+sub zk_sessions
+{
+	my ($quorum, @dirs) = @_;
+	my ($rc, $lines, $err) = zktool('sessions', $quorum, @dirs);
+	die "zktool sessions failed: @$lines $err" unless $rc == 0 && @$lines && $lines->[-1] =~ /^end \d+$/;
+	my %s;
+	for (@$lines)
+	{
+		if (/^create (0x[0-9a-f]{16}) (\d+) [0-9a-f]+ (-?\d+)$/) { $s{$1}{created} = $2; $s{$1}{timeout} = $3; }
+		elsif (/^close (0x[0-9a-f]{16}) (\d+) [0-9a-f]+ (-?\d+)$/) { $s{$1}{ended} //= $2; $s{$1}{cxid} //= $3; }
+	}
+	return \%s;
 }
 
 # zk_stat($connect, $path): { czxid, owner (0x...), children } | undef (no node)

@@ -85,7 +85,7 @@ use Test::More;
 
 use Exporter 'import';
 our @EXPORT = qw(
-  start_zk start_zk_with_config stop_zk restart_zk wipe_zk zk_port
+  start_zk start_zk_with_config stop_zk restart_zk wipe_zk zk_port zk_dir
   new_zklock_node wait_connected
   new_peer
   wait_until wait_sql wait_waiting wait_held wait_no_zklock_rows
@@ -226,6 +226,10 @@ sub wipe_zk
 }
 
 sub zk_port { my ($c) = @_; return ($c =~ /:(\d+)$/)[0]; }
+
+# zk_dir($connect): the directory of the server start_zk started at
+# $connect (its data under data/, its log in zk.log)
+sub zk_dir { my ($c) = @_; return $zk_dirs{$c} // die "unknown ZooKeeper $c"; }
 
 # start_zk_with_jvm_options(@opts): start_zk, but the server's JVM also
 # gets @opts (system properties such as

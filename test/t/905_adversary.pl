@@ -71,8 +71,12 @@
 #     leader overlap, Curator's included, and no reader beside a writer;
 #   - fencing tokens strictly increase per mutex path in order of entering;
 #   - never more than 3 semaphore leases held at once;
-#   - counters: successes <= final - initial <= successes + in-doubt failures
-#     (08006, a dead backend); compare-and-set and try-set: following the
+#   - counters: each value from initial + 1 to final was made by one add:
+#     the add that answered it (no value answered twice), or an add in
+#     doubt (a dead backend, the 08006 that says the write left, a cancel)
+#     running when it can have been written, each used once (a Curator add
+#     that took a retry may make several values, inside its own run); a
+#     refused add (any other error: never sent) makes none; compare-and-set and try-set: following the
 #     chain of unique values back from the final one, every write on it was
 #     applied, so none of them may have answered false, and every true
 #     answer must be on it;  set: the final value is one a set wrote;
@@ -88,13 +92,18 @@
 #     long the waits no cycle closes (with ZKLOCK_ADVERSARY_CYCLES=1 they
 #     take both orders, and 40P01 is allowed for them only, and for a mutex
 #     waiter queued ahead of one in their cycle: queued_in_multi_cycle),
-#     but for the
-#     one cycle an upgrade closes with a writer queued between its read
-#     node and its write node, which the writer's check breaks: allowed
-#     only when the DETAIL names exactly that cycle of two and its other
-#     process ran the upgrade (upgrade_cycle), and once
-#     everything is released
-#     no lock, lease, member or latch node is left in ZooKeeper.
+#     but for the cycles an upgrade closes with the nodes queued between
+#     its read node and its write node: allowed only when the DETAIL is a
+#     closed chain of read/write lock waits on the path whose members ran
+#     ops there, one an upgrade (upgrade_cycle);
+#   - no COMMIT of a section returned after ZooKeeper's transaction log
+#     says the server ended (expired or closed) the session its lock was
+#     in, whether or not anyone else took the lock (the lease, checked
+#     directly), and after the load a lease probe asks one COMMIT across a
+#     cut-off that outlasts the session timeout, for certain (it must
+#     fail, and at least one such COMMIT must have been asked);
+#   - once everything is released no lock, lease, member or latch node is
+#     left in ZooKeeper.
 # A session closed from outside by ZkTool (with its password) is not an
 # expiry the lease can see (the failure model: only commit_confirm catches
 # nodes gone from outside), so a SQL section that ran while its cluster's
@@ -168,6 +177,8 @@ my $HANG_SLACK = 75;         # a statement may run its waits and holds plus this
                              # ZooKeeper during it, whichever is later (last_fault)
 my $CALM_SECS = 10;
 my @CLUSTERS = ('A', 'B');
+# the lease probe's read/write lock (below), used by nothing else
+my $PROBE_PATH = '/adv/probe';
 my %PATH = (m1 => '/adv/m1', m2 => '/adv/m2', sm => '/adv/sm', rw => '/adv/rw', rw2 => '/adv/rw2', sem => '/adv/sem',
 	b => '/adv/b', db => '/adv/db', lead => '/adv/lead', cnt => '/adv/cnt', cas => '/adv/cas',
 	ts => '/adv/ts', set => '/adv/set');
@@ -258,7 +269,10 @@ log_line_prefix = '%m [%p] %e %q%a '
 
 my $setup = q{
 CREATE TABLE adv_sections(client text, op bigint, recipe text, path text, mode text, token bigint, qty int,
-  enter_us bigint, exit_us bigint, confirm text DEFAULT current_setting('zklock.commit_confirm', true));
+  enter_us bigint, exit_us bigint, sid_enter text, sid_exit text,
+  confirm text DEFAULT current_setting('zklock.commit_confirm', true));
+-- the worker's ZooKeeper session now (the session a lock granted now is in)
+CREATE FUNCTION adv_sid() RETURNS text LANGUAGE sql VOLATILE AS $$ SELECT session_id FROM zk_status() $$;
 -- the real time (µs): the cluster's wall clock, which the schedule steps,
 -- less the offset in force (read around the clock, again if a step came
 -- between)
@@ -285,6 +299,7 @@ RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   ok boolean;
   t0 bigint;
+  sid0 text;
   tok bigint;
   ls text[];
   n int;
@@ -327,6 +342,7 @@ BEGIN
   END IF;
   IF NOT ok THEN RETURN 'timeout'; END IF;
   t0 := adv_us();
+  sid0 := adv_sid();
   -- half of the mutex sections ask for their token: a holder that asks
   -- leaves a node the lock cache does not keep, the others may be granted
   -- from kept nodes (zklock.lock_cache is on)
@@ -340,7 +356,8 @@ BEGIN
   PERFORM pg_sleep(hold);
   IF kind = 'upgrade' THEN
     IF zk_write_lock_acquire(p, '200ms') THEN
-      x := (SELECT string_agg(state, ',') FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND recipe = 'read');
+      -- (qualified: adv_lock has a variable recipe of its own)
+      x := (SELECT string_agg(l.state, ',') FROM zk_locks l WHERE l.pid = pg_backend_pid() AND l.path = p AND l.recipe = 'read');
       PERFORM zk_write_lock_release(p);
       IF x = 'held' THEN
         RETURN 'wrong: a reader''s write acquire (upgrade) was granted';
@@ -349,11 +366,12 @@ BEGIN
     END IF;
   END IF;
   IF kind = 'multi' THEN
-    INSERT INTO adv_sections VALUES (client, op, 'mutex', '/adv/m1', 'x', NULL, 1, t0, adv_us()),
-                                    (client, op, 'mutex', '/adv/m2', 'x', NULL, 1, t0, adv_us());
+    INSERT INTO adv_sections VALUES (client, op, 'mutex', '/adv/m1', 'x', NULL, 1, t0, adv_us(), sid0, adv_sid()),
+                                    (client, op, 'mutex', '/adv/m2', 'x', NULL, 1, t0, adv_us(), sid0, adv_sid());
   ELSE
-    INSERT INTO adv_sections VALUES (client, op, recipe, p, mode, tok, q, t0, adv_us());
+    INSERT INTO adv_sections VALUES (client, op, recipe, p, mode, tok, q, t0, adv_us(), sid0, adv_sid());
   END IF;
+  RAISE NOTICE 'adv_section % % %', sid0, t0, adv_us();
   RETURN 'ok';
 END $$;
 
@@ -364,6 +382,7 @@ CREATE FUNCTION adv_downgrade(op bigint, client text, p text, hold float8, wait 
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   t1 bigint;
+  sid1 text;
   st text;
 BEGIN
   -- as a user would: right after the write acquire said true, whatever
@@ -374,9 +393,11 @@ BEGIN
   IF st IS NULL THEN RETURN 'no-write'; END IF;
   IF NOT zk_read_lock_acquire(p, wait) THEN RETURN 'downgrade-false'; END IF;
   t1 := adv_us();
+  sid1 := adv_sid();
   PERFORM zk_write_lock_release(p);
   PERFORM pg_sleep(hold);
-  INSERT INTO adv_sections VALUES (client, op, 'rw', p, 'r', NULL, 1, t1, adv_us());
+  INSERT INTO adv_sections VALUES (client, op, 'rw', p, 'r', NULL, 1, t1, adv_us(), sid1, adv_sid());
+  RAISE NOTICE 'adv_section % % %', sid1, t1, adv_us();
   RETURN 'ok';
 END $$;
 
@@ -384,6 +405,7 @@ CREATE FUNCTION adv_leader(op bigint, client text, hold float8, wait interval)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   t0 bigint;
+  sid0 text;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND recipe = 'leader_latch') THEN
     PERFORM zk_leader_join('/adv/lead', client);
@@ -391,8 +413,10 @@ BEGIN
   IF NOT zk_leader_await('/adv/lead', wait) THEN RETURN 'notleader'; END IF;
   IF NOT zk_leader_xact('/adv/lead') THEN RETURN 'notleader'; END IF;
   t0 := adv_us();
+  sid0 := adv_sid();
   PERFORM pg_sleep(hold);
-  INSERT INTO adv_sections VALUES (client, op, 'leader', '/adv/lead', 'x', NULL, 1, t0, adv_us());
+  INSERT INTO adv_sections VALUES (client, op, 'leader', '/adv/lead', 'x', NULL, 1, t0, adv_us(), sid0, adv_sid());
+  RAISE NOTICE 'adv_section % % %', sid0, t0, adv_us();
   RETURN 'ok';
 END $$;
 
@@ -519,6 +543,18 @@ sub steps_back
 	return $back;
 }
 
+# with_commit_times($sql): $sql with each COMMIT followed by a statement
+# that says when it returned, "committed <µs>" in real time as adv_us(),
+# only when it succeeded (psql's ERROR is the COMMIT's).  A COMMIT of a
+# transaction an error aborted succeeds as a ROLLBACK and is said too; it
+# wrote no section row, so no section is paired with it.
+sub with_commit_times
+{
+	my ($sql) = @_;
+	$sql =~ s/^COMMIT;/COMMIT;\nSELECT 'committed ' || adv_us() WHERE :'ERROR' = 'false';/mg;
+	return $sql;
+}
+
 # op_sql($c, $op): the statements of one operation.
 sub op_sql
 {
@@ -598,6 +634,12 @@ sub finish_sql_op
 	$op->{end} = time;
 	$op->{dead} = $r->{dead} ? 1 : 0;
 	my @lines = grep { $_ ne '' } split /\n/, $r->{out} // '';
+	# its sections, whether or not their COMMIT then succeeded: the session
+	# at the grant, the entry and the exit (µs), just before the COMMIT
+	$op->{held} = [ map { [ split / / ] } ($r->{err} // '') =~ /NOTICE:\s+(?:00000:\s+)?adv_section (\S+ \d+ \d+)/g ];
+	# when its COMMITs returned (with_commit_times), apart from its answers
+	$op->{commits} = [ map { /^committed (\d+)$/ ? $1 : () } @lines ];
+	@lines = grep { !/^committed \d+$/ } @lines;
 	$op->{lines} = \@lines;
 	$op->{out} = $lines[0] // '';
 	my @states = ($r->{err} // '') =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/g;
@@ -683,7 +725,7 @@ sub pump_sessions
 			$op->{start} = time;
 			push @ops, $op;
 			$c->{op} = $op;
-			$c->{sess}->start(op_sql($c, $op));
+			$c->{sess}->start(with_commit_times(op_sql($c, $op)));
 		}
 		$c->{busy} = 1;
 		$c->{hung} = 0;
@@ -906,12 +948,17 @@ sub wpid
 
 sub set_proxies { my ($c, $mode) = @_; $_->set_mode($mode) for map { @$_ } @{ $proxies{$c} }; return; }
 
+# victim($c): a backend of cluster $c's SQL clients that holds or waits for
+# a lock, drawn from a stream of the seed's own (not SQL's random(), so a
+# seed replays its choices; nor the schedule's, which stays fixed)
+my $victim_rng = stream(9);
 sub victim
 {
 	my ($c) = @_;
-	my $out = try_sql($node{$c}, q{SELECT l.pid FROM zk_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE a.application_name ~ '^[AB][0-9]+$' AND l.state IN ('held', 'waiting') ORDER BY random() LIMIT 1}) // '';
-	return $out =~ /^(\d+)$/ ? $1 : undef;
+	my $out = try_sql($node{$c}, q{SELECT DISTINCT l.pid FROM zk_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name ~ '^[AB][0-9]+$' AND l.state IN ('held', 'waiting') ORDER BY l.pid}) // '';
+	my @pids = $out =~ /^(\d+)$/mg;
+	return @pids ? rpick($victim_rng, @pids) : undef;
 }
 
 # fault_secs($c, $p): how long a black hole or a stall on cluster $c lasts:
@@ -989,7 +1036,7 @@ sub do_fault
 		my $dir = ZklockTest::java_classes();
 		my $h = IPC::Run::start([ 'java', '-Xmx128m', '-cp', "$dir:$ZklockTest::CURATOR_JAR", 'ZkTool', 'expire', $zk, $id, $pw ],
 			'>', \$out, '2>', \$err, IPC::Run::timeout(60));
-		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time };
+		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time, sid => "0x$id" };
 		return fault_note("$c: ZooKeeper expires zklock's session", "0x$id");
 	}
 	if ($f =~ /^(follower_cut|minority|leader_kill)$/)
@@ -1155,6 +1202,66 @@ quietly(sub {
 		"Curator's actors finished and released");
 });
 
+############################################################################
+# The lease probe: one COMMIT asked across a cut-off that outlasted the
+# session timeout, for certain
+############################################################################
+# Under the load it is left to chance whether a section is open when a
+# cut-off outlasts its session's timeout.  The probe makes one on cluster
+# $PROBE_C, with nothing else running: its worker gets a new session of
+# 10 s (a reload that lowers zklock.session_timeout and switches
+# zklock.hosts to the other proxies, so a new handle asks the server for
+# it), a SQL session of its own takes the write lock $PROBE_PATH in a
+# transaction (no fencing token asked: nothing of the section waits on
+# ZooKeeper) and holds it for the negotiated timeout + 2 s, and as soon
+# as it holds it every connection of the cluster becomes a black hole for
+# the timeout + 3 s.  The server expires the session while the section is
+# open; the COMMIT is asked after that and must fail (the lease ran out:
+# 40000), which the direct check below sees from ZooKeeper's record too.
+# Then the timeout is raised back by a reload.
+my $PROBE_C = $SEED % 4 < 2 ? 'A' : 'B';
+my %probe;
+{
+	my $n = $node{$PROBE_C};
+	my $to_before = $conf_now{$PROBE_C}{session_timeout};
+	my $old = try_status($n) // {};
+	$hosts_ix{$PROBE_C} = 1 - $hosts_ix{$PROBE_C};
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET zklock.hosts = '"
+		  . hosts_of($PROBE_C, $hosts_ix{$PROBE_C}) . "';\nSELECT pg_reload_conf();");
+	$conf_now{$PROBE_C}{session_timeout} = '10s';
+	my $st;
+	wait_until(sub { $st = connected_in_new_session($n, $old->{session_id} // ''); return $st && $st->{session_timeout} == 10000; },
+		60, "cluster $PROBE_C in a new session of 10 s");
+	my $to = ($st && $st->{session_timeout}) || 10000;
+	my $pc = { name => "P$PROBE_C", cluster => $PROBE_C };
+	my $sess = ZklockTest::Session->new($n, $pc->{name});
+	my $op = { id => ++$op_seq, who => $PROBE_C, client => $pc->{name}, kind => 'write_xact', path => $PROBE_PATH,
+		hold => $to / 1000 + 2, hold2 => 0, wait => 5, qty => 1, confirm => 0, pid => $sess->pid, start => time, probe => 1,
+		bound => 1e9 };
+	push @ops, $op;
+	$pc->{op} = $op;
+	$sess->start(with_commit_times(op_sql($pc, $op)));
+	my $held = wait_until(sub {
+			(try_sql($n, "SELECT state FROM zk_locks WHERE pid = $op->{pid} AND path = '$PROBE_PATH'") // '') eq 'held' },
+		10, 'the probe holds its lock');
+	$probe{t_cut} = time;
+	set_proxies($PROBE_C, 'blackhole');
+	fault_note("$PROBE_C: black hole (the lease probe)", sprintf('%.1f s', $to / 1000 + 3));
+	usleep(int(($to / 1000 + 3) * 1e6));
+	set_proxies($PROBE_C, 'pass');
+	fault_note("$PROBE_C: black hole healed (the lease probe)");
+	my $r = $sess->result(60);
+	finish_sql_op($pc, $r) if $r->{done};
+	$sess->quit;
+	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nSELECT pg_reload_conf();");
+	$conf_now{$PROBE_C}{session_timeout} = $to_before;
+	%probe = (%probe, op => $op, held => $held, done => $r->{done}, timeout => $to);
+	note(sprintf('the lease probe on cluster %s: session timeout %d ms, lock %s, cut off at %s s, COMMIT: %s',
+			$PROBE_C, $to, $held ? 'held' : 'not held', rel($probe{t_cut}),
+			!$r->{done} ? 'still running' : $op->{errmsg} // (@{ $op->{commits} // [] } ? 'committed' : 'no answer')));
+}
+
 # Curator's mutex loop and its sections
 my @cur_mx;
 {
@@ -1194,12 +1301,14 @@ my @sections;
 for my $c (@CLUSTERS)
 {
 	my $out = $node{$c}->safe_psql('postgres',
-		q{SELECT client, op, recipe, path, mode, coalesce(token, -1), qty, enter_us, exit_us, coalesce(confirm, 'off') FROM adv_sections});
+		q{SELECT client, op, recipe, path, mode, coalesce(token, -1), qty, enter_us, exit_us, coalesce(confirm, 'off'),
+		    coalesce(sid_enter, '-'), coalesce(sid_exit, '-') FROM adv_sections});
 	for (split /\n/, $out)
 	{
-		my ($client, $op, $recipe, $path, $mode, $tok, $qty, $enter, $exit, $confirm) = split /\|/;
+		my ($client, $op, $recipe, $path, $mode, $tok, $qty, $enter, $exit, $confirm, $sid_enter, $sid_exit) = split /\|/;
 		push @sections, { who => $c, client => $client, op => $op, recipe => $recipe, path => $path, mode => $mode,
-			token => $tok, qty => $qty, enter => $enter, exit => $exit, confirm => $confirm };
+			token => $tok, qty => $qty, enter => $enter, exit => $exit, confirm => $confirm,
+			sid_enter => $sid_enter, sid_exit => $sid_exit };
 	}
 }
 my %op_by_id = map { $_->{id} => $_ } @ops;
@@ -1212,6 +1321,16 @@ for my $op (grep { $_->{who} eq 'cur' && defined $_->{enter} } @ops)
 		asked => int($op->{start} * 1e6) };
 }
 push @sections, @cur_mx;
+# when each SQL section's COMMIT returned (with_commit_times), when said
+for my $x (grep { $_->{who} ne 'cur' } @sections)
+{
+	my $o = $op_by_id{ $x->{op} } or next;
+	($x->{ret}) = grep { $_ >= $x->{exit} } @{ $o->{commits} // [] };
+}
+# ZooKeeper's own record of the sessions (zk_sessions): when the server
+# ended each, for the direct check of the lease and closed_at below
+my $zk_sessions = zk_sessions($ENSEMBLE ? 2 : 1,
+	$ENSEMBLE ? (map { "$_->{dir}/data" } ZklockNet::netns_members()) : (zk_dir($zk) . '/data'));
 note(sprintf('sections: %d committed SQL, %d Curator', scalar(grep { $_->{who} ne 'cur' } @sections), scalar(grep { $_->{who} eq 'cur' } @sections)));
 
 ############################################################################
@@ -1236,22 +1355,35 @@ sub show_op
 
 # A session closed from outside (ZkTool, with the session's password) is
 # not an expiry the lease can see: only zklock.commit_confirm confirms the
-# nodes at COMMIT (see the failure model).  A SQL section that ran while
-# its cluster's session was being closed that way, in a transaction without
-# commit_confirm, is excused: it is left out of the checks and counted.
-# closed_at($s): when the close of the session $s's lock was in began (the
-# earliest such close), undef when none ran during $s or $s set
-# commit_confirm.  Another holder that entered after that instant may owe
-# its lock to the close; one that entered before may not.
+# nodes at COMMIT (see the failure model).  A SQL section whose lock was in
+# a session ZkTool closed while the section was open or its COMMIT not yet
+# returned, in a transaction without commit_confirm, is excused: left out
+# of the checks, and shown.  closed_at($s): when the server closed that
+# session (ZooKeeper's transaction log: the close by a client, cxid not 0,
+# of a session a ZkTool job of $s's cluster was closing, inside that job's
+# run), undef when no such close fell inside $s or $s set commit_confirm.
+# Another holder that entered after that instant may owe its lock to the
+# close; one that entered before may not.
+sub zktool_close_of
+{
+	my ($c, $sid) = @_;
+	my $e = $zk_sessions->{$sid};
+	return undef unless $e && defined $e->{ended} && $e->{cxid} != 0;
+	my $t = $e->{ended} / 1000;
+	return scalar(grep {
+			$_->{cluster} eq $c && $_->{sid} eq $sid && $t >= $_->{t_start} - 1 && $t <= ($_->{t_done} // $_->{t_start} + 60) + 1
+		} @zktool_jobs) ? $t : undef;
+}
+
 sub closed_at
 {
 	my ($s) = @_;
 	return undef if $s->{who} eq 'cur' || ($s->{confirm} // 'off') eq 'on';
 	my $at;
-	for my $j (grep { $_->{cluster} eq $s->{who} } @zktool_jobs)
+	for my $sid (grep { defined } $s->{sid_enter}, $s->{sid_exit})
 	{
-		my $done = $j->{t_done} // $j->{t_start} + 60;
-		$at = $j->{t_start} if $s->{enter} / 1e6 <= $done && $s->{exit} / 1e6 >= $j->{t_start} && (!defined $at || $j->{t_start} < $at);
+		my $t = zktool_close_of($s->{who}, $sid) // next;
+		$at = $t if $t >= $s->{enter} / 1e6 - 1 && $t <= ($s->{ret} // $s->{exit}) / 1e6 + 1 && (!defined $at || $t < $at);
 	}
 	return $at;
 }
@@ -1352,6 +1484,7 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 				if (excused_pair($s[$i], $s[$j]))
 				{
 					$n_excused++;
+					note('excused: ' . show_section($s[$i]) . ' and ' . show_section($s[$j]));
 					next;
 				}
 				push @bad, [ $s[$i], $s[$j] ];
@@ -1379,6 +1512,84 @@ subtest 'no two holders of a mutex, semaphore mutex, write lock or leadership ov
 	}
 	note("overlapping pairs excused (a SQL side whose session was closed from outside meanwhile, without commit_confirm, or a Curator side whose session was lost): $n_excused");
 	note('Curator connection states: ' . join(' ', map { sprintf('%s@%s', $_->[0], rel($_->[1])) } @cur_states));
+};
+
+# The lease, checked directly.  ZooKeeper's own record says when the
+# server ended each session: the closeSession transaction in its
+# transaction logs, stamped with the leader's clock when it was proposed
+# (before the session's nodes go).  A SQL section's locks were in the
+# session its cluster's worker had when the lock was granted and when the
+# row was written; its COMMIT returned at the time with_commit_times took
+# right after it (or, when that was not said, later than the section's
+# exit).  A COMMIT that returned after the server ended either session
+# relied on a lock nobody held any more, whether or not anyone else took
+# it: the lease (zklock.lease_margin and zklock.commit_min_lease before
+# the earliest expiry) must have stopped it.  A close from outside (ZkTool,
+# with the session's password) is the one end the lease cannot see: it is
+# excused for a transaction without zklock.commit_confirm (closed_at's
+# rule), and counted.
+
+subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in' => sub {
+	my (@late, $n_timed, $n_excused, %ends);
+	my @s = grep { $_->{who} ne 'cur' } @sections;
+	for my $x (@s)
+	{
+		my $ret = $x->{ret};
+		$n_timed++ if defined $ret;
+		my $at = $ret // $x->{exit};
+		my %seen;
+		for my $sid (grep { !$seen{$_}++ } $x->{sid_enter}, $x->{sid_exit})
+		{
+			my $e = $zk_sessions->{$sid};
+			if (!$e)
+			{
+				push @late, [ $x, $sid, 'a session ZooKeeper has no record of', $at ];
+				next;
+			}
+			next unless defined $e->{ended};
+			$ends{$sid} = 1;
+			next if $e->{ended} * 1000 > $at;
+			if (($x->{confirm} // 'off') ne 'on' && defined zktool_close_of($x->{who}, $sid))
+			{
+				$n_excused++;
+				next;
+			}
+			push @late, [ $x, $sid, sprintf('ended by the server at %s (%s)', rel($e->{ended} / 1000), $e->{cxid} ? 'closed' : 'expired'), $at ];
+		}
+	}
+	ok(!@late, 'no COMMIT returned after the server ended the session of its locks (' . scalar(@s)
+		  . " sections, $n_timed with the COMMIT's return timed)")
+	  or do {
+		diag(sprintf('%s: session %s, %s; COMMIT returned %s', show_section($_->[0]), $_->[1], $_->[2], rel($_->[3] / 1e6)))
+		  for @late[ 0 .. ($#late > 19 ? 19 : $#late) ];
+		history('a COMMIT after its session ended: ' . show_section($late[0][0]), $late[0][0]{enter} / 1e6, $late[0][3] / 1e6,
+			qr/^\Q$late[0][0]{path}\E$/);
+	  };
+	note(sprintf('sessions the servers ended under zklock: %d; COMMITs after a close from outside without commit_confirm (excused): %d',
+			scalar(keys %ends), $n_excused // 0));
+	# what the run covered: COMMITs asked after the server expired the
+	# session of their section's lock, the section begun before (a cut-off
+	# that outlasted the session timeout under a held lock), and COMMITs
+	# asked in the last 2 s before such an expiry
+	my ($after, $before) = (0, 0);
+	for my $o (grep { $_->{held} } @ops)
+	{
+		for my $h (@{ $o->{held} })
+		{
+			my ($sid, $enter, $exit) = @$h;
+			my $e = $zk_sessions->{$sid} or next;
+			next unless defined $e->{ended} && !$e->{cxid};
+			my $end_us = $e->{ended} * 1000;
+			$after++ if $enter < $end_us && $exit >= $end_us;
+			$before++ if $exit < $end_us && $exit >= $end_us - 2e6;
+		}
+	}
+	note("COMMITs asked after the server expired the session their section began in: $after; in the 2 s before such an expiry: $before");
+	my $po = $probe{op} // {};
+	ok($probe{held} && $probe{done} && ($po->{sqlstate} // '') eq '40000' && !@{ $po->{commits} // [] },
+		"the lease probe's COMMIT, asked after its cluster was cut off for its session timeout + 3 s, failed with 40000 (got "
+		  . ($po->{errmsg} // ($probe{done} ? 'no error' : 'no answer')) . ')');
+	cmp_ok($after, '>=', 1, 'a COMMIT was asked after the server expired the session its section began in (the probe at least)');
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
@@ -1440,34 +1651,91 @@ my %final;
 
 # in doubt: an error that may come after the write left (08006, a dead or
 # terminated backend, a cancel), not 40000 (refused before sending)
-sub in_doubt { my ($o) = @_; return $o->{dead} || (defined $o->{sqlstate} && $o->{sqlstate} ne '40000' && $o->{sqlstate} !~ /^22/); }
+# in_doubt($o): an add of SQL's that may have been applied without its
+# caller knowing: its backend died or never answered, it failed with the
+# 08006 that says its write left ("may or may not have been applied"), or
+# its backend gave up (a cancel, a termination, a shutdown) after the
+# write may have left.  Any other error is a refusal: the write was never
+# sent (08006 "not reachable", a lock lost, bad input), and the add must
+# not be in the counter.
+sub in_doubt
+{
+	my ($o) = @_;
+	return 1 if $o->{dead} || !defined $o->{end};
+	return 0 unless defined $o->{sqlstate};
+	return 1 if $o->{sqlstate} =~ /^57/;
+	return 1 if $o->{sqlstate} eq '08006' && ($o->{errmsg} // $o->{err} // '') =~ /may or may not have been applied/;
+	return 0;
+}
+
+# explain_adds($grew, \@answered, \@doubt, \@multi): the values 1 .. $grew
+# a counter took, each made by one applied add.  An answered add made the
+# value it answered (none twice, none above $grew); each other value must
+# be made by an add that may have been applied ($doubt, each once) or by
+# an add of Curator's that took a retry ($multi: Curator's
+# DistributedAtomicLong tries a setData again after a lost answer, so it
+# may have been applied more than once), running when that value can have
+# been written: after the start of the add that answered the value below
+# it, before the end of the add that answered the value above it.  Returns
+# the values nothing explains (with the reason).
+sub explain_adds
+{
+	my ($grew, $answered, $doubt, $multi) = @_;
+	my (%by_value, @bad);
+	for my $o (@$answered)
+	{
+		my $v = $o->{value};
+		push @bad, "value $v answered twice" if $by_value{$v};
+		push @bad, "value $v answered, above the final $grew" if $v > $grew || $v < 1;
+		$by_value{$v} = $o;
+	}
+	my @known = sort { $a <=> $b } keys %by_value;
+	my %used;
+	my ($k, $lo) = (0, -1e18);
+	for my $v (1 .. $grew)
+	{
+		if ($by_value{$v})
+		{
+			$lo = $by_value{$v}{start};
+			$k++;
+			next;
+		}
+		my $hi = $k <= $#known ? $by_value{ $known[$k] }{end} // 1e18 : 1e18;
+		my $fits = sub { my ($o) = @_; return $o->{start} <= $hi && ($o->{end} // 1e18) >= $lo; };
+		next if grep { $fits->($_) } @$multi;
+		my ($best) = sort { ($a->{end} // 1e18) <=> ($b->{end} // 1e18) } grep { !$used{$_} && $fits->($_) } @$doubt;
+		if ($best) { $used{$best} = 1; next; }
+		push @bad, "value $v: no add in doubt ran when it can have been written";
+	}
+	return @bad;
+}
 
 subtest 'counters: every add counted once, compare-and-set and try-set answers agree with the history, set wrote the final value' => sub {
 	for my $path (@CNT)
 	{
 	my @add = grep { $_->{kind} eq 'add' && $_->{path} eq $path } @ops;
 	my @cur = grep { $_->{kind} eq 'curator add' && $_->{path} eq $path } @ops;
-	my $ok = grep { !defined $_->{sqlstate} && !$_->{dead} && ($_->{out} // '') =~ /^\d+$/ } @add;
-	my $doubt = grep { in_doubt($_) || !defined $_->{end} } @add;
-	$ok += grep { $_->{cur_ok} } @cur;
-	$doubt += grep { $_->{cur_doubt} || !defined $_->{end} } @cur;
+	$_->{value} = $_->{out} for grep { !defined $_->{sqlstate} && !$_->{dead} && ($_->{out} // '') =~ /^\d+$/ } @add;
+	for (@cur) { $_->{value} = $1 if $_->{cur_ok} && ($_->{out} // '') =~ / true (\d+)$/; }
+	my @answered = grep { defined $_->{value} } @add, @cur;
+	my $ok = @answered;
 	# Curator's DistributedAtomicLong is not exactly-once: a setData whose
 	# reply a connection loss took is tried again by its retry loop, fails
 	# on the version it already moved, and the add is made again on the
 	# new value.  An add of Curator's that took a retry (over a second)
-	# may so have been applied more than once: it bounds nothing above.
-	my $cur_retried = grep { defined $_->{end} && $_->{end} - $_->{start} > 1 } @cur;
+	# may so have been applied more than once, inside its own run only.
+	my @multi = grep { defined $_->{end} && $_->{end} - $_->{start} > 1 } @cur;
+	my %is_multi = map { $_ => 1 } @multi;
+	my @doubt = ((grep { !defined $_->{value} && in_doubt($_) } @add),
+		(grep { !defined $_->{value} && !$is_multi{$_} } @cur));
+	my $doubt = @doubt;
+	my $refused = grep { !defined $_->{value} && !in_doubt($_) } @add;
 	my $grew = $final{$path} - 0;
-	# every applied add made one value, 1 .. final; a value no add answered
-	# and no add in doubt can explain is an add applied without its caller
-	# knowing: the adds around it are the shortest history
-	my %answered;
-	for my $o (@add) { $answered{ $o->{out} } = $o if !defined $o->{sqlstate} && !$o->{dead} && ($o->{out} // '') =~ /^\d+$/; }
-	for my $o (@cur) { $answered{$1} = $o if $o->{cur_ok} && ($o->{out} // '') =~ / true (\d+)$/; }
-	my @gaps = grep { !$answered{$_} } 1 .. $grew;
-	ok($grew >= $ok && ($grew <= $ok + $doubt || $cur_retried),
-		"add: $path grew by $grew; $ok adds answered, $doubt in doubt (SQL " . scalar(@add) . ', Curator ' . scalar(@cur)
-		  . ($cur_retried ? ", $cur_retried of Curator's retried: no upper bound" : '') . ')')
+	my @gaps = grep { my $v = $_; !grep { $_->{value} == $v } @answered } 1 .. $grew;
+	my @bad = explain_adds($grew, \@answered, \@doubt, \@multi);
+	ok(!@bad,
+		"add: $path grew by $grew; $ok adds answered, $doubt in doubt, $refused refused (SQL " . scalar(@add) . ', Curator ' . scalar(@cur)
+		  . (@multi ? ', ' . scalar(@multi) . " of Curator's retried, each may explain values in its own run" : '') . ')')
 	  or do {
 		# the shortest history that shows it: the adds a fault hit (in
 		# flight when a fault of their cluster began), and those faults
@@ -1479,7 +1747,7 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			push @hit, [ $f, grep { $_->{who} eq $c && $_->{start} <= $at && ($_->{end} // 1e12) >= $at } @add ];
 		}
 		@hit = grep { @$_ > 1 } @hit;
-		my @h = ("VIOLATION: counter $path grew by $grew for $ok successful adds and $doubt in doubt",
+		my @h = ("VIOLATION: counter $path grew by $grew for $ok answered adds and $doubt in doubt: " . join('; ', @bad[ 0 .. ($#bad > 5 ? 5 : $#bad) ]),
 			"seed $SEED (ZKLOCK_ADVERSARY_SEED=$SEED ZKLOCK_ADVERSARY_MODE=$MODE ZKLOCK_ADVERSARY_SECONDS=$SECONDS); times in s since the load began",
 			'the adds in flight when a fault of their cluster began:');
 		for my $x (@hit)
@@ -1487,11 +1755,11 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			my ($f, @a) = @$x;
 			push @h, sprintf('  fault %8.3f %s%s', $f->[1], $f->[0], defined $f->[2] ? " ($f->[2])" : ''), map { show_op($_) } @a;
 		}
-		push @h, 'the adds in doubt on the counter:', map { show_op($_) } sort { $a->{start} <=> $b->{start} } grep { in_doubt($_) || $_->{cur_doubt} } @add, @cur;
+		push @h, 'the adds in doubt on the counter:', map { show_op($_) } sort { $a->{start} <=> $b->{start} } @doubt, @multi;
 		push @h, 'values of the counter no add answered (' . scalar(@gaps) . '), with the adds that answered the values around each:';
 		for my $g (@gaps[ 0 .. ($#gaps > 5 ? 5 : $#gaps) ])
 		{
-			push @h, "  value $g:", map { show_op($answered{$_}) } grep { $answered{$_} } ($g - 2 .. $g + 2);
+			push @h, "  value $g:", map { show_op($_) } grep { $_->{value} >= $g - 2 && $_->{value} <= $g + 2 } @answered;
 		}
 		$violations++;
 		diag(join("\n", @h));
@@ -1577,35 +1845,56 @@ subtest 'barriers: no wait passes while the barrier was certainly set; no double
 	  or history("double barrier op $alone[0]{id} entered alone", $alone[0]{start} - 10, $alone[0]{end}, qr/^\/adv\/db$/);
 };
 
-# upgrade_cycle($op): is $op's 40P01 the one real cycle the upgrade op
-# closes?  A reader asking for the write lock of its path (an upgrade)
-# queues its write node behind a writer already queued behind its read
-# node: the writer waits for the reader's read lock, the reader for the
-# writer's node ahead of its own, and neither queue can be reordered.  The
-# first of the two to check (the writer, since the upgrade gives up after
-# 200 ms, unless a step of the clock brings the upgrade's check forward)
-# finds a cycle of two and fails itself.  True only when the DETAIL names
-# exactly that cycle, from the failed op's own process, and the other
-# process is the backend of the other kind of op (a write acquire, or an
-# upgrade) of the same cluster on the same path, running at the time.
+# upgrade_cycle($op): is $op's 40P01 a real cycle an upgrade op closes?
+# A reader asking for the write lock of its path (an upgrade) queues its
+# write node behind the writers already queued behind its read node: each
+# of them waits for the reader's read lock, the reader for every node ahead
+# of its own, and no queue can be reordered.  The first member to check
+# (mostly a writer, since the upgrade gives up after 200 ms, unless a step
+# of the clock brings the upgrade's check forward) finds a cycle and fails
+# itself: of two (the reader and one writer), or longer when it goes
+# through a node waiting ahead of another ("W2 waits for W1, which waits
+# ahead of it; W1 for the reader; the reader for W2"; a reader queued
+# behind W1 and ahead of the upgrade's write node is in it the same way),
+# or two upgrades each waiting for the other's read lock.  Without an
+# upgrade no op here closes a cycle on a read/write lock: a writer or a
+# reader holds nothing while it waits, and a downgrade's read lock is
+# granted at once.  True only when the DETAIL, from the failed op's own
+# process, is a closed chain of waits for the read or write lock of the
+# op's path, each member's process ran an op on that path at the time (of
+# either cluster: a cycle across clusters names them "of cluster ..."),
+# and one of them an upgrade.
 sub upgrade_cycle
 {
 	my ($o) = @_;
-	my $writer = $o->{kind} eq 'write_xact' || $o->{kind} eq 'downgrade';
-	return 0 unless ($writer || $o->{kind} eq 'upgrade') && defined $o->{detail};
-	my @lines = $o->{detail} =~ /(Process \d+ waits for [^\n]*)/g;
-	return 0 unless @lines == 2;
+	return 0 unless $o->{kind} =~ /^(read_xact|write_xact|downgrade|upgrade)$/ && defined $o->{detail};
 	my $p = quotemeta $o->{path};
-	my $me = $o->{pid} // 0;
-	my ($first_tail, $second_tail) = $writer ? ('', ', which waits ahead of it in the queue') : (', which waits ahead of it in the queue', '');
-	my ($other) = $lines[0] =~ /^Process $me waits for zookeeper write lock "$p"; blocked by process (\d+)\Q$first_tail\E\.$/;
-	return 0 unless defined $other;
-	return 0 unless $lines[1] =~ /^Process $other waits for zookeeper write lock "$p"; blocked by process $me\Q$second_tail\E\.$/;
-	return scalar grep {
-		($writer ? $_->{kind} eq 'upgrade' : ($_->{kind} eq 'write_xact' || $_->{kind} eq 'downgrade'))
-		  && $_->{who} eq $o->{who} && $_->{path} eq $o->{path}
-		  && ($_->{pid} // 0) == $other && $_->{start} <= $o->{end} && ($_->{end} // $o->{end}) >= $o->{start}
-	} @ops;
+	my @lines = $o->{detail} =~ /(Process \d+ (?:of cluster \S+ )?waits for [^\n]*)/g;
+	return 0 if @lines < 2;
+	my (@who, @by);
+	for (@lines)
+	{
+		my ($w, $b) = /^Process (\d+)(?: of cluster \S+)? waits for zookeeper (?:read|write) lock "$p"; blocked by process (\d+)(?: of cluster \S+)?(?:, which waits ahead of it in the queue)?\.$/
+		  or return 0;
+		push @who, $w;
+		push @by, $b;
+	}
+	return 0 unless $who[0] == ($o->{pid} // 0);
+	for my $i (0 .. $#who)
+	{
+		return 0 unless $by[$i] == $who[ ($i + 1) % @who ];
+	}
+	my $upgrades = 0;
+	for my $pid (@who)
+	{
+		my @m = grep {
+			($_->{pid} // 0) == $pid && ($_->{path} // '') eq $o->{path} && $_->{kind} =~ /^(read_xact|write_xact|downgrade|upgrade)$/
+			  && $_->{start} <= $o->{end} && ($_->{end} // $o->{end}) >= $o->{start}
+		} @ops;
+		return 0 unless @m;
+		$upgrades++ if grep { $_->{kind} eq 'upgrade' } @m;
+	}
+	return $upgrades > 0;
 }
 
 # queued_in_multi_cycle($op): with ZKLOCK_ADVERSARY_CYCLES, is $op's 40P01
@@ -1655,7 +1944,7 @@ subtest 'no wrong answer, no hang, every error a documented SQLSTATE' => sub {
 # Nothing left behind
 ############################################################################
 $peer->quit;
-my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, '/adv/own', @OWN, map { ("$_/locks", "$_/leases") } values %PATH);
+my %dir = map { $_ => 1 } ('/adv', values %PATH, @CNT, '/adv/own', @OWN, $PROBE_PATH, map { ("$_/locks", "$_/leases") } values %PATH);
 subtest 'once everything is released, no lock, lease, member or latch node is left' => sub {
 	my $left;
 	# a session a lease ran out on is expired by the server one session
