@@ -11,7 +11,8 @@
 #
 # The operations (8 SQL sessions per cluster, each drawing one at a time; a
 # Curator peer with one thread per actor on the same paths):
-#   mutex: _xact, session, try, reentrant (acquired twice), revocable (and
+#   mutex: _xact, session, try, reentrant (acquired twice, released once
+#     before its section: still held), revocable (and
 #     zk_revoke of the held path, which must ask exactly one holder), a bare
 #     zk_revoke; semaphore mutex (_xact and session); multi-lock over the two
 #     mutex paths (either order); read/write lock: read _xact, write _xact, a
@@ -319,6 +320,17 @@ BEGIN
     IF ok AND NOT zk_mutex_acquire(p, wait) THEN
       IF x = 'true' AND EXISTS (SELECT 1 FROM zk_locks WHERE pid = pg_backend_pid() AND path = p AND state = 'held') THEN
         RETURN 'wrong: reentrant acquire refused with the lease valid';
+      END IF;
+    ELSIF ok THEN
+      -- held twice: one release of the two leaves it held (as
+      -- pg_advisory_lock and Curator's InterProcessMutex count holds), and
+      -- the section below runs on the hold left.  A release that says
+      -- false found the lock lost; one that says true dropped one hold, and
+      -- the lock is still this backend's, held or lost since (its row says
+      -- so), not being given up
+      IF zk_mutex_release(p) AND NOT EXISTS (SELECT 1 FROM zk_locks
+          WHERE pid = pg_backend_pid() AND path = p AND state IN ('held', 'lost')) THEN
+        RETURN 'wrong: the first of two releases of a reentrant mutex gave it up';
       END IF;
     END IF;
   ELSIF kind = 'mutex_revocable' THEN ok := zk_mutex_acquire(p, wait, true);
