@@ -1220,10 +1220,10 @@ quietly(sub {
 ############################################################################
 # Under the load it is left to chance whether a section is open when a
 # cut-off outlasts its session's timeout.  The probe makes one on cluster
-# $PROBE_C, with nothing else running: its worker gets a new session of
-# 10 s (a reload that lowers zklock.session_timeout and switches
-# zklock.hosts to the other proxies, so a new handle asks the server for
-# it), a SQL session of its own takes the write lock $PROBE_PATH in a
+# $PROBE_C, with nothing else running: its worker gets a session timeout
+# of 10 s (a reload that lowers zklock.session_timeout and switches
+# zklock.hosts to the other proxies, so the worker restarts and its new
+# handle asks the server for it as it resumes the session), a SQL session of its own takes the write lock $PROBE_PATH in a
 # transaction (no fencing token asked: nothing of the section waits on
 # ZooKeeper) and holds it for the negotiated timeout + 2 s, and as soon
 # as it holds it every connection of the cluster becomes a black hole for
@@ -1236,15 +1236,19 @@ my %probe;
 {
 	my $n = $node{$PROBE_C};
 	my $to_before = $conf_now{$PROBE_C}{session_timeout};
-	my $old = try_status($n) // {};
 	$hosts_ix{$PROBE_C} = 1 - $hosts_ix{$PROBE_C};
 	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET zklock.hosts = '"
 		  . hosts_of($PROBE_C, $hosts_ix{$PROBE_C}) . "';\nSELECT pg_reload_conf();");
 	$conf_now{$PROBE_C}{session_timeout} = '10s';
+	# the worker restarts for the new hosts and resumes its session there
+	# (or starts one, when it ended meanwhile): either way the server
+	# negotiates the timeout the handshake asks for
 	my $st;
-	wait_until(sub { $st = connected_in_new_session($n, $old->{session_id} // ''); return $st && $st->{session_timeout} == 10000; },
-		60, "cluster $PROBE_C in a new session of 10 s");
-	my $to = ($st && $st->{session_timeout}) || 10000;
+	wait_until(sub { $st = try_status($n); return $st && $st->{state} eq 'connected' && $st->{session_timeout} == 10000; },
+		60, "cluster $PROBE_C connected with a session timeout of 10 s");
+	$st = try_status($n);
+	die "the lease probe: cluster $PROBE_C is not connected" unless $st && $st->{state} eq 'connected';
+	my $to = $st->{session_timeout};
 	my $pc = { name => "P$PROBE_C", cluster => $PROBE_C };
 	my $sess = ZklockTest::Session->new($n, $pc->{name});
 	my $op = { id => ++$op_seq, who => $PROBE_C, client => $pc->{name}, kind => 'write_xact', path => $PROBE_PATH,
@@ -1600,7 +1604,7 @@ subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in'
 	my $po = $probe{op} // {};
 	ok($probe{held} && $probe{done} && ($po->{sqlstate} // '') eq '40000' && !@{ $po->{commits} // [] },
 		"the lease probe's COMMIT, asked after its cluster was cut off for its session timeout + 3 s, failed with 40000 (got "
-		  . ($po->{errmsg} // ($probe{done} ? 'no error' : 'no answer')) . ')');
+		  . ($po->{errmsg} // ($probe{done} ? 'no error' : 'no answer')) . ", session timeout $probe{timeout} ms)");
 	cmp_ok($after, '>=', 1, 'a COMMIT was asked after the server expired the session its section began in (the probe at least)');
 };
 
