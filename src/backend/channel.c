@@ -52,6 +52,7 @@ typedef struct SlotAnswer
 	char		errdetail[ZKLOCK_ERRDETAIL_SIZE];
 	int64		value;
 	uint32		needed;
+	bool		write_in_doubt; /* withdrawn after its counter write left */
 } SlotAnswer;
 
 /* Why a wait gives up on a request still pending */
@@ -205,6 +206,7 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 	SlotLook	look = LOOK_PENDING;
 	bool		wake = false;
 
+	ans->write_in_doubt = false;
 	zklock_lock_table(LW_EXCLUSIVE);
 	*cs = zklock_shared->conn_state;
 	if (slot->serial == serial && slot->pid == MyProcPid)
@@ -244,6 +246,13 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 			case ZKS_ACTIVE:
 				if (give_up)
 				{
+					/*
+					 * a counter write that left stands whatever we do
+					 * (recipes/counter.c): our caller must not call it
+					 * never sent
+					 */
+					ans->write_in_doubt = slot->op == ZKOP_COUNTER &&
+						slot->rstate.counter.write_sent;
 					zklock_slot_cancel(slot);
 					zklock_post(idx);
 					wake = true;
@@ -418,6 +427,15 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 			if (look == LOOK_WITHDRAWN)
 			{
 				now = GetCurrentTimestamp();
+				if (ans.write_in_doubt)
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("zookeeper did not answer while writing counter \"%s\": the write may or may not have been applied",
+									user_path),
+							 errdetail("The write had been sent when this backend stopped waiting for its answer; the zklock worker's connection is %s (zklock.hosts = \"%s\").",
+									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
+									   zklock_conn_state_name(cs), zklock_hosts),
+							 errhint("Read the counter to see whether the write was applied.")));
 				if (give_up == GIVE_UP_UNREACHABLE)
 					ereport(ERROR,
 							(errcode(ERRCODE_CONNECTION_FAILURE),

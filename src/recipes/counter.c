@@ -56,7 +56,9 @@
  *	  with its seed is not in doubt: sent again, it is refused
  *	  (NodeExists) and the value read.  A backend that gives up after the
  *	  write left is not waited for: the write's outcome stands, as that of
- *	  any call cancelled after its request reached the server.
+ *	  any call cancelled after its request reached the server, and a
+ *	  caller that stops waiting (zklock.connect_timeout) says it is in doubt
+ *	  (backend/channel.c).
  *
  *	  Writes are fenced by the writer's locks: a backend that holds zklock
  *	  locks (slots of its own HELD or LOST) writes a counter only while

@@ -19,7 +19,9 @@
 # (same session), the worker is restarted with SIGTERM (the new worker
 # takes the request over from shared memory), stopped with SIGSTOP until
 # the lease ran out (the handle is closed, the write answered ZCLOSING, a
-# new session is made), or killed with SIGKILL (crash restart).  Several
+# new session is made), stopped until the caller itself stops waiting
+# (zklock.connect_timeout) and must say the write is in doubt, or killed
+# with SIGKILL (crash restart).  Several
 # sessions adding at once through a restart check the read half of an add
 # is redone (only the writes in flight are in doubt) and that a slot
 # reused after an in-doubt write starts clean.  The Curator peer reads the
@@ -205,6 +207,34 @@ subtest 'the lease runs out with the write in flight (worker stopped): not sent 
 		'the worker is connected in a new session');
 	cmp_ok(status_row($node)->{leases_expired}, '>', $before->{leases_expired}, 'the lease ran out');
 	check_one_add($p, $initial, $r, 'lease');
+	$s0 = status_row($node)->{session_id};
+	$s->quit;
+};
+
+subtest 'the caller gives up first (zklock.connect_timeout) with the write in flight: in doubt, not "not reachable"' => sub {
+	my $p = '/t407/giveup_add';
+	sql(q{ALTER SYSTEM SET zklock.connect_timeout = '2s'});
+	sql(q{SELECT pg_reload_conf()});
+	my $s = ZklockTest::Session->new($node, 'giveup_add');
+	is($s->query('SHOW zklock.connect_timeout')->{out}, '2s', 'zklock.connect_timeout is 2 s in the calling session');
+	sql(qq{SELECT zk_atomic_long_set('$p', 50)});
+	my $initial = peer_long($p);
+	ok(drop_set_reply($proxy, $s, qq{INSERT INTO adds SELECT '$p', zk_atomic_long_add('$p', 1) RETURNING v}),
+		'the add went out and its answer was dropped');
+	my $wpid = worker_pid($node);
+	ok(kill('STOP', $wpid), "worker $wpid stopped (SIGSTOP) right after the write left");
+	# the lease runs out about 5 s on, and 2 s later the caller stops
+	# waiting, while the worker is still stopped: only the caller can say
+	# what happened to the call
+	my $r = $s->result(20);
+	$proxy->set_mode('pass');
+	ok(kill('CONT', $wpid), 'worker continued (SIGCONT)');
+	ok($r->{done}, 'the call returned while the worker was stopped');
+	ok(wait_connected($node), 'connected again');
+	check_one_add($p, $initial, $r, 'caller gave up');
+	sql(q{ALTER SYSTEM SET zklock.connect_timeout = '40s'});
+	sql(q{SELECT pg_reload_conf()});
+	# the lease ran out: the next cases start from the session now
 	$s0 = status_row($node)->{session_id};
 	$s->quit;
 };
