@@ -4,10 +4,11 @@
 #   zk.sh start DIR [PORT]   start a server whose files live in DIR (config,
 #                            data, log, pid, port); PORT is chosen among the
 #                            free ports when omitted. Waits (bounded) until
-#                            the server answers "imok" to "ruok", writes
-#                            DIR/zk.pid and DIR/zk.port and prints the port.
+#                            the server serves clients (its "srvr" answer
+#                            names its mode), writes DIR/zk.pid and
+#                            DIR/zk.port and prints the port.
 #   zk.sh stop DIR           SIGTERM the server, wait (bounded), then SIGKILL.
-#   zk.sh status DIR         exit 0 and print the port if the server answers.
+#   zk.sh status DIR         exit 0 and print the port if the server serves.
 #
 # DIR/zoo-extra.cfg, when the caller wrote one, is added to the server's
 # configuration (a secureClientPort, ssl.*, authProvider.*); a
@@ -17,7 +18,7 @@
 # The server binds 127.0.0.1 only. Works as root and as an unprivileged user
 # (everything is under DIR). Environment knobs:
 #   ZK_JAR            default /usr/share/java/zookeeper.jar
-#   ZK_START_TIMEOUT  seconds to wait for "imok" (default 30)
+#   ZK_START_TIMEOUT  seconds to wait until the server serves (default 30)
 #   ZK_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (default 10)
 #   JAVA              java binary (default: java from PATH)
 set -u
@@ -32,14 +33,21 @@ JAVA=${JAVA:-java}
 
 die() { echo "zk.sh: $*" >&2; exit 1; }
 
-# ruok PORT: succeed when the server on PORT answers "imok" (2 s bound).
-ruok() {
+# serving PORT: succeed when the server on PORT serves clients (2 s bound).
+# "ruok" is not enough: the server answers "imok" as soon as it accepts
+# connections, before it has loaded its data (and taken a snapshot), and
+# closes every client connection until then, which under load lasts
+# seconds; "srvr" names the server's mode only once it serves.
+serving() {
     local port=$1 answer
     answer=$(timeout 2 bash -c '
         exec 3<>/dev/tcp/127.0.0.1/'"$port"' || exit 1
-        printf ruok >&3
+        printf srvr >&3
         cat <&3' 2>/dev/null) || return 1
-    [ "$answer" = imok ]
+    case $answer in
+        *"Mode: "*) return 0 ;;
+        *) return 1 ;;
+    esac
 }
 
 # port_in_use PORT: succeed when something listens on PORT (any address).
@@ -66,7 +74,7 @@ alive() {
     [ -n "$st" ] && [ "${st#Z}" = "$st" ]
 }
 
-# launch DIR PORT: write the config, start the server, wait for "imok".
+# launch DIR PORT: write the config, start the server, wait until it serves.
 # Returns 0 when it answers, 2 when the process died (e.g. port taken),
 # 1 on timeout.
 launch() {
@@ -108,7 +116,7 @@ EOF
             rm -f "$dir/zk.pid"
             return 2
         fi
-        if ruok "$port" && { [ ! -f "$dir/zk.secure_port" ] ||
+        if serving "$port" && { [ ! -f "$dir/zk.secure_port" ] ||
             port_in_use "$(cat "$dir/zk.secure_port")"; }; then
             echo "$port" > "$dir/zk.port"
             return 0
@@ -137,7 +145,7 @@ cmd_start() {
             port=$(pick_port) || die "no free port found"
             launch "$dir" "$port"; rc=$?
             [ $rc -eq 0 ] && break
-            [ $rc -eq 1 ] && { tail -n 20 "$dir/zk.log" >&2; die "server on port $port did not answer within ${ZK_START_TIMEOUT}s"; }
+            [ $rc -eq 1 ] && { tail -n 20 "$dir/zk.log" >&2; die "server on port $port did not serve within ${ZK_START_TIMEOUT}s"; }
             # rc 2: the process died, most likely a lost race for the port.
         done
         [ $rc -eq 0 ] || { tail -n 20 "$dir/zk.log" >&2; die "server did not start after $attempt attempts"; }
@@ -172,7 +180,7 @@ cmd_status() {
     local dir=${1:?usage: zk.sh status DIR} port
     [ -f "$dir/zk.port" ] || return 1
     port=$(cat "$dir/zk.port")
-    ruok "$port" && echo "$port"
+    serving "$port" && echo "$port"
 }
 
 case "${1:-}" in
