@@ -103,6 +103,21 @@
 #     directly), and after the load a lease probe asks one COMMIT across a
 #     cut-off that outlasts the session timeout, for certain (it must
 #     fail, and at least one such COMMIT must have been asked);
+#   - after the load, probes make certain what the load leaves to chance
+#     (each a check of its own, and their sections and answers go through
+#     the checks above): COMMITs asked from 600 ms to 5 ms before the
+#     lease's end with a commit that takes 100 ms (none asked under
+#     zklock.commit_min_lease succeeds, none returns after the lease's
+#     end), a multi-lock whose second mutex is held (it says false), an
+#     add whose write's reply is lost (in doubt or answered, and counted
+#     exactly), a local handover to a waiter whose node was deleted from
+#     outside with a waiter of the other cluster behind it, a client of
+#     the other cluster queued behind a kept node while its first listing
+#     is held back (it gets the lock within 4 s), and the worker stopped
+#     past its session timeout with a downgrade asked in the stall (not
+#     granted), a statement under zklock.cancel_on_loss (cancelled, ZK001,
+#     before the worker runs again) and an idle transaction whose COMMIT
+#     comes after the wall clock was stepped back 30 s (40000);
 #   - once everything is released no lock, lease, member or latch node is
 #     left in ZooKeeper.
 # A session closed from outside by ZkTool (with its password) is not an
@@ -1230,14 +1245,27 @@ quietly(sub {
 # the timeout + 3 s.  The server expires the session while the section is
 # open; the COMMIT is asked after that and must fail (the lease ran out:
 # 40000), which the direct check below sees from ZooKeeper's record too.
-# Then the timeout is raised back by a reload.
+#
+# The same black hole tests COMMIT's floor (zklock.commit_min_lease): ten
+# more sessions hold a read lock on $FLOOR_PATH in a transaction, with
+# commit_delay 100 ms (and fsync on for the probe, which commit_delay
+# needs): their commits take 100 ms after the lease check, as a slow
+# commit would.  Once the lease stands still (no proof comes through the
+# black hole), each asks its COMMIT at a set time before the lease's end,
+# from 600 ms to 5 ms, and says how much lease was left when it asked and
+# when the COMMIT returned.  A COMMIT asked with less than the floor left
+# must fail with 40000, and one that succeeded must have returned with
+# lease left.  Then the timeout is raised back by a reload.
 my $PROBE_C = $SEED % 4 < 2 ? 'A' : 'B';
-my %probe;
+my $FLOOR_PATH = '/adv/probe-floor';
+my @FLOOR_MS = (600, 450, 300, 200, 120, 80, 50, 30, 15, 5);
+my $COMMIT_DELAY_MS = 100;
+my (%probe, @floor);
 {
 	my $n = $node{$PROBE_C};
 	my $to_before = $conf_now{$PROBE_C}{session_timeout};
 	$hosts_ix{$PROBE_C} = 1 - $hosts_ix{$PROBE_C};
-	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET zklock.hosts = '"
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET fsync = on;\nALTER SYSTEM SET zklock.hosts = '"
 		  . hosts_of($PROBE_C, $hosts_ix{$PROBE_C}) . "';\nSELECT pg_reload_conf();");
 	$conf_now{$PROBE_C}{session_timeout} = '10s';
 	# the worker restarts for the new hosts and resumes its session there
@@ -1257,25 +1285,275 @@ my %probe;
 	push @ops, $op;
 	$pc->{op} = $op;
 	$sess->start(with_commit_times(op_sql($pc, $op)));
+	# the floor's sessions: a read lock each, a transaction id (their
+	# COMMIT writes and flushes a commit record), a slow commit
+	$probe{commit_min_lease} = try_sql($n, "SELECT (extract(epoch FROM setting::interval) * 1000)::int FROM (SELECT current_setting('zklock.commit_min_lease') AS setting) s") // '';
+	try_sql($n, 'SELECT txid_current()');    # the first flush with fsync on: the WAL written so far
+	for my $k (0 .. $#FLOOR_MS)
+	{
+		my $fs = ZklockTest::Session->new($n, "F$PROBE_C$k");
+		$fs->query("SET commit_delay = ${\($COMMIT_DELAY_MS * 1000)};\nSET commit_siblings = 0;", 10);
+		my $r = $fs->query("BEGIN;\nSELECT zk_read_lock_acquire_xact('$FLOOR_PATH', '10s');\nSELECT txid_current() > 0;", 20);
+		push @floor, { k => $k, ms => $FLOOR_MS[$k], sess => $fs, held => ($r->{out} // '') eq "t\nt" ? 1 : 0, err => $r->{err} };
+	}
 	my $held = wait_until(sub {
 			(try_sql($n, "SELECT state FROM zk_locks WHERE pid = $op->{pid} AND path = '$PROBE_PATH'") // '') eq 'held' },
 		10, 'the probe holds its lock');
 	$probe{t_cut} = time;
 	set_proxies($PROBE_C, 'blackhole');
 	fault_note("$PROBE_C: black hole (the lease probe)", sprintf('%.1f s', $to / 1000 + 3));
-	usleep(int(($to / 1000 + 3) * 1e6));
+	# the lease stands still once no reply comes through: the floor's
+	# COMMITs are timed from what is left of it then
+	usleep(500_000);
+	$probe{floor_until} = try_sql($n, 'SELECT extract(epoch FROM lease_until) FROM zk_status()') // '';
+	for my $f (grep { $_->{held} } @floor)
+	{
+		$f->{sess}->start(sprintf("SELECT pg_sleep(greatest(0, extract(epoch FROM lease_remaining) - %.3f)) FROM zk_status();\n"
+				. "SELECT 'asked ' || coalesce((extract(epoch FROM lease_remaining) * 1000)::bigint::text, 'none') FROM zk_status();\n"
+				. "COMMIT;\n"
+				. "SELECT 'returned ' || coalesce((extract(epoch FROM lease_remaining) * 1000)::bigint::text, 'none') FROM zk_status() WHERE :'ERROR' = 'false';",
+				$f->{ms} / 1000));
+	}
+	usleep(300_000);
+	$probe{floor_until_after} = try_sql($n, 'SELECT extract(epoch FROM lease_until) FROM zk_status()') // '';
+	usleep(int(($to / 1000 + 3 - 0.8) * 1e6));
+	for my $f (grep { $_->{held} } @floor)
+	{
+		my $r = $f->{sess}->result(30);
+		$f->{done} = $r->{done};
+		($f->{asked}) = ($r->{out} // '') =~ /^asked (\S+)$/m;
+		($f->{returned}) = ($r->{out} // '') =~ /^returned (\S+)$/m;
+		$f->{sqlstate} = $r->{sqlstate};
+		($f->{errmsg}) = ($r->{err} // '') =~ /((?:ERROR|FATAL):\s+[0-9A-Z]{5}:[^\n]*)/;
+	}
+	$_->{sess}->quit for @floor;
+	delete $_->{sess} for @floor;
 	set_proxies($PROBE_C, 'pass');
 	fault_note("$PROBE_C: black hole healed (the lease probe)");
 	my $r = $sess->result(60);
 	finish_sql_op($pc, $r) if $r->{done};
 	$sess->quit;
 	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
-	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nSELECT pg_reload_conf();");
+	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nALTER SYSTEM RESET fsync;\nSELECT pg_reload_conf();");
 	$conf_now{$PROBE_C}{session_timeout} = $to_before;
 	%probe = (%probe, op => $op, held => $held, done => $r->{done}, timeout => $to);
 	note(sprintf('the lease probe on cluster %s: session timeout %d ms, lock %s, cut off at %s s, COMMIT: %s',
 			$PROBE_C, $to, $held ? 'held' : 'not held', rel($probe{t_cut}),
 			!$r->{done} ? 'still running' : $op->{errmsg} // (@{ $op->{commits} // [] } ? 'committed' : 'no answer')));
+	note(sprintf('the floor: COMMIT asked %s ms before the lease ran out: %s', $_->{ms}, show_floor($_))) for @floor;
+}
+
+# show_floor($f): one of the floor's COMMITs, as the checks print it
+sub show_floor
+{
+	my ($f) = @_;
+	return 'no read lock (' . substr($f->{err} // '', 0, 200) . ')' unless $f->{held};
+	return 'no answer' unless $f->{done};
+	return sprintf('asked with %s ms of lease left, %s', $f->{asked} // '?',
+		defined $f->{returned} ? "committed, returned with $f->{returned} ms left" : 'failed: ' . ($f->{errmsg} // 'no error'));
+}
+
+# Two more probes on cluster $PROBE_C, made certain rather than left to the
+# load's chance, each an operation like the load's (its sections and its
+# answer go through the same checks):
+# - the multi-lock's all-or-nothing: another client holds the multi-lock's
+#   second mutex for 3 s while a multi-lock of both asks with a 1 s
+#   timeout; it must say false (a true is also two holders of one mutex);
+# - a counter write whose reply is lost: the proxies lose every reply of
+#   a connection from its first setData on, an add is asked, and once its
+#   write went to the server and a reply was lost the connection is
+#   closed.  The write may have been applied: the add fails in doubt
+#   (08006) or answers, and the counter's value must be explained by the
+#   adds (a write tried again as if refused adds twice).
+my %probe2;
+# probe_op($name, %op): a session of its own on cluster $op{cluster}
+# (default $PROBE_C) and an operation like the load's, in @ops
+sub probe_op
+{
+	my ($name, %op) = @_;
+	my $c = delete $op{cluster} // $PROBE_C;
+	my $pc = { name => $name, cluster => $c };
+	my $sess = ZklockTest::Session->new($node{$c}, $name);
+	my $op = { id => ++$op_seq, who => $c, client => $name, hold => 0, hold2 => 0, wait => 5, qty => 1, confirm => 0,
+		pid => $sess->pid, start => time, probe => 1, bound => 1e9, %op };
+	push @ops, $op;
+	$pc->{op} = $op;
+	$pc->{sess} = $sess;
+	return $pc;
+}
+
+sub probe_finish
+{
+	my ($pc, $timeout) = @_;
+	my $r = $pc->{sess}->result($timeout);
+	finish_sql_op($pc, $r) if $r->{done};
+	$pc->{sess}->quit;
+	return $r->{done};
+}
+{
+	my $n = $node{$PROBE_C};
+	# the multi-lock
+	my $mc = probe_op("M$PROBE_C", kind => 'multi', path => '/adv/m1+m2', hold => 0.5, wait => 1);
+	my $second = try_sql($n, sprintf("SELECT CASE WHEN NOT %s OR hashtext('%s' || %d::bigint) %% 2 = 0 THEN '/adv/m2' ELSE '/adv/m1' END",
+			$CYCLES ? 'true' : 'false', $mc->{name}, $mc->{op}{id})) // '/adv/m2';
+	my $hc = probe_op("H$PROBE_C", kind => 'mutex_xact', path => $second, hold => 3);
+	$hc->{sess}->start(with_commit_times(op_sql($hc, $hc->{op})));
+	my $held = wait_until(sub {
+			(try_sql($n, "SELECT state FROM zk_locks WHERE pid = $hc->{op}{pid} AND path = '$second'") // '') eq 'held' },
+		10, "the probe's holder of $second");
+	$mc->{sess}->start(with_commit_times(op_sql($mc, $mc->{op})));
+	my $done = probe_finish($mc, 30);
+	probe_finish($hc, 30);
+	%probe2 = (multi_held => $held, multi_done => $done, multi => $mc->{op}, multi_second => $second);
+	note(sprintf('the multi-lock probe: %s held by %s: %s; the multi-lock said %s',
+			$second, $hc->{name}, $held ? 'held' : 'not held', $done ? ($mc->{op}{errmsg} // $mc->{op}{out}) : 'nothing (no answer)'));
+
+	# the counter write
+	my @px = map { @$_ } @{ $proxies{$PROBE_C} };
+	my $sum = sub { my ($k) = @_; my $t = 0; $t += $_->stats->{$k} // 0 for @px; return $t; };
+	my $cc = probe_op("C$PROBE_C", kind => 'add', path => $CNT[0]);
+	my ($sets, $dropped) = ($sum->('set_requests'), $sum->('dropped_s2c'));
+	set_proxies($PROBE_C, 'drop_set_replies');
+	fault_note("$PROBE_C: replies lost from the next write on (drop_set_replies, the counter probe)");
+	$cc->{sess}->start(op_sql($cc, $cc->{op}));
+	my $lost = wait_until(sub { $sum->('set_requests') > $sets && $sum->('dropped_s2c') > $dropped }, 20,
+		"the counter probe's write relayed and a reply lost");
+	set_proxies($PROBE_C, 'pass');
+	fault_note("$PROBE_C: connections that lost replies closed (the counter probe)");
+	$done = probe_finish($cc, 60);
+	%probe2 = (%probe2, add_lost => $lost, add_done => $done, add => $cc->{op});
+	note(sprintf('the counter probe on %s: write relayed and reply lost: %s; the add said %s', $CNT[0], $lost ? 'yes' : 'no',
+			$done ? ($cc->{op}{errmsg} // $cc->{op}{out}) : 'nothing (no answer)'));
+	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+
+	# the local handover: a holder and a waiter of this cluster, a waiter
+	# of the other behind them; the first waiter's node is deleted from
+	# outside; at the holder's COMMIT the lock must not go to both waiters
+	my $o = $PROBE_C eq 'A' ? 'B' : 'A';
+	my $state = sub {
+		my ($c, $pid, $p) = @_;
+		return try_sql($node{$c}, "SELECT state || ' ' || coalesce(node, '') FROM zk_locks WHERE pid = $pid AND path = '$p'") // '';
+	};
+	my $hp = '/adv/probe-h';
+	my $h1 = probe_op("H1$PROBE_C", kind => 'mutex_xact', path => $hp, hold => 6);
+	$h1->{sess}->start(with_commit_times(op_sql($h1, $h1->{op})));
+	my $ok = wait_until(sub { $state->($PROBE_C, $h1->{op}{pid}, $hp) =~ /^held/ }, 10, "the handover probe's holder");
+	my $h2 = probe_op("H2$PROBE_C", kind => 'mutex_xact', path => $hp, hold => 1, wait => 20);
+	$h2->{sess}->start(with_commit_times(op_sql($h2, $h2->{op})));
+	my $n2;
+	$ok &&= wait_until(sub { ($n2) = $state->($PROBE_C, $h2->{op}{pid}, $hp) =~ /^waiting (\S+)/; $n2 }, 10, "the handover probe's first waiter");
+	my $h3 = probe_op("H3$o", cluster => $o, kind => 'mutex_xact', path => $hp, hold => 2, wait => 20);
+	$h3->{sess}->start(with_commit_times(op_sql($h3, $h3->{op})));
+	$ok &&= wait_until(sub { $state->($o, $h3->{op}{pid}, $hp) =~ /^waiting \S/ }, 10, "the handover probe's waiter of cluster $o");
+	my ($rc, $lines) = $ok ? zktool('delete', $zk, "$hp/$n2") : (-1, []);
+	$rc = -1 unless grep { /^deleted / } @{ $lines // [] };
+	fault_note("ZooKeeper: the node of a SQL waiter deleted from outside (the handover probe: $hp/" . ($n2 // '?') . ", rc $rc)");
+	my $h1_held = $state->($PROBE_C, $h1->{op}{pid}, $hp) =~ /^held/;
+	probe_finish($_, 60) for $h1, $h2, $h3;
+	%probe2 = (%probe2, handover_ready => $ok && $rc == 0 && $h1_held, handover => [ map { $_->{op} } $h1, $h2, $h3 ]);
+	note(sprintf('the handover probe: waiters queued %s, node of %s deleted: rc %s, holder still held then: %s; answers: %s',
+			$ok ? 'yes' : 'no', $h2->{name}, $rc, $h1_held ? 'yes' : 'no',
+			join(', ', map { "$_->{client} " . ($_->{errmsg} // $_->{out} // '?') } map { $_->{op} } $h1, $h2, $h3)));
+
+	# the lock cache: a backend that takes and gives back a mutex again
+	# and again keeps its node; a client of the other cluster queues while
+	# the first listing of the kept node is on its way (its replies held
+	# back), and must get the lock within 4 s all the same
+	my $cp = '/adv/probe-cache';
+	my $lc = ZklockTest::Session->new($n, "L$PROBE_C");
+	my $first = $lc->query("SELECT zk_mutex_acquire('$cp', '5s');", 20)->{out};
+	set_proxies($PROBE_C, 'hold_replies');
+	fault_note("$PROBE_C: replies held back (the lock cache probe)");
+	my $rel = $lc->query("SELECT zk_mutex_release('$cp');", 20)->{out};
+	my $cached = (try_sql($n, "SELECT state FROM zk_locks WHERE path = '$cp'") // '') eq 'cached';
+	my $wc = ZklockTest::Session->new($node{$o}, "W$o");
+	my $t_ask = time;
+	$wc->start("SELECT zk_mutex_acquire('$cp', '4s');\nSELECT zk_mutex_release('$cp') WHERE :'ERROR' = 'false';");
+	my $queued = wait_until(sub { $state->($o, $wc->pid, $cp) =~ /^waiting \S/ }, 10, 'the lock cache probe\'s waiter');
+	$lc->start("DO \$\$ BEGIN FOR i IN 1 .. 80 LOOP PERFORM zk_mutex_acquire('$cp', '10s'); PERFORM pg_sleep(0.05); "
+		  . "PERFORM zk_mutex_release('$cp'); PERFORM pg_sleep(0.02); END LOOP; END \$\$;");
+	usleep(200_000);
+	set_proxies($PROBE_C, 'pass');
+	fault_note("$PROBE_C: replies handed on (the lock cache probe)");
+	my $wr = $wc->result(30);
+	my $t_got = time;
+	my $lr = $lc->result(60);
+	$_->quit for $wc, $lc;
+	%probe2 = (%probe2, cache_ready => $first eq 't' && $rel eq 't' && $cached && $queued, cache_got => ($wr->{out} // '') =~ /^t/ ? 1 : 0,
+		cache_secs => $t_got - $t_ask, cache_err => $wr->{err} // '');
+	note(sprintf('the lock cache probe: kept %s, waiter queued %s, waiter got the lock: %s after %.1f s (%s); the loop: %s',
+			$cached ? 'yes' : 'no', $queued ? 'yes' : 'no', $probe2{cache_got} ? 'yes' : 'no', $t_got - $t_ask,
+			substr($wr->{err} // '', 0, 200), $lr->{sqlstate} // 'ok'));
+	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+
+	# The worker stopped past its session timeout (SIGSTOP), with:
+	# - a downgrade asked while its write lock was held (the write section
+	#   committed, the worker stopped, then the read lock asked), while a
+	#   writer of the other cluster waits for the same path: once the
+	#   server expired the session the other writer holds the lock, and
+	#   the downgrade must not be granted beside it;
+	# - a statement running under a lock with zklock.cancel_on_loss on: it
+	#   must be cancelled (ZK001) when the lease runs out, before the
+	#   worker runs again;
+	# - a transaction holding a lock, idle, and the wall clock of the
+	#   cluster stepped back 30 s once the others asked: its COMMIT, asked
+	#   after the server expired the session, must fail with 40000.
+	my $w = wpid($PROBE_C);
+	my $to = try_status($n)->{session_timeout} / 1000;
+	my $dp = $PATH{rw2};
+	my $d = probe_op("D$PROBE_C", kind => 'downgrade', path => $dp, hold => 0.3, hold2 => 2, wait => 5, think => 2, dg_nowait => 0);
+	$d->{op}{wait} = 40;    # the downgrade's own wait (asked in the stall)
+	my $k = ZklockTest::Session->new($n, "K$PROBE_C");
+	my $kr = $k->query("SET zklock.cancel_on_loss = on;\nBEGIN;\nSELECT zk_mutex_acquire_xact('/adv/probe-cancel', '10s');", 20);
+	my $sc = ZklockTest::Session->new($n, "S$PROBE_C");
+	my $sr = $sc->query("BEGIN;\nSELECT zk_mutex_acquire_xact('/adv/probe-clock', '10s');", 20);
+	$d->{sess}->start(with_commit_times(op_sql($d, $d->{op})));
+	my $dw = wait_until(sub { (try_sql($n, "SELECT state FROM zk_locks WHERE pid = $d->{op}{pid} AND path = '$dp' AND recipe = 'write'") // '') eq 'held' },
+		10, "the downgrade probe's write lock");
+	usleep(800_000);    # its write section (0.3 s) committed; it thinks 2 s before the downgrade
+	$k->start('SELECT pg_sleep(60);');
+	my $bw = probe_op("X$o", cluster => $o, kind => 'write_xact', path => $dp, hold => 5, wait => 40);
+	$bw->{sess}->start(with_commit_times(op_sql($bw, $bw->{op})));
+	usleep(300_000);
+	my $t_stop = time;
+	kill 'STOP', $w;
+	fault_note("$PROBE_C: worker SIGSTOP (the stall probe)", sprintf('pid %d for %.1f s', $w, $to + 3));
+	usleep(2_500_000);    # the downgrade is asked now
+	step_clock($n, -30);
+	push @clock_steps, [ time, $PROBE_C, -30 ];
+	fault_note("$PROBE_C: wall clock of PostgreSQL's processes stepped (the stall probe)", sprintf('-30 s, offset now %+d s', clock_offset($n)));
+	my ($k_done, $k_at);
+	while (time < $t_stop + $to + 2)
+	{
+		if (!$k_done && $k->done) { $k_done = 1; $k_at = time - $t_stop; }
+		usleep(100_000);
+	}
+	$sc->start("COMMIT;\nSELECT 'committed' WHERE :'ERROR' = 'false';");
+	while (time < $t_stop + $to + 3)
+	{
+		if (!$k_done && $k->done) { $k_done = 1; $k_at = time - $t_stop; }
+		usleep(100_000);
+	}
+	my $b_held = $state->($o, $bw->{op}{pid}, $dp) =~ /^held/;
+	my $dg_pending = !$d->{sess}->done;
+	kill 'CONT', $w;
+	fault_note("$PROBE_C: worker SIGCONT (the stall probe)");
+	my $scr = $sc->result(30);
+	my $kres = $k->result(60);
+	probe_finish($_, 90) for $d, $bw;
+	step_clock($n, 30);
+	push @clock_steps, [ time, $PROBE_C, 30 ];
+	fault_note("$PROBE_C: wall clock of PostgreSQL's processes stepped (the stall probe)", sprintf('+30 s, offset now %+d s', clock_offset($n)));
+	$_->quit for $k, $sc;
+	%probe2 = (%probe2, stall => $to + 3, dg_ready => $dw && $dg_pending && $b_held, downgrade => $d->{op}, other_writer => $bw->{op},
+		cancel_ready => ($kr->{out} // '') eq 't', cancel_at => $k_at, cancel_state => $kres->{sqlstate} // '', cancel_err => $kres->{err} // '',
+		clock_ready => ($sr->{out} // '') eq 't', clock_state => $scr->{sqlstate} // '', clock_out => $scr->{out} // '', clock_err => $scr->{err} // '');
+	note(sprintf('the stall probe (%.1f s): downgrade asked in the stall with its write held: %s, the other writer held in the stall: %s, '
+			. 'the downgrade said %s; the statement under cancel_on_loss ended %s (%s); the COMMIT after the clock step: %s',
+			$to + 3, $dw && $dg_pending ? 'yes' : 'no', $b_held ? 'yes' : 'no', $d->{op}{errmsg} // $d->{op}{out} // '?',
+			defined $k_at ? sprintf('%.1f s into the stall', $k_at) : 'after it', $kres->{sqlstate} // 'no error',
+			$scr->{sqlstate} // ($scr->{out} eq 'committed' ? 'committed' : '?')));
+	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
 }
 
 # Curator's mutex loop and its sections
@@ -1606,6 +1884,61 @@ subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in'
 		"the lease probe's COMMIT, asked after its cluster was cut off for its session timeout + 3 s, failed with 40000 (got "
 		  . ($po->{errmsg} // ($probe{done} ? 'no error' : 'no answer')) . ", session timeout $probe{timeout} ms)");
 	cmp_ok($after, '>=', 1, 'a COMMIT was asked after the server expired the session its section began in (the probe at least)');
+
+	# COMMIT's floor: the lease stood still while the floor's COMMITs were
+	# asked, one was asked with less than its commit's 100 ms left, none
+	# asked under the floor succeeded, none that succeeded returned late
+	my $min = $probe{commit_min_lease} // '';
+	my $left = sub { my ($v) = @_; return defined $v && $v =~ /^\d+$/ ? $v : 0; };
+	# (lease_until is the monotonic end shown on the wall clock: the two
+	# readings differ by the microseconds between their clock readings)
+	ok($probe{floor_until} =~ /^[\d.]+$/ && $probe{floor_until_after} =~ /^[\d.]+$/
+		  && abs($probe{floor_until} - $probe{floor_until_after}) < 0.005,
+		"the lease stood still in the black hole while the floor's COMMITs were set off (it ends at $probe{floor_until}, then at $probe{floor_until_after})");
+	my @asked = grep { $_->{held} && $_->{done} && $left->($_->{asked}) > 0 } @floor;
+	cmp_ok(scalar(grep { $_->{asked} < $COMMIT_DELAY_MS } @asked), '>=', 1,
+		"a COMMIT of the floor was asked with lease left, but less than its commit takes (commit_delay $COMMIT_DELAY_MS ms): "
+		  . join('; ', map { show_floor($_) } @floor));
+	my @under = grep { $min =~ /^\d+$/ && $_->{asked} < $min && ($_->{sqlstate} // '') ne '40000' } @asked;
+	ok($min =~ /^\d+$/ && !@under,
+		"every COMMIT asked with less than zklock.commit_min_lease ($min ms) of lease left failed with 40000"
+		  . (@under ? ': ' . join('; ', map { show_floor($_) } @under) : ''));
+	my @late_floor = grep { defined $_->{returned} && $left->($_->{returned}) <= 0 } @floor;
+	ok(!@late_floor, 'every COMMIT of the floor that succeeded returned before the lease ran out'
+		  . (@late_floor ? ": " . join("; ", map { show_floor($_) } @late_floor) : ''));
+};
+
+subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, downgrade, cancel_on_loss and a clock step back' => sub {
+	my $m = $probe2{multi} // {};
+	ok($probe2{multi_held} && $probe2{multi_done} && !defined $m->{sqlstate} && ($m->{out} // '') eq 'timeout',
+		"the multi-lock probe, asked with a 1 s timeout while another client held $probe2{multi_second}, said false (got "
+		  . ($m->{errmsg} // $m->{out} // 'no answer') . ')');
+	my $a = $probe2{add} // {};
+	ok($probe2{add_lost}, "the counter probe's write reached the server and a reply of its connection was lost");
+	ok($probe2{add_done} && (in_doubt($a) || (!defined $a->{sqlstate} && ($a->{out} // '') =~ /^\d+$/)),
+		'the add whose reply was lost failed in doubt (08006 "may or may not have been applied") or answered its value (got '
+		  . ($a->{errmsg} // $a->{out} // 'no answer') . ')');
+	# the handover: whether both waiters entered is for the overlap check
+	ok($probe2{handover_ready},
+		"the handover probe: a holder and a waiter of cluster $PROBE_C and a waiter of the other queued, the first waiter's node deleted from outside while the lock was held ("
+		  . join(', ', map { "$_->{client} " . ($_->{errmsg} // $_->{out} // '?') } @{ $probe2{handover} // [] }) . ')');
+	ok($probe2{cache_ready}, 'the lock cache probe: the node kept, a client of the other cluster queued while its first listing was held back');
+	ok($probe2{cache_got},
+		sprintf('a client of the other cluster that queued behind a kept node got the lock within 4 s while one backend took it again and again (%s after %.1f s%s)',
+			$probe2{cache_got} ? 'got it' : 'not', $probe2{cache_secs} // 0, $probe2{cache_got} ? '' : ': ' . substr($probe2{cache_err} // '', 0, 200)));
+	my $dg = $probe2{downgrade} // {};
+	ok($probe2{dg_ready}, "the stall probe: a downgrade asked while its write lock was held and the worker stopped; the other cluster's writer held the lock before the worker ran again");
+	# (its first answer is the write section's; a granted downgrade says ok next)
+	my @dl = @{ $dg->{lines} // [] };
+	ok($probe2{downgrade} && defined $dg->{end} && !grep({ $_ eq 'ok' } @dl[ 1 .. $#dl ]),
+		'a downgrade asked before the session was lost was not granted (got ' . ($dg->{errmsg} // $dg->{out} // 'no answer') . ')');
+	ok($probe2{cancel_ready} && defined $probe2{cancel_at} && $probe2{cancel_state} eq 'ZK001',
+		sprintf('with zklock.cancel_on_loss on, a statement under a lock was cancelled with ZK001 while the worker was stopped (%s a %.1f s stall; %s)',
+			defined $probe2{cancel_at} ? sprintf('%.1f s into', $probe2{cancel_at}) : 'not in', $probe2{stall} // 0,
+			$probe2{cancel_state} || substr($probe2{cancel_err} // '', 0, 200) || 'no error'));
+	ok($probe2{clock_ready} && $probe2{clock_state} eq '40000',
+		'a COMMIT asked after the server expired its session, the wall clock stepped back 30 s meanwhile, failed with 40000 (got '
+		  . ($probe2{clock_state} || ($probe2{clock_out} eq 'committed' ? 'committed' : substr($probe2{clock_err} // '', 0, 200))) . ')');
 };
 
 subtest 'fencing tokens strictly increase per mutex path' => sub {
