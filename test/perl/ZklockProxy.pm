@@ -295,13 +295,17 @@ sub _child
 					{
 						$mode = $1;
 						$flush_held->() unless $mode eq 'hold_replies';
+						# (over copies: $close_pair rebuilds @pairs, which
+						# frees the elements a loop over it would alias)
 						if ($mode eq 'cut')
 						{
-							$close_pair->($_) for @pairs;
+							my @all = @pairs;
+							$close_pair->($_) for @all;
 						}
 						elsif ($mode eq 'pass')
 						{
-							for my $p (grep { $_->{tainted} } @pairs)
+							my @tainted = grep { $_->{tainted} } @pairs;
+							for my $p (@tainted)
 							{
 								$close_pair->($p);
 								$st{closed_tainted}++;
