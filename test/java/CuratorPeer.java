@@ -109,12 +109,14 @@
  *   set PATH TEXT               -> "set PATH" | "nonode PATH"
  *   latch_start ID PATH LID     LeaderLatch(PATH, LID).start() under the name ID
  *                               -> "latch ID started"; later, from its listener,
- *                               "isleader ID" / "notleader ID"
+ *                               "isleader ID" / "notleader ID", each after
+ *                               "leadership ID on|off US" (epoch microseconds
+ *                               when the listener was called)
  *   latch_has ID                -> "latchhas ID true|false" (hasLeadership)
  *   latch_leader ID             -> "latchleader ID <id>" (getLeader().getId())
  *   latch_parts ID              -> "latchparts ID id:leader ..." (getParticipants,
  *                                  in order; an empty id is shown as "")
- *   latch_close ID              close the latch -> "latch ID closed"
+ *   latch_close ID              close the latch -> "leadership ID closed US" (when close was asked), "latch ID closed"
  *   selector_start ID PATH SID  LeaderSelector(PATH) with id SID (no id when SID
  *                               is "-"), started once; takeLeadership prints
  *                               "selected ID" and keeps leadership until
@@ -126,11 +128,12 @@
  *                               close that session from outside, as ZkTool's
  *                               expire does (compiled with it), without the
  *                               start of a JVM: -> "expired 0x<id> attempts=<n>"
- *   states                      from now on print "state NAME US" (epoch
- *                               microseconds) on every connection state Curator
- *                               reports (SUSPENDED, RECONNECTED, LOST, ...):
- *                               a lock Curator holds is uncertain from SUSPENDED
- *                               and certainly gone at LOST -> "states on"
+ *   states                      from now on print "state NAME US SID" (epoch
+ *                               microseconds; SID the client's session id then)
+ *                               on every connection state Curator reports
+ *                               (SUSPENDED, RECONNECTED, LOST, ...): a lock
+ *                               Curator holds is uncertain from SUSPENDED and
+ *                               certainly gone at LOST -> "states on SID"
  *   quit                        close Curator, exit 0
  *
  * Anything that fails outside an ID replies "error <command> <msg>".
@@ -356,16 +359,18 @@ public class CuratorPeer {
             ZkTool.expire(connectString, w[1], w[2]);
             return true;
         case "states":
-            client.getConnectionStateListenable().addListener((c, st) -> reply("state " + st.name() + " " + nowMicros()));
-            reply("states on");
+            client.getConnectionStateListenable().addListener((c, st) ->
+                    reply("state " + st.name() + " " + nowMicros() + " " + sessionHex()));
+            reply("states on " + sessionHex());
             return true;
         case "latch_start": {
             need(w, 4, "latch_start ID PATH LID");
             String id = w[1];
             LeaderLatch l = new LeaderLatch(client, w[2], w[3]);
             l.addListener(new LeaderLatchListener() {
-                public void isLeader() { reply("isleader " + id); }
-                public void notLeader() { reply("notleader " + id); }
+                /* "leadership ID on|off US": when Curator said so, on its clock */
+                public void isLeader() { reply("leadership " + id + " on " + nowMicros()); reply("isleader " + id); }
+                public void notLeader() { reply("leadership " + id + " off " + nowMicros()); reply("notleader " + id); }
             });
             latches.put(id, l);
             l.start();
@@ -386,7 +391,12 @@ public class CuratorPeer {
             return true;
         case "latch_close":
             need(w, 2, "latch_close ID");
-            latches.remove(w[1]).close();
+            {
+                /* a latch closed in the default mode tells its listeners nothing */
+                long t = nowMicros();
+                latches.remove(w[1]).close();
+                reply("leadership " + w[1] + " closed " + t);
+            }
             reply("latch " + w[1] + " closed");
             return true;
         case "selector_start": {
@@ -910,6 +920,15 @@ public class CuratorPeer {
                 s = s.substring(i + name.length());
         }
         return s;
+    }
+
+    /** The client's ZooKeeper session id now, as zklock prints one (0x and 16 hex digits). */
+    static String sessionHex() {
+        try {
+            return String.format("0x%016x", client.getZookeeperClient().getZooKeeper().getSessionId());
+        } catch (Exception e) {
+            return "none";
+        }
     }
 
     static long nowMicros() {
