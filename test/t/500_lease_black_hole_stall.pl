@@ -34,10 +34,14 @@ is($st->{session_timeout}, '4000', 'negotiated session timeout 4 s');
 my $left = $node->safe_psql('postgres', q{SELECT extract(epoch FROM lease_remaining) FROM zk_status()});
 cmp_ok($left, '>', 0, "zk_status() shows the lease: ${left}s left");
 cmp_ok($left, '<=', 3.0, '... at most the session timeout minus the margin');
+# renewed: the lease's end moves on (what is left right after a renewal is
+# the timeout less the margin less the heartbeat's round trip, which may
+# be longer than it was at the first reading)
+my $until = $node->safe_psql('postgres', q{SELECT extract(epoch FROM lease_until) FROM zk_status()});
 ok(wait_until(sub {
-			my $l = $node->safe_psql('postgres',
-				q{SELECT extract(epoch FROM lease_remaining) FROM zk_status()});
-			return $l > $left;
+			my $u = $node->safe_psql('postgres',
+				q{SELECT extract(epoch FROM lease_until) FROM zk_status()});
+			return $u > $until + 0.1;
 		}, 10, 'the lease to be renewed'),
 	'heartbeats renew the lease while idle');
 
