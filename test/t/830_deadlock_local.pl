@@ -65,6 +65,29 @@ sub wait_lock_wait
 		'SELECT wait_event_type FROM pg_stat_activity WHERE pid = ' . $s->pid, 'Lock');
 }
 
+# victim($ended, $label): the one session of until_victim's results that
+# failed with 40P01, and its result; bails out when there is none (a hang).
+# A victim's abort gives its locks back, so another member may end at
+# the same moment and be polled first: which ended first is no matter,
+# the 40P01 is.
+sub victim
+{
+	my ($ended, $label) = @_;
+	my @v = grep { ($ended->{$_}{sqlstate} // '') eq '40P01' } sort keys %$ended;
+	is(scalar(@v), 1, "$label: one fails with 40P01 (@v)")
+	  or BAIL_OUT("$label: no single victim: " . explain($ended));
+	return ($v[0], $ended->{ $v[0] });
+}
+
+# later($s, $ended, $timeout): $s's result, from until_victim's results
+# when it had already ended there, or waited for up to $timeout
+sub later
+{
+	my ($s, $ended, $timeout) = @_;
+	return $ended->{ $s->name } if exists $ended->{ $s->name };
+	return $s->result($timeout);
+}
+
 # detail_has($err, $waiter, $what, $holder): the DETAIL line of one edge
 sub detail_has
 {
@@ -88,11 +111,8 @@ subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, t
 	my $t0 = time;
 	$sb->start(acquire('/t830/a'));
 
-	my $first = outcomes([ $sa, $sb ], $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('no session ended: a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "the first to end ($victim_name) fails with 40P01") or diag($v->{err});
+	my $ended = until_victim([ $sa, $sb ], $t0);
+	my ($victim_name, $v) = victim($ended, 'a and b');
 	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	detail_has($v->{err}, $sa, 'zookeeper lock "/t830/b"', $sb, 'DETAIL: a waits for /t830/b, blocked by b');
@@ -101,7 +121,7 @@ subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, t
 	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
 	# the victim's transaction is aborted at the error, which gives back
 	# its locks, as PostgreSQL gives back its own: the other goes on
-	my $r = $other->result(25);
+	my $r = later($other, $ended, 25);
 	is($r->{out}, 't', 'the other session gets its lock') or diag($r->{err});
 	isnt($r->{sqlstate} // '', '40P01', 'the other session did not fail');
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
@@ -152,20 +172,18 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 	my $t0 = time;
 	$s2->start('UPDATE rows_t SET v = v + 10 WHERE id = 1');
 
-	my $first = outcomes([ $s1, $s2 ], $t0, 1);
-	ok(exists $first->{s1}, 's1, the zklock waiter, ends its wait')
-	  or BAIL_OUT('s1 did not end: ' . join(',', keys %$first));
-	my $v = $first->{s1};
-	is($v->{sqlstate}, '40P01', 's1 fails with 40P01') or diag($v->{err});
+	my $ended = until_victim([ $s1, $s2 ], $t0);
+	my ($victim_name, $v) = victim($ended, 'row lock');
+	is($victim_name, 's1', 's1, the zklock waiter, is the one that fails with 40P01');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	ok(!exists $first->{s2}, 's2 is not failed by PostgreSQL\'s detector');
 	detail_has($v->{err}, $s1, 'zookeeper lock "/t830/c"', $s2, 'DETAIL: s1 waits for /t830/c, blocked by s2');
 	like($v->{err}, qr/Process ${\ $s2->pid } waits for ShareLock on transaction \d+; blocked by process ${\ $s1->pid }\./,
 		'DETAIL: s2 waits for ShareLock on s1\'s transaction, in PostgreSQL\'s words');
 	like($v->{err}, qr/HINT:\s+See server log for query details\./, 'HINT as PostgreSQL gives it');
 
-	my $r = $s2->result(10);
-	ok($r->{done} && $r->{err} !~ /ERROR/, 's2\'s UPDATE goes on') or diag($r->{err});
+	my $r = later($s2, $ended, 10);
+	ok($r->{done} && $r->{err} !~ /ERROR/, 's2\'s UPDATE goes on, not failed by PostgreSQL\'s detector')
+	  or diag($r->{err});
 	ok_value($s1, 'ROLLBACK', 's1 rolls back');
 	$r = $s2->result(25) unless $r->{done};
 	ok_value($s2, 'COMMIT', 's2 commits');
@@ -180,14 +198,13 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 	ok(wait_waiting($node, $s1->pid, '/t830/e'), 's1 waits for /t830/e');
 	$t0 = time;
 	$s2->start('SELECT pg_advisory_xact_lock(830)');
-	$first = outcomes([ $s1, $s2 ], $t0, 1);
-	ok(exists $first->{s1}, 'advisory: s1 ends its wait') or BAIL_OUT('s1 did not end');
-	$v = $first->{s1};
-	is($v->{sqlstate}, '40P01', 'advisory: s1 fails with 40P01') or diag($v->{err});
+	$ended = until_victim([ $s1, $s2 ], $t0);
+	($victim_name, $v) = victim($ended, 'advisory');
+	is($victim_name, 's1', 'advisory: s1, the zklock waiter, is the one that fails with 40P01');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "advisory: within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	like($v->{err}, qr/Process ${\ $s2->pid } waits for ExclusiveLock on advisory lock \[\d+,0,830,1\]; blocked by process ${\ $s1->pid }\./,
 		'advisory: DETAIL names the advisory lock');
-	$r = $s2->result(10);
+	$r = later($s2, $ended, 10);
 	ok($r->{done} && $r->{err} !~ /ERROR/, 'advisory: s2 gets the advisory lock') or diag($r->{err});
 	ok_value($s1, 'ROLLBACK', 'advisory: s1 rolls back');
 	$r = $s2->result(25) unless $r->{done};
@@ -215,11 +232,8 @@ subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub
 	my $t0 = time;
 	$s[2]->start(acquire($p[0]));
 
-	my $first = outcomes(\@s, $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	my $ended = until_victim(\@s, $t0);
+	my ($victim_name, $v) = victim($ended, 'x, y and z');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	for my $i (0 .. 2)
 	{
@@ -238,8 +252,8 @@ subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub
 	{
 		for my $s (values %left)
 		{
-			next unless $s->done;
-			my $r = $s->result(5);
+			next unless exists $ended->{ $s->name } || $s->done;
+			my $r = later($s, $ended, 5);
 			$failed++ if ($r->{sqlstate} // '') eq '40P01';
 			is($r->{out}, 't', $s->name . ' gets its lock') or diag($r->{err});
 			ok_value($s, 'COMMIT', $s->name . ' commits');
@@ -270,11 +284,8 @@ subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks;
 	ok(wait_waiting($node, $r->pid, '/t830/rw2'), 'reader waits for /t830/rw2 behind the writer');
 	my $t0 = time;
 	$w->start("SELECT zk_write_lock_acquire_xact('/t830/rw1', '20s')");
-	my $first = outcomes([ $r, $w ], $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the two ends its wait') or BAIL_OUT('a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	my $ended = until_victim([ $r, $w ], $t0);
+	my ($victim_name, $v) = victim($ended, 'reader and writer');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	detail_has($v->{err}, $r, 'zookeeper read lock "/t830/rw2"', $w, 'DETAIL: reader waits for the read lock, blocked by writer');
 	detail_has($v->{err}, $w, 'zookeeper write lock "/t830/rw1"', $r, 'DETAIL: writer waits for the write lock, blocked by reader');
@@ -285,10 +296,10 @@ subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks;
 	{
 		# the writer still waits for reader2's read lock, which is no cycle
 		usleep(2_500_000);
-		ok(!$other->done, 'the writer waits for reader2 without a 40P01');
+		ok(!exists $ended->{writer} && !$other->done, 'the writer waits for reader2 without a 40P01');
 		ok_value($r2, "SELECT zk_read_lock_release('/t830/rw1')", 'reader2 releases');
 	}
-	my $res = $other->result(25);
+	my $res = later($other, $ended, 25);
 	is($res->{out}, 't', 'the other gets its lock') or diag($res->{err});
 	ok_value($other, 'COMMIT', 'the other commits');
 	ok_value($r2, "SELECT zk_release_all()", 'reader2 lets go of what it still holds');
@@ -305,7 +316,8 @@ subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks;
 # number that got it.
 sub finish_all
 {
-	my ($ss, $label) = @_;
+	my ($ss, $label, $ended) = @_;
+	$ended //= {};
 	my %left = map { $_->name => $_ } @$ss;
 	my $got = 0;
 	my $deadline = time + 25;
@@ -314,8 +326,8 @@ sub finish_all
 		for my $name (sort keys %left)
 		{
 			my $s = $left{$name};
-			next unless $s->done;
-			my $r = $s->result(5);
+			next unless exists $ended->{$name} || $s->done;
+			my $r = later($s, $ended, 5);
 			is($r->{out}, 't', "$label: $name gets its lock") or diag($r->{err});
 			isnt($r->{sqlstate} // '', '40P01', "$label: $name is no second victim");
 			$got++ if ($r->{out} // '') eq 't';
@@ -411,11 +423,14 @@ subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting o
 	my $t0 = time;
 	$s2->start($sm);
 	my $all = [ $s1, $s2, $q1 ];
-	my $first = outcomes($all, $t0, 1);
-	my ($victim_name) = keys %$first;
-	ok(defined $victim_name, 'one of the three ends its wait') or BAIL_OUT('a hang');
-	my $v = $first->{$victim_name};
-	is($v->{sqlstate}, '40P01', "$victim_name fails with 40P01") or diag($v->{err});
+	my $ended = until_victim($all, $t0);
+	# smq's failure leaves sm1 -> sm2 -> sm1 standing, whose own victim
+	# may be seen in the same poll: smq is then the first victim named
+	my @failed = grep { ($ended->{$_}{sqlstate} // '') eq '40P01' } sort keys %$ended;
+	my ($victim_name) = (grep({ $_ eq 'smq' } @failed), @failed);
+	ok(defined $victim_name, 'one of the three fails with 40P01 (' . join(' ', @failed) . ')')
+	  or BAIL_OUT('no victim: ' . explain($ended));
+	my $v = $ended->{$victim_name};
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
 	like($v->{err}, qr/zookeeper semaphore_mutex lock "\/t830\/soft\/sm"/, 'DETAIL names the semaphore mutex');
 	my ($victim) = grep { $_->name eq $victim_name } @$all;
@@ -426,16 +441,20 @@ subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting o
 		like($v->{err}, qr/blocked by process ${\ $q1->pid }, which waits ahead of it in the queue\./,
 			'DETAIL: sm2 waits behind smq, which waits');
 		my $t1 = time;
-		my $second = outcomes(\@rest, $t1, 1);
-		my ($name2) = keys %$second;
-		ok(defined $name2 && ($second->{$name2}{sqlstate} // '') eq '40P01',
-			'sm1 -> sm2 -> sm1 still stood: one more 40P01 (' . ($name2 // 'none') . ')')
-		  or diag(explain($second));
-		my ($v2) = grep { $_->name eq ($name2 // '') } @rest;
+		my @waiting = grep { !exists $ended->{ $_->name } } @rest;
+		$ended = { %$ended, %{ until_victim(\@waiting, $t1) } } if @waiting == @rest;
+		my @second = grep { $_ ne 'smq' && ($ended->{$_}{sqlstate} // '') eq '40P01' } sort keys %$ended;
+		is(scalar(@second), 1, 'sm1 -> sm2 -> sm1 still stood: one more 40P01 (' . join(' ', @second) . ')')
+		  or diag(explain($ended));
+		my ($v2) = grep { $_->name eq ($second[0] // '') } @rest;
 		ok_value($v2, 'ROLLBACK', 'the second victim rolls back') if $v2;
-		@rest = grep { $_->name ne ($name2 // '') } @rest;
+		@rest = grep { $_->name ne ($second[0] // '') } @rest;
 	}
-	is(finish_all(\@rest, 'semaphore cycle'), scalar(@rest), 'the others got their locks');
+	else
+	{
+		is(scalar(@failed), 1, "$victim_name breaks both cycles: no other 40P01 (@failed)");
+	}
+	is(finish_all(\@rest, 'semaphore cycle', $ended), scalar(@rest), 'the others got their locks');
 	$_->quit for @$all;
 };
 
