@@ -39,6 +39,11 @@
  *   lease ID PATH MAX QTY TIMEOUT_MS
  *                               InterProcessSemaphoreV2(PATH, MAX).acquire(QTY, ..)
  *                               -> "leased ID name1 name2 ..." | "timeout ID" | "error ID <msg>"
+ *   multi ID PATH1,PATH2,... TIMEOUT_MS
+ *                               InterProcessMultiLock over a mutex per PATH (all
+ *                               or none, in the order given) on ID's thread
+ *                               -> "acquired ID" | "timeout ID" | "error ID <msg>";
+ *                               "release ID" gives all of them back
  *   revoke NODEPATH             Revoker.attemptRevoke -> "revoke NODEPATH ok"
  *   barrier_set PATH            DistributedBarrier.setBarrier -> "barrier_set PATH"
  *   barrier_remove PATH         DistributedBarrier.removeBarrier -> "barrier_removed PATH"
@@ -48,6 +53,14 @@
  *                               DistributedDoubleBarrier(PATH, QTY).enter on ID's
  *                               thread -> "entered ID true|false"
  *   dleave ID TIMEOUT_MS        leave of ID's double barrier -> "left ID true|false"
+ *   tcas ID PATH NEW            on ID's thread: DistributedAtomicLong(PATH).get,
+ *                               then compareAndSet(the value read, NEW)
+ *                               -> "tcasread ID READ", then "tcas ID READ
+ *                               true|false" | "error ID <msg>"
+ *   tcount ID PATH NEW          on ID's thread: SharedCount(PATH) started, its
+ *                               value and version read, then trySetCount(NEW)
+ *                               -> "tcountread ID READ", then "tcount ID READ
+ *                               VERSION true|false" | "error ID <msg>"
  *   stat PATH                   -> "stat PATH <czxid>" | "nonode PATH"
  *   rwparticipants PATH         -> "rwparticipants PATH full1 full2 ..." read and
  *                                  write lock participants merged in queue order
@@ -174,6 +187,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
@@ -464,6 +478,48 @@ public class CuratorPeer {
             if (p.length < 6)
                 throw new IllegalArgumentException("usage: lease ID PATH MAX_LEASES QTY TIMEOUT_MS");
             lease(p[1], p[2], Integer.parseInt(p[3]), Integer.parseInt(p[4]), Long.parseLong(p[5]));
+            return true;
+        }
+        case "multi": {
+            need(w, 4, "multi ID PATH1,PATH2,... TIMEOUT_MS");
+            String id = w[1];
+            List<String> paths = List.of(w[2].split(","));
+            long ms = Long.parseLong(w[3].trim());
+            onThread(id, o -> {
+                InterProcessMultiLock m = new InterProcessMultiLock(client, paths);
+                boolean ok = timedAcquire(m, ms);
+                if (ok)
+                    o.held.push(new Held("multi", m, m::release));
+                reply((ok ? "acquired " : "timeout ") + id);
+            });
+            return true;
+        }
+        case "tcas": {
+            need(w, 4, "tcas ID PATH NEW");
+            String id = w[1], path = w[2];
+            long newv = Long.parseLong(w[3].trim());
+            onThread(id, o -> {
+                DistributedAtomicLong l = new DistributedAtomicLong(client, path, new RetryNTimes(0, 10));
+                AtomicValue<Long> v = l.get();
+                if (!v.succeeded())
+                    throw new IllegalStateException("get did not succeed");
+                reply("tcasread " + id + " " + v.postValue());
+                reply("tcas " + id + " " + v.postValue() + " " + l.compareAndSet(v.postValue(), newv).succeeded());
+            });
+            return true;
+        }
+        case "tcount": {
+            need(w, 4, "tcount ID PATH NEW");
+            String id = w[1], path = w[2];
+            int newv = Integer.parseInt(w[3].trim());
+            onThread(id, o -> {
+                try (SharedCount c = new SharedCount(client, path, 0)) {
+                    c.start();
+                    VersionedValue<Integer> v = c.getVersionedValue();
+                    reply("tcountread " + id + " " + v.getValue());
+                    reply("tcount " + id + " " + v.getValue() + " " + v.getVersion() + " " + c.trySetCount(v, newv));
+                }
+            });
             return true;
         }
         case "revoke":

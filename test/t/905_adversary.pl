@@ -25,10 +25,15 @@
 #     counters: zk_atomic_long_add (+1), compare-and-set and try-set to values
 #     unique to the operation, set.  Curator: an InterProcessMutex loop with
 #     fencing tokens, a revocable mutex, two read/write lock actors on each of
-#     the two read/write lock paths (writes and reads, some held for seconds), a semaphore mutex, a semaphore lease, a
-#     barrier waiter, a LeaderLatch that joins and closes, atomic adds.
+#     the two read/write lock paths (writes and reads, some held for
+#     seconds), a semaphore mutex, a semaphore lease, a barrier waiter, a
+#     LeaderLatch that joins and closes, atomic adds, a multi-lock over the
+#     two mutex paths (in SQL's order), a member of the double barrier
+#     (enter, hold, leave), and DistributedAtomicLong's compare-and-set and
+#     SharedCount's trySetCount on SQL's counters, to values of their own.
 #   Sections are held mostly briefly, sometimes for seconds, sometimes for
-#   8-30 s (long enough for a session to expire under them); between the
+#   8 s to twice the session timeout (at least 30 s, at most 40 s: longer
+#   than any cut-off; long enough for a session to expire under them); between the
 #   transactions of an operation (a session lock's section and its release,
 #   a write section and its downgrade) the session may idle as long.  A SQL section
 #   is one transaction that holds the lock and inserts a row (enter and exit
@@ -54,9 +59,14 @@
 #   held back and handed on late (a slow path),
 #   reset connections, worker SIGSTOP then SIGCONT (a black hole or a stall
 #   lasts 0.3-2 times the session timeout its cluster is set to when it
-#   strikes, 1-30 s), worker SIGTERM, worker SIGKILL (half of the faults
-#   that cut a cluster off or stop its worker wait up to 5 s for a moment
-#   when a SQL session of the cluster holds a lock another client waits for),
+#   strikes, 1-30 s), worker SIGTERM, worker SIGKILL (a third of the
+#   faults that cut a cluster off or stop its worker wait up to 5 s for a
+#   moment when a SQL session of the cluster holds a lock another client
+#   waits for, a third for a SQL transaction that holds a lock with enough
+#   of its hold to go for its COMMIT to come after the fault: the fault's
+#   length for a cut-off or a stall, else the session timeout (10 s at
+#   most); a reload that changes the session timeout always waits for the
+#   latter),
 #   pg_terminate_backend and SIGKILL of a backend that holds or waits,
 #   PostgreSQL stopped -m immediate and started, the standalone ZooKeeper
 #   server stopped for 2-10 s and started again, ZooKeeper expiring zklock's
@@ -66,8 +76,10 @@
 #   and on again), a lock node of a SQL waiter on a mutex path deleted from
 #   outside (never the lowest: the peer checks the lowest is there in the
 #   same transaction; a local handover may give the lock to that waiter at
-#   once, which must then lose it before anyone else gets it), and steps of
-#   the wall clock (below).
+#   once, which must then lose it before anyone else gets it), the Curator
+#   client's JVM stopped (SIGSTOP) for 0.3-2 times its session timeout of
+#   10 s and continued (its holders go on holding while the server expires
+#   its session), and steps of the wall clock (below).
 #
 # The checks, from outside, per recipe:
 #   - no two committed sections of a mutex, semaphore mutex, write lock or
@@ -82,9 +94,16 @@
 #     refused add (any other error: never sent) makes none; compare-and-set and try-set: following the
 #     chain of unique values back from the final one, every write on it was
 #     applied, so none of them may have answered false, and every true
-#     answer must be on it;  set: the final value is one a set wrote;
+#     answer must be on it (Curator's writes are on the same chains; a
+#     Curator write that answered false is excused only when its client's
+#     connection changed state meanwhile, as Curator sends a write again
+#     after a lost answer);  set: the final value is one a set wrote;
 #   - a barrier wait never passes while the barrier was certainly set, a
-#     double barrier enter never passes alone;
+#     double barrier enter never passes alone (Curator's member included);
+#   - revocation: a zk_revoke that answered 1 while Curator's revocable
+#     holder of /adv/m2 held it steadily was reported by Curator, and a SQL
+#     holder that revoked its own hold and held on is told by
+#     zk_revocation_requested() (when no fault touched its cluster);
 #   - zk_revoke never asks more than one holder of a mutex; a reentrant
 #     acquire and a downgrade are granted; an upgrade is never granted;
 #   - no statement runs past its timeouts plus the holds it asked for plus
@@ -237,14 +256,14 @@ sub rweighted
 	return $w->[-1][0];
 }
 # hold times: mostly short, sometimes seconds, sometimes long enough for a
-# session to expire under the section
+# session to expire under the section: up to $long s (default 30)
 sub rhold
 {
-	my ($st) = @_;
+	my ($st, $long) = @_;
 	my $x = r01($st);
 	return runi($st, 0.005, 0.08) if $x < 0.72;
 	return runi($st, 0.2, 3) if $x < 0.90;
-	return runi($st, 8, 30);
+	return runi($st, 8, $long // 30);
 }
 
 ############################################################################
@@ -383,6 +402,10 @@ BEGIN
     IF n > 1 THEN RETURN format('wrong: zk_revoke asked %s holders of a mutex', n); END IF;
   END IF;
   PERFORM pg_sleep(hold);
+  -- the revocable holder asked itself to give the lock up: is it told?
+  IF kind = 'mutex_revocable' THEN
+    RAISE NOTICE 'adv_revoke % %', n, p IN (SELECT zk_revocation_requested());
+  END IF;
   IF kind = 'upgrade' THEN
     IF zk_write_lock_acquire(p, '200ms') THEN
       -- (qualified: adv_lock has a variable recipe of its own)
@@ -628,8 +651,13 @@ sub new_sql_op
 	my ($c) = @_;
 	my $g = $c->{rng};
 	my $k = rweighted($g, \@KINDS);
+	# a section may be held up to twice the session timeout its cluster is
+	# set to (30 s at least, 40 s at most: longer than any cut-off, which
+	# lasts 30 s at most)
+	my ($to) = $conf_now{ $c->{cluster} }{session_timeout} =~ /^(\d+)s$/;
+	my $long = 2 * $to < 30 ? 30 : 2 * $to > 40 ? 40 : 2 * $to;
 	my $op = { id => ++$op_seq, who => $c->{cluster}, client => $c->{name}, kind => $k,
-		hold => rhold($g), hold2 => rhold($g), wait => r01($g) < 0.7 ? runi($g, 0.3, 5) : runi($g, 5, 15),
+		hold => rhold($g, $long), hold2 => rhold($g, $long), wait => r01($g) < 0.7 ? runi($g, 0.3, 5) : runi($g, 5, 15),
 		qty => 1 + int(r01($g) * 2) };
 	my ($own) = $c->{name} =~ /(\d+)$/;
 	$op->{path} =
@@ -682,6 +710,7 @@ sub finish_sql_op
 	# a deadlock's DETAIL, whole, for upgrade_cycle below
 	$op->{detail} = $r->{err} if ($op->{sqlstate} // '') eq '40P01';
 	($op->{read}) = ($r->{err} // '') =~ /NOTICE:\s+(?:00000:\s+)?adv_read (-?\d+)/;
+	@$op{qw(revoke_n revoke_told)} = ($r->{err} // '') =~ /NOTICE:\s+(?:00000:\s+)?adv_revoke (\d+) ([tf])/;
 	for my $s (@states)
 	{
 		$err_count{$s}++;
@@ -781,6 +810,15 @@ my @actors = (
 	# a Curator client arriving on a path the lock cache may keep a node of
 	{ id => 'cown', kind => 'lock', path => $OWN[0],
 		cmd => sub { $_[0]{path} = rpick($crng, @OWN); "mutex cown $_[0]{path} 3000" } },
+	# Curator's multi-lock over the two mutex paths, in SQL's order
+	{ id => 'cmulti', kind => 'multi', path => '/adv/m1+m2', cmd => sub { "multi cmulti $PATH{m1},$PATH{m2} 3000" } },
+	# a member of the double barrier of 2: enter, hold, leave (a member
+	# whose enter failed leaves too: Curator's enter leaves its node)
+	{ id => 'cdb', kind => 'dbarrier', path => $PATH{db}, cmd => sub { "denter cdb $PATH{db} 2 5000" } },
+	# DistributedAtomicLong's compare-and-set and SharedCount's trySetCount
+	# on SQL's counters, to values unique to the operation (NEWV)
+	{ id => 'ccas', kind => 'cas', path => $PATH{cas}, cmd => sub { "tcas ccas $PATH{cas} NEWV" } },
+	{ id => 'cts', kind => 'tryset', path => $PATH{ts}, cmd => sub { "tcount cts $PATH{ts} NEWV" } },
 );
 my %actor = map { $_->{id} => $_ } @actors;
 $_->{state} = 'idle', $_->{next_at} = 0 for @actors;
@@ -788,12 +826,15 @@ my %latch = (state => 'idle', next_at => 0);       # Curator's LeaderLatch: join
 my %cadd = (state => 'idle', next_at => 0);        # Curator's atomic adds
 my @peer_other;
 my $deleted_waiters = 0;    # SQL waiters' nodes the peer deleted (delete_waiter)
+my @cur_revoked;            # [ actor id, epoch s ]: Curator's holder was asked to give its lock up
+my @cur_stalls;             # [ from, to ] (epoch s): the Curator client's JVM stopped (curator_stall)
 
 sub curator_op
 {
 	my ($a) = @_;
 	my $op = { id => ++$op_seq, who => 'cur', client => $a->{id}, kind => 'curator ' . ($a->{mode} // $a->{kind}),
 		path => $a->{path}, start => time };
+	$op->{newv} = 1000 + $op->{id} if $a->{kind} =~ /^(cas|tryset)$/;
 	push @ops, $op;
 	return $op;
 }
@@ -802,10 +843,34 @@ sub actor_reply
 {
 	my ($a, $verb, $rest) = @_;
 	my $op = $a->{op};
-	if ($a->{state} eq 'acq')
+	if ($a->{state} eq 'acq' && $verb =~ /^(tcasread|tcountread)$/)
+	{
+		# the value read, said before the write: when the write then
+		# fails, the chain of values still goes through it
+		($op->{read}) = ($rest // '') =~ /^(-?\d+)/;
+	}
+	elsif ($a->{state} eq 'acq' && $a->{kind} =~ /^(cas|tryset)$/)
+	{
+		# "READ [VERSION] true|false", as SQL's adv_cas and adv_tryset say
+		$op->{end} = time;
+		$op->{out} = $verb =~ /^(tcas|tcount)$/ ? $rest // '' : "$verb " . ($rest // '');
+		$op->{cur_error} = 1 if $verb !~ /^(tcas|tcount)$/;
+		$a->{state} = 'idle';
+		$a->{next_at} = time + runi($crng, 0.2, 2);
+	}
+	elsif ($a->{state} eq 'acq' && $a->{kind} eq 'dbarrier' && !($verb eq 'entered' && ($rest // '') eq 'true'))
+	{
+		# not entered (a timeout or an error): its node may stay, so the
+		# member leaves as well; the round ends with the leave
+		$op->{out} = $verb eq 'entered' ? 'timeout' : "$verb " . ($rest // '');
+		$peer->{in} .= "dleave cdb 2000\n";
+		$a->{state} = 'rel';
+	}
+	elsif ($a->{state} eq 'acq')
 	{
 		$op->{end} = time;
-		my $got = $verb eq 'acquired' || $verb eq 'leased' || ($verb eq 'barrier' && ($rest // '') eq 'true');
+		my $got = $verb eq 'acquired' || $verb eq 'leased' || ($verb eq 'barrier' && ($rest // '') eq 'true')
+		  || ($verb eq 'entered' && ($rest // '') eq 'true');
 		$op->{out} = $verb . (defined $rest ? " $rest" : '');
 		if ($got && $a->{kind} ne 'barrier')
 		{
@@ -825,6 +890,14 @@ sub actor_reply
 	elsif ($a->{state} eq 'rel')
 	{
 		$op->{rel_out} = $verb . (defined $rest ? " $rest" : '');
+		if ($a->{kind} eq 'dbarrier')
+		{
+			# the double barrier's round, as SQL's adv_dbarrier says it:
+			# 'ok' or 'leave-timeout' and when it entered (µs)
+			$op->{end} = time;
+			$op->{out} = ($verb eq 'left' && ($rest // '') eq 'true' ? 'ok ' : 'leave-timeout ') . int($op->{enter} * 1e6)
+			  if defined $op->{enter};
+		}
 		$a->{state} = 'idle';
 		$a->{next_at} = time + runi($crng, 0, 0.1);
 	}
@@ -847,7 +920,7 @@ sub pump_peer
 		$verb //= $l;
 		if (defined $id && $actor{$id} && $verb ne 'stopping')
 		{
-			next if $verb eq 'revoked';
+			if ($verb eq 'revoked') { push @cur_revoked, [ $id, time ]; next; }
 			actor_reply($actor{$id}, $verb, $rest);
 		}
 		elsif ($verb eq 'state' && defined $id)
@@ -904,13 +977,15 @@ sub pump_peer
 		if ($a->{state} eq 'held' && time >= $a->{until})
 		{
 			$a->{op}{exit} = time;    # before the release is asked
-			$peer->{in} .= ($a->{kind} eq 'lease' ? "release $a->{id} lease" : "release $a->{id}") . "\n";
+			$peer->{in} .= ($a->{kind} eq 'lease' ? "release $a->{id} lease" : $a->{kind} eq 'dbarrier' ? "dleave $a->{id} 5000"
+				: "release $a->{id}") . "\n";
 			$a->{state} = 'rel';
 		}
 		elsif ($a->{state} eq 'idle' && !$stopping && time >= $a->{next_at})
 		{
 			my $cmd = $a->{cmd}->($a);
 			$a->{op} = curator_op($a);
+			$cmd =~ s/NEWV/$a->{op}{newv}/;
 			$peer->{in} .= "$cmd\n";
 			$a->{state} = 'acq';
 		}
@@ -938,6 +1013,10 @@ my @FAULTS = (
 	[ reload => 24 ], [ blackhole => 16 ], [ stall => 14 ], [ reset => 7 ], [ sigterm => 13 ], [ expire => 6 ],
 	[ terminate => 8 ], [ worker_kill => 3 ], [ backend_kill => 2 ], [ restart => 2 ], [ clock_step => 4 ],
 	[ delete_waiter => 12 ],
+	# the Curator client's JVM stopped (SIGSTOP) for 0.3-2 times its
+	# session timeout (10 s), then continued: its holders go on holding
+	# while the server expires its session
+	[ curator_stall => 4 ],
 	# the ensemble's own: a follower cut off from the others (its clients
 	# keep their link), the leader killed, the leader in a minority
 	$ENSEMBLE ? ([ follower_cut => 8 ], [ leader_kill => 5 ], [ minority => 5 ])
@@ -955,11 +1034,16 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 		# a black hole or a stall lasts a multiple of the session timeout
 		# its cluster has when it strikes: just short of it and just past it
 		# are the boundaries that matter, whatever the timeout is then
-		$p{rel} = runi($sched, 0.3, 2) if $f =~ /^(blackhole|stall)$/;
-		# half the faults that cut a cluster off or stop its worker wait
-		# (up to 5 s) for a moment that hurts: a SQL session of the cluster
-		# holds a lock that another client waits for
-		$p{aim} = r01($sched) < 0.5 if $f =~ /^(blackhole|stall|reset|sigterm|worker_kill|expire|restart|clock_step)$/;
+		$p{rel} = runi($sched, 0.3, 2) if $f =~ /^(blackhole|stall|curator_stall)$/;
+		# two thirds of the faults that cut a cluster off or stop its worker
+		# wait (up to 5 s) for a moment that hurts: a SQL session of the
+		# cluster holds a lock that another client waits for (contested),
+		# or a SQL transaction of the cluster holds a lock with a session
+		# timeout of its hold still to go (long: its COMMIT comes after the
+		# fault, and a cut-off that outlasts the timeout must fail it: see
+		# long_held)
+		$p{aim} = rpick($sched, '', 'contested', 'long')
+		  if $f =~ /^(blackhole|stall|reset|sigterm|worker_kill|expire|restart|clock_step)$/;
 		# a step of the wall clock, forward or back: a few seconds (NTP) or
 		# minutes (an operator, a VM resumed)
 		$p{delta} = rpick($sched, -1, 1) * (r01($sched) < 0.5 ? runi($sched, 1, 10) : runi($sched, 30, 300)) if $f eq 'clock_step';
@@ -978,6 +1062,9 @@ my @schedule;    # [ at (s), fault, cluster, params ]
 			$p{server_tick_time} = rpick($sched, '500', '1000', '2000') if r01($sched) < 0.25;
 			# lock caching turned off (its kept nodes go) or on again
 			$p{lock_cache} = rpick($sched, 'off', 'on', 'on') if r01($sched) < 0.3;
+			# a change of the session timeout, either way, waits for a held
+			# lock with a session timeout of hold to go
+			$p{aim} = 'long' if defined $p{session_timeout};
 		}
 		# faults come in storms: most strike the cluster the last one struck,
 		# some right after it (an operator action, then a failure on top)
@@ -1093,6 +1180,16 @@ sub do_fault
 		push @zktool_jobs, { h => $h, out => \$out, cluster => $c, t_start => time, sid => "0x$id" };
 		return fault_note("$c: ZooKeeper expires zklock's session", "0x$id");
 	}
+	if ($f eq 'curator_stall')
+	{
+		return fault_note('Curator: already stalled') if $active{'Curator stall'};
+		my $pid = $peer->{h}{KIDS}[0]{PID} or return fault_note('Curator: stall skipped (no pid)');
+		my $dur = $p->{rel} * 10;    # CuratorPeer's session timeout is 10 s
+		kill 'STOP', $pid;
+		$active{'Curator stall'} = { until => time + $dur, pid => $pid };
+		push @cur_stalls, [ time, time + $dur ];
+		return fault_note('Curator: client JVM SIGSTOP', sprintf('pid %d for %.1f s (its session timeout is 10 s)', $pid, $dur));
+	}
 	if ($f eq 'zk_restart')
 	{
 		return fault_note('ZooKeeper: restart skipped (already down)') if $active{'ZooKeeper down'};
@@ -1157,7 +1254,12 @@ sub heal_due
 		my ($c, $f) = split / /, $k;
 		delete $active{$k};
 		if ($f eq 'blackhole' || $f eq 'reset') { set_proxies($c, 'pass'); fault_note("$c: $f healed"); }
-		elsif ($f eq 'stall') { kill 'CONT', $a->{pid}; fault_note("$c: worker SIGCONT", "pid $a->{pid}"); }
+		elsif ($f eq 'stall')
+		{
+			kill 'CONT', $a->{pid};
+			$cur_stalls[-1][1] = time if $c eq 'Curator';
+			fault_note($c eq 'Curator' ? 'Curator: client JVM SIGCONT' : "$c: worker SIGCONT", "pid $a->{pid}");
+		}
 		elsif ($f eq 'down') { restart_zk($zk); fault_note('ZooKeeper: server started again (it serves)'); }
 		elsif ($f eq 'server')
 		{
@@ -1194,6 +1296,33 @@ sub contested
 	return $p // '';
 }
 
+# long_held($c, $p): a SQL transaction of cluster $c that holds a lock and
+# has enough of the hold it asked for left for its COMMIT to come after
+# the fault $p: the fault's length for a cut-off or a stall, else the
+# session timeout $c is set to (10 s at most) ('' when none); asked at
+# most every 0.25 s
+sub long_held
+{
+	my ($c, $p) = @_;
+	return '' if time < ($aim{next_check} // 0);
+	$aim{next_check} = time + 0.25;
+	my ($to) = $conf_now{$c}{session_timeout} =~ /^(\d+)s$/;
+	$to = defined $p->{rel} ? fault_secs($c, $p) : $to > 10 ? 10 : $to;
+	my $held = try_sql($node{$c}, q{SELECT a.application_name || ' ' || l.path || ' ' || extract(epoch FROM clock_timestamp() - l.since)
+		FROM zk_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name ~ '^[AB][0-9]+$' AND l.state = 'held' AND a.state = 'active'
+		  AND l.recipe IN ('mutex', 'write', 'read', 'semaphore_mutex', 'semaphore')}) // '';
+	for (split /\n/, $held)
+	{
+		my ($name, $path, $since) = split / /;
+		my ($cl) = grep { $_->{name} eq $name && $_->{busy} && $_->{op} } @cl;
+		next unless $cl && defined $since;
+		my $left = $cl->{op}{hold} - $since;
+		return sprintf('%s holds %s with %.1f s of its hold to go', $name, $path, $left) if $left >= $to;
+	}
+	return '';
+}
+
 my $next_fault = 0;
 sub pump_faults
 {
@@ -1205,9 +1334,9 @@ sub pump_faults
 		if ($p->{aim})
 		{
 			$aim{until} //= time + 5;
-			my $hit = contested($c);
+			my $hit = $p->{aim} eq 'long' ? long_held($c, $p) : contested($c);
 			return if $hit eq '' && time < $aim{until};
-			fault_note("$c: $f aimed", $hit eq '' ? 'nothing contested within 5 s' : "$hit held and wanted");
+			fault_note("$c: $f aimed", $hit eq '' ? "nothing $p->{aim} within 5 s" : $p->{aim} eq 'long' ? $hit : "$hit held and wanted");
 			%aim = ();
 		}
 		$next_fault++;
@@ -1249,7 +1378,10 @@ quietly(sub {
 	ok(drive_until(\&connected_all, 120, 'both clusters connected'), 'after the faults both clusters are connected again');
 });
 my $t_load_end = time;
-note(sprintf('load: %.0f s; faults: %d', $t_load_end - $t0, scalar(faults())));
+note(sprintf('load: %.0f s; faults: %d; aimed: %d at a contested lock, %d at a transaction with a session timeout of hold to go, %d found nothing within 5 s',
+	$t_load_end - $t0, scalar(faults()), scalar(grep { $_->[0] =~ / aimed$/ && ($_->[2] // '') =~ /held and wanted$/ } faults()),
+	scalar(grep { $_->[0] =~ / aimed$/ && ($_->[2] // '') =~ /of its hold to go$/ } faults()),
+	scalar(grep { $_->[0] =~ / aimed$/ && ($_->[2] // '') =~ /^nothing/ } faults())));
 
 # every running statement ends: within 240 s, and longer by what the
 # clocks were stepped back (a wait's timeout runs on the wall clock, as
@@ -1525,6 +1657,46 @@ sub probe_finish
 			substr($wr->{err} // '', 0, 200), $lr->{sqlstate} // 'ok'));
 	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
 
+	# Revocation with a waiter queued behind the holder: zk_revoke of the
+	# other cluster asks a SQL holder of a revocable mutex, with a waiter
+	# of the asking cluster behind it (the holder must be told within 5 s:
+	# zk_revocation_requested()), and a SQL zk_revoke asks Curator's
+	# revocable holder, with a SQL waiter behind it (Curator must report
+	# the request within 5 s).  Each zk_revoke must answer 1.
+	{
+		my $rp = '/adv/probe-rv';
+		my $rh = ZklockTest::Session->new($n, "R$PROBE_C");
+		my $rheld = $rh->query("SELECT zk_mutex_acquire('$rp', '5s', true);", 20)->{out} // '';
+		my $rw = ZklockTest::Session->new($node{$o}, "RW$o");
+		$rw->start("SELECT zk_mutex_acquire('$rp', '20s');\nSELECT zk_release_all();");
+		my $rq = wait_until(sub { $state->($o, $rw->pid, $rp) =~ /^waiting \S/ }, 10, 'the revocation probe\'s waiter');
+		my $rn = try_sql($node{$o}, "SELECT zk_revoke('$rp')") // '';
+		my $t_rv = time;
+		my $told = wait_until(sub { ($rh->query("SELECT '$rp' IN (SELECT zk_revocation_requested());", 10)->{out} // '') eq 't' },
+			5, 'the revoked SQL holder told');
+		$probe2{rv_sql_secs} = time - $t_rv;
+		$rh->query("SELECT zk_mutex_release('$rp');", 20);
+		my $rwr = $rw->result(30);
+		$_->quit for $rh, $rw;
+		%probe2 = (%probe2, rv_sql_ready => $rheld eq 't' && $rq, rv_sql_n => $rn, rv_sql_told => $told);
+
+		my $cp2 = '/adv/probe-rv2';
+		my $cl = quietly(sub { $peer->send("mutex crv $cp2 5000 revocable-notify"); $peer->wait_reply(qr/^(acquired|timeout|error) crv(\s|$)/, 30) }) // '';
+		my $cw = ZklockTest::Session->new($n, "RC$PROBE_C");
+		$cw->start("SELECT zk_mutex_acquire('$cp2', '20s');\nSELECT zk_release_all();");
+		my $cq = wait_until(sub { $state->($PROBE_C, $cw->pid, $cp2) =~ /^waiting \S/ }, 10, 'the revocation probe\'s waiter behind Curator');
+		my $cn = try_sql($n, "SELECT zk_revoke('$cp2')") // '';
+		my $crev = quietly(sub { $peer->wait_reply(qr/^revoked crv$/, 5) });
+		quietly(sub { $peer->send('release crv'); $peer->wait_reply(qr/^(released|error) crv(\s|$)/, 30) });
+		my $cwr = $cw->result(30);
+		$cw->quit;
+		%probe2 = (%probe2, rv_cur_ready => $cl eq 'acquired crv' && $cq, rv_cur_n => $cn, rv_cur_told => defined $crev);
+		note(sprintf('the revocation probe: SQL holder of %s held %s, waiter of %s queued %s, zk_revoke said %s, holder told: %s (%.1f s), the waiter then: %s; '
+				. 'Curator holder of %s: %s, SQL waiter queued %s, zk_revoke said %s, Curator reported it: %s, the waiter then: %s',
+				$rp, $rheld, $o, $rq ? 'yes' : 'no', $rn, $told ? 'yes' : 'no', $probe2{rv_sql_secs}, $rwr->{out} // $rwr->{err} // '?',
+				$cp2, $cl, $cq ? 'yes' : 'no', $cn, defined $crev ? 'yes' : 'no', $cwr->{out} // $cwr->{err} // '?'));
+	}
+
 	# The worker stopped past its session timeout (SIGSTOP), with:
 	# - a downgrade asked while its write lock was held (the write section
 	#   committed, the worker stopped, then the read lock asked), while a
@@ -1652,13 +1824,17 @@ for my $c (@CLUSTERS)
 	}
 }
 my %op_by_id = map { $_->{id} => $_ } @ops;
-for my $op (grep { $_->{who} eq 'cur' && defined $_->{enter} } @ops)
+for my $op (grep { $_->{who} eq 'cur' && defined $_->{enter} && $_->{kind} ne 'curator dbarrier' } @ops)
 {
 	my $k = $op->{kind};
 	my ($recipe, $mode) = $k =~ /write/ ? ('rw', 'w') : $k =~ /read/ ? ('rw', 'r') : $k =~ /lease/ ? ('semaphore', 's') : ('mutex', 'x');
-	push @sections, { who => 'cur', client => $op->{client}, op => $op->{id}, recipe => $recipe, path => $op->{path},
-		mode => $mode, token => -1, qty => 1, enter => int($op->{enter} * 1e6), exit => int(($op->{exit} // $op->{enter}) * 1e6),
-		asked => int($op->{start} * 1e6) };
+	# a multi-lock holds both mutexes
+	for my $path ($k eq 'curator multi' ? ($PATH{m1}, $PATH{m2}) : ($op->{path}))
+	{
+		push @sections, { who => 'cur', client => $op->{client}, op => $op->{id}, recipe => $recipe, path => $path,
+			mode => $mode, token => -1, qty => 1, enter => int($op->{enter} * 1e6), exit => int(($op->{exit} // $op->{enter}) * 1e6),
+			asked => int($op->{start} * 1e6) };
+	}
 }
 push @sections, @cur_mx;
 # Curator's leadership still open at the end (its latch not closed yet)
@@ -1777,6 +1953,18 @@ sub cur_lost_at
 	return undef unless defined $e->{ended};
 	my $end = $e->{ended} / 1000;
 	return $end <= $s->{exit} / 1e6 ? $end : undef;
+}
+
+# cur_disturbed($op): the Curator client reported a change of its
+# connection's state (SUSPENDED, LOST, RECONNECTED, from a thread of its
+# own, so up to 5 s late) during Curator's operation $op, or its JVM was
+# stopped meanwhile: its client may have sent a write again
+sub cur_disturbed
+{
+	my ($op) = @_;
+	my ($from, $to) = ($op->{start} - 1, ($op->{end} // time) + 5);
+	return 1 if grep { $_->[1] >= $from && $_->[1] <= $to } @cur_states;
+	return scalar grep { $_->[0] <= $to && $_->[1] >= $from } @cur_stalls;
 }
 
 # excused_pair($x, $y): the overlap of $x and $y is explained by a session
@@ -1967,7 +2155,7 @@ subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in'
 		  . (@late_floor ? ": " . join("; ", map { show_floor($_) } @late_floor) : ''));
 };
 
-subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, downgrade, cancel_on_loss and a clock step back' => sub {
+subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, revocation, downgrade, cancel_on_loss and a clock step back' => sub {
 	ok($probe2{multi_held}, "the multi-lock probe: another client held $probe2{multi_second}"
 		  . ($probe2{multi_held} ? '' : " (zk_locks there: $probe2{multi_rows})"));
 	is($probe2{multi_out}, 'f', "a multi-lock asked with a 1 s timeout while another client held one of its mutexes said false"
@@ -2001,6 +2189,14 @@ subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, downg
 		sprintf('with zklock.cancel_on_loss on, a statement under a lock was cancelled with ZK001 while the worker was stopped (%s a %.1f s stall; %s)',
 			defined $probe2{cancel_at} ? sprintf('%.1f s into', $probe2{cancel_at}) : 'not in', $probe2{stall} // 0,
 			$probe2{cancel_state} || substr($probe2{cancel_err} // '', 0, 200) || 'no error'));
+	ok($probe2{rv_sql_ready}, 'the revocation probe: a SQL holder of a revocable mutex and a waiter of the other cluster behind it');
+	ok($probe2{rv_sql_n} eq '1' && $probe2{rv_sql_told},
+		"a zk_revoke of the other cluster asked the SQL holder, not its waiter (said $probe2{rv_sql_n}; the holder told within 5 s: "
+		  . ($probe2{rv_sql_told} ? 'yes' : 'no') . ')');
+	ok($probe2{rv_cur_ready}, 'the revocation probe: Curator\'s revocable holder and a SQL waiter behind it');
+	ok($probe2{rv_cur_n} eq '1' && $probe2{rv_cur_told},
+		"a SQL zk_revoke asked Curator's holder, not its waiter (said $probe2{rv_cur_n}; Curator reported the request within 5 s: "
+		  . ($probe2{rv_cur_told} ? 'yes' : 'no') . ')');
 	ok($probe2{clock_ready} && $probe2{clock_state} eq '40000',
 		'a COMMIT asked after the server expired its session, the wall clock stepped back 30 s meanwhile, failed with 40000 (got '
 		  . ($probe2{clock_state} || ($probe2{clock_out} eq 'committed' ? 'committed' : substr($probe2{clock_err} // '', 0, 200))) . ')');
@@ -2184,7 +2380,7 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 	for my $ch ([ 'cas', $final{cas} ], [ 'tryset', $final{ts} ])
 	{
 		my ($kind, $v) = @$ch;
-		my @o = grep { $_->{kind} eq $kind && defined $_->{end} } @ops;
+		my @o = grep { ($_->{kind} eq $kind || $_->{kind} eq "curator $kind") && defined $_->{end} } @ops;
 		my %by_new = map { $_->{newv} => $_ } @o;
 		my (%on, $steps);
 		while ($v != 0 && $by_new{$v} && !$on{$v})
@@ -2198,14 +2394,27 @@ subtest 'counters: every add counted once, compare-and-set and try-set answers a
 			$v = $expected;
 		}
 		my (@false_on, @true_off);
+		my $cur_retry = 0;
 		for my $x (@o)
 		{
-			next if defined $x->{sqlstate} || $x->{dead};
+			next if defined $x->{sqlstate} || $x->{dead} || $x->{cur_error};
 			my ($answer) = ($x->{out} // '') =~ /(true|false)$/ or next;
+			# Curator's client sends a write again after a lost answer:
+			# when the first was applied, the second's version no longer
+			# matches and Curator answers false.  Only a Curator write
+			# during which its connection changed state is excused.
+			if ($answer eq 'false' && $on{ $x->{newv} } && $x->{who} eq 'cur' && cur_disturbed($x))
+			{
+				$cur_retry++;
+				next;
+			}
 			push @false_on, $x if $answer eq 'false' && $on{ $x->{newv} };
 			push @true_off, $x if $answer eq 'true' && !$on{ $x->{newv} };
 		}
 		my $chain_ok = $v == 0;
+		note(sprintf('%s: %d operations of SQL, %d of Curator, %d Curator writes on the chain; %d Curator false answers on the chain excused (its connection changed state)',
+			$kind, scalar(grep { $_->{who} ne 'cur' } @o), scalar(grep { $_->{who} eq 'cur' } @o),
+			scalar(grep { $_->{who} eq 'cur' && $on{ $_->{newv} } } @o), $cur_retry));
 		ok($chain_ok, "$kind: the chain of values leads back to the initial 0 ($steps writes)")
 		  or diag("$kind: the chain stops at $v");
 		ok(!@false_on, "$kind: no write on the chain answered false (" . scalar(@o) . ' operations)')
@@ -2235,7 +2444,8 @@ subtest 'barriers: no wait passes while the barrier was certainly set; no double
 	ok(!@early, 'no barrier wait passed while the barrier was set and nobody removed it ('
 		  . scalar(grep { $_->{kind} =~ /barrier_wait|curator barrier/ } @ops) . ' waits)')
 	  or history("barrier wait op $early[0]{id} passed early", $early[0]{start} - 10, $early[0]{end}, qr/^\/adv\/b$/);
-	my @db = grep { $_->{kind} eq 'dbarrier' && defined $_->{end} } @ops;
+	# SQL's members and Curator's (DistributedDoubleBarrier)
+	my @db = grep { $_->{kind} =~ /^(curator )?dbarrier$/ && defined $_->{end} } @ops;
 	my @alone;
 	for my $d (grep { ($_->{out} // '') =~ /^(ok|leave-timeout) (\d+)/ } @db)
 	{
@@ -2255,8 +2465,67 @@ subtest 'barriers: no wait passes while the barrier was certainly set; no double
 			$_ != $d && $_->{start} <= $t_in / 1e6 && ($_->{end} // 1e12) >= $d->{start} - 70
 		} @db;
 	}
-	ok(!@alone, 'no double barrier enter of 2 passed without another member (' . scalar(@db) . ' rounds)')
+	ok(!@alone, 'no double barrier enter of 2 passed without another member (' . scalar(@db) . ' rounds, '
+		  . scalar(grep { $_->{who} eq 'cur' } @db) . " of them Curator's)")
 	  or history("double barrier op $alone[0]{id} entered alone", $alone[0]{start} - 10, $alone[0]{end}, qr/^\/adv\/db$/);
+};
+
+# faults_on($c, $from, $to): the faults noted on cluster $c or on ZooKeeper
+# between $from and $to (epoch s)
+sub faults_on
+{
+	my ($c, $from, $to) = @_;
+	return grep {
+		my $at = $t0 + $_->[1];
+		$at >= $from && $at <= $to && $_->[0] =~ /^(\Q$c\E|ZooKeeper): / && $_->[0] !~ /skipped|aimed|already|nothing to change/
+	} faults();
+}
+
+# Revocation (Curator's Revocable and Revoker): a holder that zk_revoke
+# asked is told.  Curator's actor cm2 holds /adv/m2 revocable (it reports
+# a request, it does not give the lock up): a zk_revoke of /adv/m2 that
+# answered 1 while cm2 held it (asked after cm2's acquire returned,
+# answered 2 s or more before its release was asked, its connection
+# steady throughout) wrote into cm2's node, the first of the queue, and
+# Curator must report the request.  A SQL holder of a revocable mutex
+# that asked its own node (zk_revoke answered 1) and held on for a second
+# or more must find the path in zk_revocation_requested(), when its
+# section committed and no fault was noted on its cluster meanwhile (the
+# watch's event comes on the connection that answered the zk_revoke; a
+# fault may delay the read of the node that follows it).
+subtest 'revocation: a holder that zk_revoke asked is told, Curator\'s and SQL\'s' => sub {
+	my @cm2 = grep { $_->{client} eq 'cm2' && defined $_->{enter} && defined $_->{exit} } @ops;
+	my ($asked, @untold) = (0);
+	for my $r (grep { $_->{kind} eq 'revoke' && $_->{path} eq $PATH{m2} && ($_->{out} // '') eq '1' && !defined $_->{sqlstate} } @ops)
+	{
+		my ($h) = grep {
+			$_->{enter} <= $r->{start} && $_->{exit} >= $r->{end} + 2 && !cur_disturbed({ start => $_->{enter}, end => $_->{exit} })
+		} @cm2;
+		next unless $h;
+		$asked++;
+		push @untold, [ $r, $h ] unless grep { $_->[0] eq 'cm2' && $_->[1] >= $r->{start} && $_->[1] <= $h->{exit} + 5 } @cur_revoked;
+	}
+	my ($self_asked, @self_untold) = (0);
+	for my $x (grep { $_->{who} ne 'cur' } @sections)
+	{
+		my $o = $op_by_id{ $x->{op} } or next;
+		next unless $o->{kind} eq 'mutex_revocable' && ($o->{revoke_n} // 0) == 1 && $o->{hold} >= 1;
+		# (a cut-off or a stall over the whole section is excluded already:
+		# the zk_revoke in it was answered through the same worker)
+		next if faults_on($o->{who}, $x->{enter} / 1e6 - 1, $x->{exit} / 1e6 + 1);
+		$self_asked++;
+		push @self_untold, $o unless ($o->{revoke_told} // '') eq 't';
+	}
+	note(sprintf('revocation: %d zk_revoke of /adv/m2 answered 1 inside a steady hold of Curator\'s cm2; %d requests Curator reported in all; '
+			. '%d SQL holders asked themselves and held on, with no fault; %d revocable sections committed',
+			$asked, scalar(@cur_revoked), $self_asked,
+			scalar(grep { ($op_by_id{ $_->{op} }{kind} // '') eq 'mutex_revocable' } grep { $_->{who} ne 'cur' } @sections)));
+	ok(!@untold, "Curator's holder was told of every zk_revoke that asked it ($asked)")
+	  or history("zk_revoke op $untold[0][0]{id} answered 1 during cm2's hold (op $untold[0][1]{id}); Curator reported no request",
+		$untold[0][1]{start} - 5, $untold[0][1]{exit} + 5, qr/^\/adv\/m2$/);
+	ok(!@self_untold, "every SQL holder that asked itself found its path in zk_revocation_requested() ($self_asked)")
+	  or history("op $self_untold[0]{id} ($self_untold[0]{client}) revoked its own hold of $self_untold[0]{path}, and was not told",
+		$self_untold[0]{start} - 5, $self_untold[0]{end} + 5, qr/^\Q$self_untold[0]{path}\E$/);
 };
 
 # upgrade_cycle($op): is $op's 40P01 a real cycle an upgrade op closes?
