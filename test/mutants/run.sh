@@ -13,8 +13,9 @@
 # named): it must pass, or a kill proves nothing.  --dry-run makes each
 # copy and applies its patch, and says what it would run, without running.
 #
-# For each one, a fresh copy of the committed tree (git archive of HEAD
-# into a temporary folder under /var/tmp; zk-client/ copied from this
+# For each one, a fresh copy of the committed tree (git archive of the
+# commit HEAD was at when the script started, so a commit made meanwhile
+# changes nothing) into a temporary folder under /var/tmp; zk-client/ copied from this
 # tree, so the ZooKeeper C client is not built again), the patch applied
 # (git apply), then for each seed, one after the other, the inner loop:
 #   ZKLOCK_KEEP_LOGS=1 ZKLOCK_ADVERSARY_SEED=S ZKLOCK_ADVERSARY_MODE=M
@@ -152,7 +153,7 @@ note() { echo "run.sh: $(date -u +%H:%M:%S) $*"; }
 make_tree() {
 	local dir=$1 patch=${2:-}
 	mkdir -p "$dir" || return 1
-	git -C "$SRC" archive HEAD | tar -x -C "$dir" || return 1
+	git -C "$SRC" archive "$COMMIT" | tar -x -C "$dir" || return 1
 	if [ -d "$SRC/zk-client" ]; then
 		cp -a "$SRC/zk-client" "$dir/" || return 1
 	fi

@@ -39,7 +39,8 @@
 #                 connections, and new ones, are relayed until they carry
 #                 a setData of their own.  stats' set_requests counts the
 #                 setData requests relayed (in any mode), multi_requests
-#                 the multis (opcode 14).
+#                 the multis (opcode 14), get_requests the getData
+#                 requests (opcode 4).
 #   hold_replies  forward client->server; keep server->client bytes back
 #                 (in order, none lost) until the next mode, which hands
 #                 them on first: replies arrive late, as from a slow path.
@@ -243,6 +244,7 @@ sub _child
 			next unless $len >= 8;
 			my (undef, $op) = unpack('l> l>', $frame);
 			$stats->{multi_requests}++ if $op == 14;
+			$stats->{get_requests}++ if $op == 4;
 			next unless $op == 5;
 			$stats->{set_requests}++;
 			$p->{set_seen} = 1 if $m eq 'drop_set_replies';

@@ -131,7 +131,8 @@
 #     zklock.commit_min_lease succeeds, none returns after the lease's
 #     end), a multi-lock whose second mutex is held (it says false), an
 #     add whose write's reply is lost (in doubt or answered, and counted
-#     exactly), a local handover to a waiter whose node was deleted from
+#     exactly), an add whose read is answered late, after Curator added
+#     to the counter (it answers a value of its own), a local handover to a waiter whose node was deleted from
 #     outside with a waiter of the other cluster behind it, a client of
 #     the other cluster queued behind a kept node while its first listing
 #     is held back (it gets the lock within 4 s), and the worker stopped
@@ -1600,6 +1601,36 @@ sub probe_finish
 			$done ? ($cc->{op}{errmsg} // $cc->{op}{out}) : 'nothing (no answer)'));
 	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
 
+	# an add whose read is answered late: the proxies hold every reply back
+	# while an add is asked; once its getData went to the server, Curator
+	# (straight to the server) adds to the same counter; then the replies
+	# are handed on, so the add writes on a value read before Curator's.
+	# Its write must fail on the version Curator moved and be made again:
+	# the two adds answer different values (an unversioned write would
+	# overwrite Curator's add, and both would answer one value)
+	{
+		my $gets = $sum->('get_requests');
+		my $ca = probe_op("CV$PROBE_C", kind => 'add', path => $CNT[1]);
+		set_proxies($PROBE_C, 'hold_replies');
+		fault_note("$PROBE_C: replies held back (the stale read probe)");
+		$ca->{sess}->start(op_sql($ca, $ca->{op}));
+		my $read = wait_until(sub { $sum->('get_requests') > $gets }, 10, "the stale read probe's getData relayed");
+		my $cop = { id => ++$op_seq, who => 'cur', client => 'cadd', kind => 'curator add', path => $CNT[1], start => time };
+		push @ops, $cop;
+		my $cl = quietly(sub { $peer->send("long_add $CNT[1] 1"); $peer->wait_reply(qr/^(longadd \Q$CNT[1]\E |error long_add)/, 20) }) // '';
+		$cop->{end} = time;
+		$cop->{out} = $cl;
+		$cop->{cur_ok} = 1 if $cl =~ / true \d+$/;
+		set_proxies($PROBE_C, 'pass');
+		fault_note("$PROBE_C: held replies handed on (the stale read probe)");
+		my $vdone = probe_finish($ca, 60);
+		my ($cv) = $cl =~ / true (\d+)$/;
+		%probe2 = (%probe2, stale_ready => $read && defined $cv, stale_cur => $cv // '', stale_done => $vdone, stale_add => $ca->{op});
+		note(sprintf('the stale read probe on %s: getData relayed while replies were held: %s; Curator\'s add said %s; the add said %s',
+				$CNT[1], $read ? 'yes' : 'no', $cl || 'nothing', $vdone ? ($ca->{op}{errmsg} // $ca->{op}{out}) : 'nothing (no answer)'));
+		wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	}
+
 	# the local handover: a holder and a waiter of this cluster, a waiter
 	# of the other behind them; the first waiter's node is deleted from
 	# outside; at the holder's COMMIT the lock must not go to both waiters
@@ -2155,7 +2186,7 @@ subtest 'no COMMIT returned after ZooKeeper ended the session its locks were in'
 		  . (@late_floor ? ": " . join("; ", map { show_floor($_) } @late_floor) : ''));
 };
 
-subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, revocation, downgrade, cancel_on_loss and a clock step back' => sub {
+subtest 'the probes: multi-lock, lost counter reply, stale read, handover, lock cache, revocation, downgrade, cancel_on_loss and a clock step back' => sub {
 	ok($probe2{multi_held}, "the multi-lock probe: another client held $probe2{multi_second}"
 		  . ($probe2{multi_held} ? '' : " (zk_locks there: $probe2{multi_rows})"));
 	is($probe2{multi_out}, 'f', "a multi-lock asked with a 1 s timeout while another client held one of its mutexes said false"
@@ -2165,6 +2196,11 @@ subtest 'the probes: multi-lock, lost counter reply, handover, lock cache, revoc
 	ok($probe2{add_done} && (in_doubt($a) || (!defined $a->{sqlstate} && ($a->{out} // '') =~ /^\d+$/)),
 		'the add whose reply was lost failed in doubt (08006 "may or may not have been applied") or answered its value (got '
 		  . ($a->{errmsg} // $a->{out} // 'no answer') . ')');
+	my $sa = $probe2{stale_add} // {};
+	ok($probe2{stale_ready}, "the stale read probe: an add's getData left while replies were held back, and Curator added meanwhile (said $probe2{stale_cur})");
+	ok($probe2{stale_done} && !defined $sa->{sqlstate} && ($sa->{out} // '') =~ /^\d+$/ && $sa->{out} ne $probe2{stale_cur},
+		"an add that read the counter before Curator's add answered a value of its own, not Curator's (got "
+		  . ($sa->{errmsg} // $sa->{out} // 'no answer') . ')');
 	# the handover: whether both waiters entered is for the overlap check
 	ok($probe2{handover_ready},
 		"the handover probe: a holder and a waiter of cluster $PROBE_C and a waiter of the other queued, the first waiter's node deleted from outside while the lock was held ("
