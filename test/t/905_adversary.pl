@@ -579,6 +579,23 @@ my @clock_steps;    # [ time, cluster, delta ]
 # request waits at most for the lease to run out (a session timeout) and
 # zklock.connect_timeout: a statement still running later than its bound
 # after both its start and that fault hangs.
+# fault_touches($f, $c): the noted fault $f ([ what, seconds, detail ])
+# touched cluster $c: its own, or one of ZooKeeper's servers (not a fault
+# skipped or only announced)
+sub fault_touches
+{
+	my ($f, $c) = @_;
+	return $f->[0] =~ /^(\Q$c\E|ZooKeeper): / && $f->[0] !~ /skipped|aimed|already|nothing to change/;
+}
+
+# wait_connected($c): wait (up to 60 s) until cluster $c's worker is
+# connected again
+sub wait_connected
+{
+	my ($c) = @_;
+	return wait_until(sub { my $s = try_status($node{$c}); return $s && $s->{state} eq 'connected'; }, 60, "cluster $c connected again");
+}
+
 sub last_fault
 {
 	my ($c, $since) = @_;
@@ -586,7 +603,7 @@ sub last_fault
 	{
 		my $at = $t0 + $f->[1];
 		last if $at < $since;
-		return $at if $f->[0] =~ /^(\Q$c\E|ZooKeeper): / && $f->[0] !~ /skipped|aimed|already|nothing to change/;
+		return $at if fault_touches($f, $c);
 	}
 	return 0;
 }
@@ -1506,7 +1523,7 @@ my (%probe, @floor);
 	my $r = $sess->result(60);
 	finish_sql_op($pc, $r) if $r->{done};
 	$sess->quit;
-	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	wait_connected($PROBE_C);
 	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nALTER SYSTEM RESET fsync;\nSELECT pg_reload_conf();");
 	$conf_now{$PROBE_C}{session_timeout} = $to_before;
 	%probe = (%probe, op => $op, held => $held, done => $r->{done}, timeout => $to);
@@ -1599,7 +1616,7 @@ sub probe_finish
 	%probe2 = (%probe2, add_lost => $lost, add_done => $done, add => $cc->{op});
 	note(sprintf('the counter probe on %s: write relayed and reply lost: %s; the add said %s', $CNT[0], $lost ? 'yes' : 'no',
 			$done ? ($cc->{op}{errmsg} // $cc->{op}{out}) : 'nothing (no answer)'));
-	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	wait_connected($PROBE_C);
 
 	# an add whose read is answered late: the proxies hold every reply back
 	# while an add is asked; once its getData went to the server, Curator
@@ -1628,7 +1645,7 @@ sub probe_finish
 		%probe2 = (%probe2, stale_ready => $read && defined $cv, stale_cur => $cv // '', stale_done => $vdone, stale_add => $ca->{op});
 		note(sprintf('the stale read probe on %s: getData relayed while replies were held: %s; Curator\'s add said %s; the add said %s',
 				$CNT[1], $read ? 'yes' : 'no', $cl || 'nothing', $vdone ? ($ca->{op}{errmsg} // $ca->{op}{out}) : 'nothing (no answer)'));
-		wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+		wait_connected($PROBE_C);
 	}
 
 	# the local handover: a holder and a waiter of this cluster, a waiter
@@ -1686,7 +1703,7 @@ sub probe_finish
 	note(sprintf('the lock cache probe: waiter queued %s, waiter got the lock: %s after %.1f s (%s); the loop: %s',
 			$queued ? 'yes' : 'no', $probe2{cache_got} ? 'yes' : 'no', $t_got - $t_ask,
 			substr($wr->{err} // '', 0, 200), $lr->{sqlstate} // 'ok'));
-	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	wait_connected($PROBE_C);
 
 	# Revocation with a waiter queued behind the holder: zk_revoke of the
 	# other cluster asks a SQL holder of a revocable mutex, with a waiter
@@ -1802,7 +1819,7 @@ sub probe_finish
 			$to + 4, $dw && $dg_pending ? 'yes' : 'no', $b_held ? 'yes' : 'no', $d->{op}{errmsg} // $d->{op}{out} // '?',
 			defined $k_at ? sprintf('%.1f s into the stall', $k_at) : 'after it', $kres->{sqlstate} // 'no error',
 			$scr->{sqlstate} // ($scr->{out} eq 'committed' ? 'committed' : '?')));
-	wait_until(sub { my $s = try_status($n); return $s && $s->{state} eq 'connected'; }, 60, "cluster $PROBE_C connected again");
+	wait_connected($PROBE_C);
 }
 
 # Curator's mutex loop and its sections
@@ -2513,7 +2530,7 @@ sub faults_on
 	my ($c, $from, $to) = @_;
 	return grep {
 		my $at = $t0 + $_->[1];
-		$at >= $from && $at <= $to && $_->[0] =~ /^(\Q$c\E|ZooKeeper): / && $_->[0] !~ /skipped|aimed|already|nothing to change/
+		$at >= $from && $at <= $to && fault_touches($_, $c)
 	} faults();
 }
 
