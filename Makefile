@@ -4,24 +4,25 @@ MODULE_big = zklock
 # one folder per layer (src/README, "Layers"); test/callgraph.pl checks
 # which folder may call which
 CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
-	lease_rules.o handover_rules.o deadlock_rules.o)
+	lease_rules.o handover_rules.o deadlock_rules.o recipe_guard.o)
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
 BACKEND_OBJS = $(addprefix src/backend/, args.o deadlock.o channel.o cancel_on_loss.o \
-	xact.o holds.o acquire.o views.o)
+	xact.o holds.o acquire.o views.o stat_worker.o drop_guard.o)
 WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
 	batch.o ghosts.o path_index.o request.o revocation_watch.o \
 	lock_cache.o lock_engine.o handover_layer.o handover.o handover_numbering.o \
-	commit_confirm.o waits.o secure.o dispatch.o auth.o lease.o connection.o deferred_log.o \
+	commit_confirm.o deadlock_records.o deadlock_check.o secure.o tls_context.o dispatch.o auth.o lease.o connection.o deferred_log.o \
 	event_loop.o)
 RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
 	semaphore.o barrier.o double_barrier.o revoke.o participants.o \
-	counter.o counter_sql.o leader.o)
+	counter.o counter_fold.o counter_fence.o counter_sql.o leader.o)
 OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 
 EXTENSION = zklock
 DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql \
-	zklock--0.2--0.3.sql zklock--0.3.sql zklock--0.3--0.4.sql zklock--0.4.sql
+	zklock--0.2--0.3.sql zklock--0.3.sql zklock--0.3--0.4.sql zklock--0.4.sql \
+	zklock--0.4--0.5.sql zklock--0.5.sql zklock--0.5--0.6.sql zklock--0.6.sql
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 # the ZooKeeper C client: with TLS and SASL, the static build that

@@ -37,8 +37,9 @@ SET zklock.namespace = '/elsewhere';
 SELECT zk_mutex_acquire('/../sec');
 RESET ROLE;
 
--- the secret is never shown, even to a superuser
-SHOW zklock.auth;
+-- the secret is never listed in pg_settings, even to a superuser (that
+-- SHOW hides a secret that is set, as ********, is test/t/210's: this
+-- suite runs on a server without zklock.auth)
 SELECT count(*) FROM pg_settings WHERE name = 'zklock.auth';
 
 -- the commit check for session locks is a user setting

@@ -15,7 +15,7 @@
  *	ZKLOCK_HAVE_NAMED_WAIT_EVENTS	WaitEventExtensionNew() exists
  *	ZKLOCK_EXECUTOR_RUN_PARAMS		the parameter list of an ExecutorRun hook
  *	ZKLOCK_EXECUTOR_RUN_ARGS		the same parameters, passed on
- *	ZKLOCK_HAVE_ZK_TLS				the client has zookeeper_init_ssl
+ *	ZKLOCK_HAVE_ZK_TLS				the client has zookeeper_init_ssl_ctx (zklock's patch)
  *	ZKLOCK_HAVE_ZK_SASL				the client has zookeeper_init_sasl
  *
  * src/zklock.h includes this file.

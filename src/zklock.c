@@ -3,8 +3,8 @@
  * zklock.c
  *	  Module entry point: defines the settings (common/settings.c), checks
  *	  the recipe registry (recipes/registry.c), installs the shared memory
- *	  hooks and the backend's loss hooks, and registers the ZooKeeper
- *	  worker.
+ *	  hooks, the backend's loss hooks and the extension's drop guard, and
+ *	  registers the ZooKeeper worker.
  *
  *-------------------------------------------------------------------------
  */
@@ -95,6 +95,7 @@ _PG_init(void)
 
 	register_worker();
 	zklock_loss_init();
+	zklock_drop_guard_init();
 
 	/* at shutdown the postmaster closes the session the worker left */
 	if (!IsUnderPostmaster)

@@ -66,7 +66,7 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
 /*
  * The zklock-owned path below zklock.namespace where waits that lasted
  * deadlock_timeout are published for the detection across clusters
- * (worker/waits.c); no SQL path may be it or below it.
+ * (worker/deadlock_records.c); no SQL path may be it or below it.
  */
 #define ZKLOCK_WAITS_DIR		"/zklock-waits"
 
@@ -82,6 +82,7 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
  */
 typedef int64 ZklockMonoTime;
 
+/* t plus ms milliseconds, on the monotonic clock */
 #define ZKLOCK_MONO_PLUS_MS(t, ms)	((t) + (int64) (ms) * 1000)
 
 /*
@@ -197,6 +198,8 @@ typedef union ZklockRecipeState
 								 * listing after its create was decided) */
 		bool		leader;		/* it is first and proven ours in the
 								 * current session (exists: ephemeralOwner) */
+		bool		joined;		/* member once: its join was answered, and
+								 * the path guard no longer refuses it */
 		uint64		epoch;		/* bumped whenever leader changes */
 	}			latch;
 	struct						/* the double barrier's state */
@@ -324,6 +327,9 @@ typedef struct ZklockSlot
 								 * needed */
 	int			procno;			/* owner's PGPROC number (for its latch) */
 	int			pid;			/* owner's pid */
+	Oid			dbid;			/* the database and the session user of the
+								 * backend that asked (zk_locks) */
+	Oid			roleid;
 	uint32		serial;			/* bumped on every claim of the slot */
 	ZklockResult result;
 	int			sqlerrcode;
@@ -331,7 +337,7 @@ typedef struct ZklockSlot
 	char		errdetail[ZKLOCK_ERRDETAIL_SIZE];	/* ZKR_ERROR: its DETAIL,
 													 * "" if none */
 	char		waits_for[ZKLOCK_NODE_DATA_SIZE];	/* a wait published
-														 * (worker/waits.c): whom
+														 * (worker/deadlock_records.c): whom
 														 * it waits for, for
 														 * zk_locks; "" if not
 														 * known */
@@ -439,11 +445,34 @@ typedef struct ZklockCacheEntry
 	uint32		holder_serial;	/* ... and its serial */
 	int			user_path_off;	/* where the user's path starts in base */
 	int64		czxid;			/* the node's creation zxid */
-	TimestampTz since;			/* IDLE: since when; COOLING: until when */
+	ZklockMonoTime since;		/* IDLE: since when; COOLING: until when
+								 * (monotonic: a step of the wall clock
+								 * neither keeps a node nor ends a backoff) */
 	char		base[ZKLOCK_FULL_PATH_SIZE];	/* the lock path */
 	ZklockNodeRef node;			/* the node below base */
 	char		data[ZKLOCK_NODE_DATA_SIZE];	/* its data (the identity) */
 } ZklockCacheEntry;
+
+/*
+ * The worker's counters as zk_stat_worker shows them (backend/stat_worker.c
+ * reads them from ZklockShared, where each has its own field).
+ */
+typedef struct ZklockWorkerCounters
+{
+	int64		connected_count;
+	int64		suspended_count;
+	int64		expired_count;
+	int64		locks_lost;
+	int64		leases_expired;
+	int64		handovers;
+	int64		read_joins;
+	int64		listings_skipped;
+	int64		batches;
+	int64		batched_deletes;
+	int64		batched_creates;
+	int64		batches_failed;
+	int64		cache_grants;
+} ZklockWorkerCounters;
 
 typedef struct ZklockShared
 {
@@ -464,6 +493,11 @@ typedef struct ZklockShared
 	char		conn_failure[ZKLOCK_CONN_FAILURE_LEN];
 	bool		conn_tls;		/* the connection made is TLS */
 	char		sasl_identity[256]; /* the SASL identity it logged in as */
+	/* the connection made: when its certificates expire (0: none), and the
+	 * warning of zklock.tls_expiry_warning (empty: none) */
+	TimestampTz tls_cert_expires;
+	TimestampTz tls_server_cert_expires;
+	char		tls_warning[ZKLOCK_CONN_FAILURE_LEN];
 	bool		have_session;	/* session_id/passwd are valid */
 	int64		session_id;
 	char		session_passwd[16];
@@ -513,6 +547,10 @@ typedef struct ZklockShared
 	ZklockMonoTime lease_proven;
 	int			lease_timeout;	/* ms, 0 when no session */
 	int			negotiated_timeout; /* ms */
+	int			timeout_asked;	/* zklock.session_timeout when the worker
+								 * opened its handle: what it asks for */
+	int			timeout_warned_asked;	/* the last shorter negotiated timeout */
+	int			timeout_warned_got; /* warned about: asked, got (ms) */
 	int			server_mode;	/* ZklockServerMode of the connection */
 	char		server[128];
 	/* the pending-delete table (zklock_deletes), after the post ring */
@@ -522,6 +560,13 @@ typedef struct ZklockShared
 	bool		deletes_full_logged;	/* "table full" was logged */
 	/* lock caching (worker/lock_cache.c) */
 	int64		cache_grants;	/* locks granted from a cached node, ever */
+	/*
+	 * zk_stat_worker: the counters above as they were at the last
+	 * zk_stat_reset() (zeros at startup), and when that was; the view shows
+	 * each counter less its value here.  Written by zk_stat_reset() only.
+	 */
+	ZklockWorkerCounters stat_base;
+	TimestampTz stats_reset;
 	ZklockCacheEntry cache[ZKLOCK_CACHE_MAX];
 	int			nslots;
 	ZklockSlot	slots[FLEXIBLE_ARRAY_MEMBER];
@@ -551,6 +596,10 @@ extern bool zklock_tls;
 extern char *zklock_tls_ca_file;
 extern char *zklock_tls_cert_file;
 extern char *zklock_tls_key_file;
+extern int	zklock_tls_verify;
+extern int	zklock_tls_min_version;
+extern char *zklock_tls_crl_file;
+extern int	zklock_tls_expiry_warning;
 extern char *zklock_sasl_mechanism;
 extern char *zklock_sasl_user;
 extern char *zklock_sasl_password;
@@ -560,6 +609,19 @@ extern char *zklock_sasl_keytab;
 extern char *zklock_sasl_principal;
 extern void zklock_define_settings(void);
 extern bool zklock_session_timeout_ok(int elevel);
+
+/* zklock.tls_verify and zklock.tls_min_version */
+typedef enum ZklockTlsVerify
+{
+	ZKLOCK_TLS_VERIFY_FULL = 0,
+	ZKLOCK_TLS_VERIFY_CA
+} ZklockTlsVerify;
+
+typedef enum ZklockTlsMinVersion
+{
+	ZKLOCK_TLS_MIN_1_2 = 0,
+	ZKLOCK_TLS_MIN_1_3
+} ZklockTlsMinVersion;
 
 /* zklock.acl */
 typedef enum ZklockAclMode
@@ -632,5 +694,8 @@ extern PGDLLEXPORT void zklock_worker_main(Datum main_arg);
 
 /* backend/cancel_on_loss.c */
 extern void zklock_loss_init(void);
+
+/* backend/drop_guard.c */
+extern void zklock_drop_guard_init(void);
 
 #endif							/* ZKLOCK_H */

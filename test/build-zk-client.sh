@@ -18,7 +18,8 @@
 #      (ZKLOCK_ZK_FALLBACK_SUITE, default trixie) from the same archive;
 #      zk-client/.source names the package used;
 #      then applies zklock's patches to the C client
-#      (test/zk-client-patches/*.patch: the TLS handshake does not block);
+#      (test/zk-client-patches/*.patch: the TLS handshake does not block;
+#      the caller makes each TLS context, and SASL runs inside TLS);
 #   2. generates the C records of zookeeper.jute with the jute compiler of
 #      Debian's libzookeeper-java, as the package's own build does (the
 #      orig tarball does not carry them);
@@ -205,5 +206,6 @@ rm -f "$OUT/lib/libzookeeper_st.la"
 nm "$OUT/lib/libzookeeper_st.a" > "$B/symbols" 2>/dev/null || true
 grep -q ' T zookeeper_init_ssl$' "$B/symbols" || die "the library built has no zookeeper_init_ssl"
 grep -q ' T zookeeper_init_sasl$' "$B/symbols" || die "the library built has no zookeeper_init_sasl"
+grep -q ' T zookeeper_init_ssl_ctx$' "$B/symbols" || die "the library built has no zookeeper_init_ssl_ctx (tls-context-and-sasl.patch)"
 echo "$STAMP" > "$OUT/.built"
 echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL in $OUT"

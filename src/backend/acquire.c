@@ -131,11 +131,12 @@ zklock_release_lock(ZklockKind kind, text *path)
 /*
  * Run a request about the path in argument 0 that takes no lock (barrier,
  * revoke) and return the worker's result; *timed_out (if given) says
- * whether the timeout passed first.
+ * whether the timeout passed first.  answer_now: the request waits for no
+ * other client, so it fails at once while the worker is down.
  */
 int64
 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
-			 int64 timeout_ms, bool *timed_out)
+			 int64 timeout_ms, bool answer_now, bool *timed_out)
 {
 	ZklockAsk	ask;
 	LocalLockKey key;
@@ -143,6 +144,7 @@ zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), kind, &key, &user_off);
 	zklock_init_ask(&ask, op, kind, timeout_ms, false);
+	ask.answer_now = answer_now;
 	if (timeout_ms == 0)
 	{
 		/* a zero timeout is a look: the worker answers without waiting */

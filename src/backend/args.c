@@ -8,11 +8,14 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "common/int.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 
 #include "zklock.h"
 #include "backend/backend.h"
@@ -110,8 +113,44 @@ zklock_count_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 }
 
 /*
+ * The type the called function declares for argument argno: a timeout is
+ * declared interval, integer (milliseconds) or text (read as an interval)
+ * by the overloads of one C function.  Interval when the function is not
+ * known (a direct call).
+ */
+static Oid
+declared_arg_type(FunctionCallInfo fcinfo, int argno)
+{
+	Oid		   *types;
+	int			nargs;
+	Oid			type = INTERVALOID;
+
+	if (fcinfo->flinfo == NULL || !OidIsValid(fcinfo->flinfo->fn_oid))
+		return type;
+	(void) get_func_signature(fcinfo->flinfo->fn_oid, &types, &nargs);
+	if (argno < nargs)
+		type = types[argno];
+	pfree(types);
+	return type;
+}
+
+/*
+ * The error of a negative timeout, whatever type it was written in.
+ */
+static void
+negative_timeout(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("timeout must not be negative"),
+			 errhint("Use NULL to wait until the lock is granted.")));
+}
+
+/*
  * The timeout argument in milliseconds; -1 for NULL (wait until granted).
- * Negative intervals are an error.
+ * An interval, integer milliseconds (as lock_timeout), or text read as an
+ * interval (what a quoted literal such as '10 s' resolves to, so that it
+ * is not ambiguous between the other two).  Negative values are an error.
  */
 int64
 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno)
@@ -119,10 +158,30 @@ zklock_timeout_arg(FunctionCallInfo fcinfo, int argno)
 	Interval   *iv;
 	int64		usecs;
 	int64		part;
+	Oid			type;
 
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return -1;
-	iv = PG_GETARG_INTERVAL_P(argno);
+	type = declared_arg_type(fcinfo, argno);
+	if (type == INT4OID)
+	{
+		int32		ms = PG_GETARG_INT32(argno);
+
+		if (ms < 0)
+			negative_timeout();
+		return ms;
+	}
+	if (type == TEXTOID)
+	{
+		char	   *s = TextDatumGetCString(PG_GETARG_DATUM(argno));
+
+		iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+												   CStringGetDatum(s),
+												   ObjectIdGetDatum(InvalidOid),
+												   Int32GetDatum(-1)));
+	}
+	else
+		iv = PG_GETARG_INTERVAL_P(argno);
 
 	usecs = iv->time;
 	if (pg_mul_s64_overflow((int64) iv->month, (int64) DAYS_PER_MONTH * USECS_PER_DAY, &part) ||
@@ -133,10 +192,7 @@ zklock_timeout_arg(FunctionCallInfo fcinfo, int argno)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timeout is out of range")));
 	if (usecs < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("timeout must not be negative"),
-				 errhint("Use NULL to wait until the lock is granted.")));
+		negative_timeout();
 	/* rounded up to the millisecond, without overflowing */
 	return usecs / 1000 + (usecs % 1000 != 0);
 }

@@ -59,6 +59,8 @@ extern ZklockDeadlock *zklock_deadlock_search(int idx, uint32 serial);
 extern bool zklock_deadlock_stands(const ZklockDeadlock *dl);
 extern void zklock_deadlock_report(const ZklockDeadlock *dl);
 extern void zklock_deadlock_free(ZklockDeadlock *dl);
+extern void zklock_local_blockers(const ZklockSlot *copy, int n,
+								  int **blockers, int *counts);
 
 /* backend/channel.c */
 extern void zklock_build_node_data(void);

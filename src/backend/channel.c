@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands/dbcommands.h"
+#include "miscadmin.h"
 #include "mb/pg_wchar.h"
 #include "pgstat.h"
 #include "postmaster/postmaster.h"
@@ -22,6 +23,7 @@
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "zklock.h"
 #include "backend/backend.h"
@@ -67,15 +69,65 @@ typedef enum GiveUp
 static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
 							 const ZklockDeadlock *dl, SlotAnswer *ans,
 							 ZklockConnState *cs);
-
+static void fail_at_once_if_down(void);
+static const char *down_state(ZklockConnState cs);
 
 /* pause between two looks for a slot the worker is giving back (ms) */
 #define CLAIM_RETRY_MS	5
 
 /*
+ * What a backend that finds the worker down says of its connection: its
+ * state, or, connected, that the lease ran out (a stalled worker cannot
+ * say that itself).
+ */
+static const char *
+down_state(ZklockConnState cs)
+{
+	return cs == ZKC_CONNECTED ? "without proof of its session (lease ran out)" :
+		zklock_conn_state_name(cs);
+}
+
+/*
+ * Fail at once, with 08006, a call that waits for no other client (a try,
+ * a read, a counter read, a barrier's set or removal, a revocation) while the
+ * worker has no provable session (not connected, or its lease ran out):
+ * nothing is sent and no slot is taken.  The DETAIL is the worker's last
+ * failure, or its state when none is known.  A call already sent when the
+ * connection drops waits for its answer as any request does.  Takes the
+ * shared lock.
+ */
+static void
+fail_at_once_if_down(void)
+{
+	ZklockShared *sh = zklock_shared;
+	ZklockConnState cs;
+	TimestampTz since;
+	char		failure[ZKLOCK_CONN_FAILURE_LEN];
+
+	zklock_lock_table(LW_SHARED);
+	cs = sh->conn_state;
+	since = sh->state_since;
+	strlcpy(failure, sh->conn_failure, sizeof(failure));
+	LWLockRelease(sh->lock);
+	if (cs == ZKC_CONNECTED && zklock_lease_valid(zklock_mono_now(), NULL))
+		return;
+	if (failure[0] == '\0')
+		snprintf(failure, sizeof(failure), "zklock.hosts = \"%s\"", zklock_hosts);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("zookeeper is not reachable"),
+			 errdetail("The zklock worker's connection is %s since %s: %s.",
+					   down_state(cs),
+					   since != 0 ? timestamptz_to_str(since) : "its start", failure),
+			 errhint("A call that waits for no other client fails at once until the worker is connected; zk_status() shows the connection.")));
+}
+
+/*
  * Claim a free slot of the shared table for a new request, or fail with
  * an error naming zklock.max_requests when none is free (after waiting,
- * bounded, for entries the worker is giving back).
+ * bounded, for entries the worker is giving back).  A request that waits
+ * for no other client fails at once while the worker is down
+ * (fail_at_once_if_down).
  */
 int
 zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
@@ -86,6 +138,9 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 	int			idx = -1;
 	int			i;
 	TimestampTz start = GetCurrentTimestamp();
+
+	if (ask->try_only || ask->answer_now)
+		fail_at_once_if_down();
 
 	/*
 	 * the identity written into nodes follows SET application_name and SET
@@ -152,6 +207,8 @@ zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		slot->result_size = ask->result_size;
 		slot->procno = ZKLOCK_MY_PROCNO;
 		slot->pid = MyProcPid;
+		slot->dbid = MyDatabaseId;
+		slot->roleid = GetSessionUserId();
 		slot->serial++;
 		if (slot->serial == 0)
 			slot->serial = 1;
@@ -248,8 +305,8 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 				{
 					/*
 					 * a counter write that left stands whatever we do
-					 * (recipes/counter.c): our caller must not call it
-					 * never sent
+					 * (recipes/counter_fence.c): our caller must not call
+					 * it never sent
 					 */
 					ans->write_in_doubt = slot->op == ZKOP_COUNTER &&
 						slot->rstate.counter.write_sent;
@@ -272,8 +329,8 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 /*
  * Ask the worker about our request in slot idx, still waiting: publish its
  * wait in ZooKeeper, or check for a cycle across clusters through it
- * (ZKLOCK_DLX_ bits; worker/waits.c).  The bits go into the slot and the
- * slot is posted, under the lock taken as a backend takes it
+ * (ZKLOCK_DLX_ bits; worker/deadlock_records.c).  The bits go into the
+ * slot and the slot is posted, under the lock taken as a backend takes it
  * (zklock_lock_table, never LWLockAcquire).
  */
 static void
@@ -402,7 +459,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 			{
 				if (ans.result == ZKR_ERROR)
 				{
-					/* a victim of a deadlock across clusters (worker/waits.c) */
+					/* a deadlock's victim across clusters (worker/deadlock_check.c) */
 					if (ans.sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED)
 						pgstat_report_deadlock();
 					ereport(ERROR,
@@ -433,16 +490,14 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 							 errmsg("zookeeper did not answer while writing counter \"%s\": the write may or may not have been applied",
 									user_path),
 							 errdetail("The write had been sent when this backend stopped waiting for its answer; the zklock worker's connection is %s (zklock.hosts = \"%s\").",
-									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
-									   zklock_conn_state_name(cs), zklock_hosts),
+									   down_state(cs), zklock_hosts),
 							 errhint("Read the counter to see whether the write was applied.")));
 				if (give_up == GIVE_UP_UNREACHABLE)
 					ereport(ERROR,
 							(errcode(ERRCODE_CONNECTION_FAILURE),
 							 errmsg("zookeeper is not reachable"),
 							 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
-									   (cs == ZKC_CONNECTED) ? "without proof of its session (lease ran out)" :
-									   zklock_conn_state_name(cs), zklock_hosts,
+									   down_state(cs), zklock_hosts,
 									   (long) ((now - down_since) / 1000)),
 							 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
 				if (give_up == GIVE_UP_LOCK_TIMEOUT)
@@ -530,7 +585,6 @@ zklock_run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
 		*timed_out = (outcome != WAIT_DONE);
 	return value;
 }
-
 
 /*
  * Fill in an acquire request.

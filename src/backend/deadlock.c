@@ -32,6 +32,12 @@
  *		the server log.
  *	zklock_deadlock_free(dl)   free a cycle that did not stand.
  *
+ * And, for zk_locks.blocking_pids and zk_blocking_pids (backend/views.c),
+ * the same zklock edges drawn for every waiting request of a copy of the
+ * table, at any time (not only after deadlock_timeout):
+ *
+ *	zklock_local_blockers(copy, n, blockers, counts)   no lock held.
+ *
  * The walk, from this backend (waiting for zklock path P):
  *
  *	- a process that waits for a zklock lock (a slot of a kind with a
@@ -54,7 +60,7 @@
  *	  holder is not in this cluster's table): such a cycle is not seen
  *	  here.  When this search finds nothing, the wait loop has the worker
  *	  publish the wait and look for a cycle across clusters through
- *	  ZooKeeper (worker/waits.c).
+ *	  ZooKeeper (worker/deadlock_records.c, deadlock_check.c).
  *
  * Snapshots, and why a cycle found stood at one instant.  The zklock slots
  * are read under zklock_shared->lock in shared mode, which is released
@@ -165,12 +171,53 @@ struct ZklockDeadlock
 };
 
 /*
- * Copy the slots that take part in wait-for edges: waits (NEW or ACTIVE,
- * not a try) and holds (HELD) of a kind with a deadlock mode, not given
- * back.  Takes zklock_shared->lock in shared mode; allocates before.
+ * Fill *out from slot s (index idx) if it takes part in wait-for edges: a
+ * wait (NEW or ACTIVE; a try only with tries) or a hold (HELD) of a kind
+ * with a deadlock mode, not given back.  Returns whether it does.  Caller
+ * holds zklock_shared->lock, or s is a copy taken under it.
+ */
+static bool
+dl_slot_from(const ZklockSlot *s, int idx, bool tries, DlSlot *out)
+{
+	ZklockDeadlockMode mode;
+	bool		waiting;
+
+	if (s->state == ZKS_NEW || s->state == ZKS_ACTIVE)
+		waiting = true;
+	else if (s->state == ZKS_HELD)
+		waiting = false;
+	else
+		return false;
+	mode = zklock_kind_info(s->kind)->deadlock;
+	/* a semaphore of one lease waits as a semaphore mutex does */
+	if (mode == ZKDL_LEASE && s->args.lease.max_leases == 1)
+		mode = ZKDL_LEASE_ONE;
+	if (mode == ZKDL_NONE || (waiting && s->try_only && !tries) ||
+		zklock_give_back_pending(s))
+		return false;
+	out->idx = idx;
+	out->serial = s->serial;
+	out->pid = s->pid;
+	out->waiting = waiting;
+	out->kind = s->kind;
+	out->mode = mode;
+	out->phase = s->phase;
+	out->user_path_off = s->user_path_off;
+	strlcpy(out->path, s->path, sizeof(out->path));
+	strlcpy(out->names[ZKN_MAIN], s->nodes[ZKN_MAIN].name,
+			sizeof(out->names[ZKN_MAIN]));
+	strlcpy(out->names[ZKN_LEASE_LOCK], s->nodes[ZKN_LEASE_LOCK].name,
+			sizeof(out->names[ZKN_LEASE_LOCK]));
+	return true;
+}
+
+/*
+ * Copy the slots that take part in wait-for edges (dl_slot_from; waits of
+ * a try with tries only).  Takes zklock_shared->lock in shared mode;
+ * allocates before.
  */
 static DlSlot *
-snapshot_slots(int *nout)
+snapshot_slots(bool tries, int *nout)
 {
 	ZklockShared *sh = zklock_shared;
 	DlSlot	   *out = palloc_extended(sizeof(DlSlot) * (Size) sh->nslots,
@@ -180,39 +227,8 @@ snapshot_slots(int *nout)
 
 	zklock_lock_table(LW_SHARED);
 	for (i = 0; i < sh->nslots; i++)
-	{
-		ZklockSlot *s = &sh->slots[i];
-		ZklockDeadlockMode mode;
-		bool		waiting;
-
-		if (s->state == ZKS_NEW || s->state == ZKS_ACTIVE)
-			waiting = true;
-		else if (s->state == ZKS_HELD)
-			waiting = false;
-		else
-			continue;
-		mode = zklock_kind_info(s->kind)->deadlock;
-		/* a semaphore of one lease waits as a semaphore mutex does */
-		if (mode == ZKDL_LEASE && s->args.lease.max_leases == 1)
-			mode = ZKDL_LEASE_ONE;
-		if (mode == ZKDL_NONE || (waiting && s->try_only) ||
-			zklock_give_back_pending(s))
-			continue;
-		out[n].idx = i;
-		out[n].serial = s->serial;
-		out[n].pid = s->pid;
-		out[n].waiting = waiting;
-		out[n].kind = s->kind;
-		out[n].mode = mode;
-		out[n].phase = s->phase;
-		out[n].user_path_off = s->user_path_off;
-		strlcpy(out[n].path, s->path, sizeof(out[n].path));
-		strlcpy(out[n].names[ZKN_MAIN], s->nodes[ZKN_MAIN].name,
-				sizeof(out[n].names[ZKN_MAIN]));
-		strlcpy(out[n].names[ZKN_LEASE_LOCK], s->nodes[ZKN_LEASE_LOCK].name,
-				sizeof(out[n].names[ZKN_LEASE_LOCK]));
-		n++;
-	}
+		if (dl_slot_from(&sh->slots[i], i, tries, &out[n]))
+			n++;
 	LWLockRelease(sh->lock);
 	*nout = n;
 	return out;
@@ -450,7 +466,7 @@ zklock_deadlock_search(int idx, uint32 serial)
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
 	memset(&g, 0, sizeof(g));
-	slots = snapshot_slots(&nslots);
+	slots = snapshot_slots(false, &nslots);
 	procs = palloc(sizeof(int) * DL_MAX_PROCS);
 
 	/* breadth first from this backend, each process reached once */
@@ -632,4 +648,102 @@ zklock_deadlock_report(const ZklockDeadlock *dl)
 			 errdetail_internal("%s", client.data),
 			 errdetail_log("%s", log.data),
 			 errhint("See server log for query details.")));
+}
+
+/*
+ * Add pid to pids (n of them, in ascending order) unless it is there.
+ */
+static void
+add_pid(int *pids, int *n, int pid)
+{
+	int			i = *n;
+
+	while (i > 0 && pids[i - 1] > pid)
+		i--;
+	if (i > 0 && pids[i - 1] == pid)
+		return;
+	memmove(&pids[i + 1], &pids[i], sizeof(int) * (*n - i));
+	pids[i] = pid;
+	(*n)++;
+}
+
+/*
+ * qsort comparator: DlSlots by path.
+ */
+static int
+dl_slot_path_cmp(const void *a, const void *b)
+{
+	return strcmp(((const DlSlot *) a)->path, ((const DlSlot *) b)->path);
+}
+
+/*
+ * The pids of the local sessions that keep the waiting slot w out, of the
+ * nslots slots of its path: the zklock edges of the detector, and for a
+ * lease of a semaphore of more than one lease (an OR wait, which draws no
+ * edge) every holder of a lease, any one of whom lets it in.  In ascending
+ * order.  No lock (a snapshot).
+ */
+static int *
+path_blockers(const DlSlot *slots, int nslots, const DlSlot *w, int *nout)
+{
+	DlGraph		g;
+	int		   *pids = palloc(sizeof(int) * nslots);
+	int			n = 0;
+	int			i;
+
+	memset(&g, 0, sizeof(g));
+	zklock_edges(&g, slots, nslots, w);
+	for (i = 0; i < g.n; i++)
+		add_pid(pids, &n, g.edges[i].holder);
+	if (w->mode == ZKDL_LEASE && w->phase == ZKP_LEASE)
+		for (i = 0; i < nslots; i++)
+			if (!slots[i].waiting && slots[i].pid != w->pid &&
+				(slots[i].mode == ZKDL_LEASE || slots[i].mode == ZKDL_LEASE_ONE))
+				add_pid(pids, &n, slots[i].pid);
+	*nout = n;
+	return pids;
+}
+
+/*
+ * zklock_local_blockers(copy, n, blockers, counts): for each of the n slots
+ * of copy (copied under zklock_shared->lock), whom it waits behind in this
+ * cluster, as pg_blocking_pids() says it for a heavyweight lock: the pids
+ * of the other local sessions whose nodes of its path, held or queued
+ * ahead of its own, keep it out (path_blockers; a try's wait counts).
+ * blockers[i] gets a palloc'd array of counts[i] pids (NULL and 0 for a
+ * slot that does not wait for a lock).  No lock held; O(n log n) and the
+ * pairs of each path.
+ */
+void
+zklock_local_blockers(const ZklockSlot *copy, int n, int **blockers, int *counts)
+{
+	DlSlot	   *dl = palloc_extended(sizeof(DlSlot) * (Size) Max(n, 1),
+									 MCXT_ALLOC_HUGE);
+	int			ndl = 0;
+	int			start;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		blockers[i] = NULL;
+		counts[i] = 0;
+		if (dl_slot_from(&copy[i], i, true, &dl[ndl]))
+			ndl++;
+	}
+	/* the slots of each path together: a wait meets its own path's only */
+	qsort(dl, ndl, sizeof(DlSlot), dl_slot_path_cmp);
+	for (start = 0; start < ndl;)
+	{
+		int			end = start + 1;
+
+		while (end < ndl && strcmp(dl[end].path, dl[start].path) == 0)
+			end++;
+		for (i = start; i < end; i++)
+			if (dl[i].waiting)
+				blockers[dl[i].idx] = path_blockers(&dl[start], end - start, &dl[i],
+													&counts[dl[i].idx]);
+		start = end;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(dl);
 }

@@ -1,14 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * backend/views.c
- *	  Introspection: zk_status, zk_locks, zk_lock_token, zk_release_all.
+ *	  Introspection: zk_status, zk_locks, zk_blocking_pids, zk_lock_token.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "zklock.h"
@@ -101,6 +105,11 @@ typedef enum StatusColumn
 	STATUS_COL_TLS,
 	STATUS_COL_SASL_IDENTITY,
 	STATUS_COL_CONNECTION_FAILURE,
+	STATUS_COL_TLS_CERT_EXPIRES,
+	STATUS_COL_TLS_SERVER_CERT_EXPIRES,
+	STATUS_COL_TLS_WARNING,
+	STATUS_COL_SESSION_TIMEOUT_ASKED,
+	STATUS_COL_PENDING,
 	STATUS_NCOLS
 } StatusColumn;
 
@@ -112,6 +121,7 @@ typedef struct StatusSnapshot
 	int64		session_id;
 	char		server[128];
 	int			timeout;
+	int			timeout_asked;
 	int			server_mode;
 	int			worker_pid;
 	TimestampTz since;
@@ -131,7 +141,11 @@ typedef struct StatusSnapshot
 	bool		tls;
 	char		sasl_identity[256];
 	char		failure[ZKLOCK_CONN_FAILURE_LEN];
-	int			queued;			/* requests new or active */
+	TimestampTz tls_cert_expires;
+	TimestampTz tls_server_cert_expires;
+	char		tls_warning[ZKLOCK_CONN_FAILURE_LEN];
+	int			queued;			/* requests new or active, not
+								 * memberships */
 	int			held;			/* locks held */
 	int			used;			/* slots not free */
 } StatusSnapshot;
@@ -152,6 +166,7 @@ status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
 	snap->session_id = sh->session_id;
 	strlcpy(snap->server, sh->server, sizeof(snap->server));
 	snap->timeout = sh->negotiated_timeout;
+	snap->timeout_asked = sh->timeout_asked;
 	snap->server_mode = sh->server_mode;
 	snap->worker_pid = sh->worker_pid;
 	snap->since = sh->state_since;
@@ -171,6 +186,9 @@ status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
 	snap->tls = sh->conn_tls;
 	strlcpy(snap->sasl_identity, sh->sasl_identity, sizeof(snap->sasl_identity));
 	strlcpy(snap->failure, sh->conn_failure, sizeof(snap->failure));
+	snap->tls_cert_expires = sh->tls_cert_expires;
+	snap->tls_server_cert_expires = sh->tls_server_cert_expires;
+	strlcpy(snap->tls_warning, sh->tls_warning, sizeof(snap->tls_warning));
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlotState st = sh->slots[i].state;
@@ -179,7 +197,14 @@ status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
 			snap->used++;
 		if (zklock_give_back_pending(&sh->slots[i]))
 			continue;			/* given back: neither held nor queued */
-		if (st == ZKS_NEW || st == ZKS_ACTIVE)
+		/*
+		 * A request waits for its answer; a leader latch's member, once its
+		 * place is decided, is a standing membership (ACTIVE until it
+		 * leaves), no request.
+		 */
+		if (st == ZKS_NEW ||
+			(st == ZKS_ACTIVE &&
+			 !(sh->slots[i].op == ZKOP_LATCH && sh->slots[i].rstate.latch.member)))
 			snap->queued++;
 		else if (st == ZKS_HELD)
 			snap->held++;
@@ -210,13 +235,18 @@ server_mode_name(ZklockConnState cs, int server_mode)
 
 PG_FUNCTION_INFO_V1(zk_status);
 PG_FUNCTION_INFO_V1(zk_status_0_4);
+PG_FUNCTION_INFO_V1(zk_status_0_5);
+PG_FUNCTION_INFO_V1(zk_status_0_6);
 
 /*
  * zk_status(): one row about the worker's ZooKeeper session.  Version
- * 0.4's SQL calls it by the symbol zk_status_0_4 (with tls, sasl_identity
- * and connection_failure), earlier versions' by zk_status (the first
- * columns only), so that 0.4's SQL over an older library fails to find its
- * function instead of reading columns that library never fills.
+ * 0.6's SQL calls it by the symbol zk_status_0_6 (with the session timeout
+ * asked for and a setting pending), 0.5's by zk_status_0_5 (with the
+ * certificates' expiry and its warning), 0.4's by zk_status_0_4 (with tls,
+ * sasl_identity and connection_failure), earlier versions' by zk_status
+ * (the first columns only), so that a version's SQL over an older library
+ * fails to find its function instead of reading columns that library
+ * never fills.
  */
 Datum
 zk_status(PG_FUNCTION_ARGS)
@@ -292,6 +322,30 @@ zk_status(PG_FUNCTION_ARGS)
 	nulls[STATUS_COL_SASL_IDENTITY] = (snap.cs != ZKC_CONNECTED || snap.sasl_identity[0] == '\0');
 	values[STATUS_COL_CONNECTION_FAILURE] = CStringGetTextDatum(snap.failure);
 	nulls[STATUS_COL_CONNECTION_FAILURE] = (snap.failure[0] == '\0');
+	/* the certificates of the TLS connection made; NULL while there is none */
+	values[STATUS_COL_TLS_CERT_EXPIRES] = TimestampTzGetDatum(snap.tls_cert_expires);
+	nulls[STATUS_COL_TLS_CERT_EXPIRES] = (snap.cs != ZKC_CONNECTED || !snap.tls ||
+										  snap.tls_cert_expires == 0);
+	values[STATUS_COL_TLS_SERVER_CERT_EXPIRES] = TimestampTzGetDatum(snap.tls_server_cert_expires);
+	nulls[STATUS_COL_TLS_SERVER_CERT_EXPIRES] = (snap.cs != ZKC_CONNECTED || !snap.tls ||
+												 snap.tls_server_cert_expires == 0);
+	values[STATUS_COL_TLS_WARNING] = CStringGetTextDatum(snap.tls_warning);
+	nulls[STATUS_COL_TLS_WARNING] = (snap.cs != ZKC_CONNECTED || !snap.tls ||
+									 snap.tls_warning[0] == '\0');
+
+	/*
+	 * What the worker's handle asked for, and a session timeout set since
+	 * then, which takes effect at its next handle (a lower one shortens
+	 * the lease at once: worker/lease.c).
+	 */
+	values[STATUS_COL_SESSION_TIMEOUT_ASKED] = Int32GetDatum(snap.timeout_asked);
+	nulls[STATUS_COL_SESSION_TIMEOUT_ASKED] = (snap.timeout_asked == 0);
+	if (snap.timeout_asked != 0 && snap.timeout_asked != zklock_session_timeout)
+		values[STATUS_COL_PENDING] =
+			CStringGetTextDatum(psprintf("zklock.session_timeout = %d ms, asked for at the next connection",
+										 zklock_session_timeout));
+	else
+		nulls[STATUS_COL_PENDING] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -305,45 +359,81 @@ zk_status_0_4(PG_FUNCTION_ARGS)
 	return zk_status(fcinfo);
 }
 
-PG_FUNCTION_INFO_V1(zk_locks);
-PG_FUNCTION_INFO_V1(zk_locks_0_3);
-
 /*
- * zk_locks(): every lock held or waited for in this cluster, and every
- * node kept with no holder (state "cached", pid NULL: lock caching).
- * Version 0.3's SQL calls it by the symbol zk_locks_0_3 (13 columns),
- * 0.1's and 0.2's by zk_locks (12), so that 0.3's SQL over a library older
- * than 0.3 fails to find its function instead of reading a 13th column
- * that library never fills.
+ * zk_status_0_5(): zk_status() under the symbol version 0.5's SQL names.
  */
 Datum
-zk_locks(PG_FUNCTION_ARGS)
+zk_status_0_5(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ZklockShared *sh = zklock_shared;
-	ZklockSlot *copy;
-	ZklockCacheEntry *kept;
-	int			n = 0;
-	int			nkept = 0;
+	return zk_status(fcinfo);
+}
+
+/*
+ * zk_status_0_6(): zk_status() under the symbol version 0.6's SQL names.
+ */
+Datum
+zk_status_0_6(PG_FUNCTION_ARGS)
+{
+	return zk_status(fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(zk_locks);
+PG_FUNCTION_INFO_V1(zk_locks_0_3);
+PG_FUNCTION_INFO_V1(zk_locks_0_6);
+
+/* the columns of zk_locks from 0.6 on; earlier versions' are a prefix */
+#define LOCKS_NCOLS		18
+
+/*
+ * A name column of zk_locks: the name, NULL (*isnull) when the object is
+ * gone.  Catalog lookups: no zklock lock held.
+ */
+static Datum
+name_datum(const char *name, bool *isnull)
+{
+	NameData   *n;
+
+	*isnull = (name == NULL);
+	if (name == NULL)
+		return (Datum) 0;
+	n = palloc(sizeof(NameData));
+	namestrcpy(n, name);
+	return NameGetDatum(n);
+}
+
+/*
+ * An int[] of the n pids.
+ */
+static Datum
+pid_array(const int *pids, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
-	bool		lease_ok;
 
-	if (sh == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zklock shared memory is not initialized")));
-	InitMaterializedSRF(fcinfo, 0);
-	lease_ok = zklock_lease_valid(zklock_mono_now(), NULL);
+	for (i = 0; i < n; i++)
+		elems[i] = Int32GetDatum(pids[i]);
+	return PointerGetDatum(construct_array(elems, n, INT4OID, sizeof(int32),
+										   true, TYPALIGN_INT));
+}
 
-	/* copy under the lock, build tuples after */
-	/* a table of more than ~650k slots is more than 1 GB */
-	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
-	kept = palloc(sizeof(ZklockCacheEntry) * ZKLOCK_CACHE_MAX);
+/*
+ * Copy the slots of zk_locks' rows (holders and waiters, not given back)
+ * into copy, which has room for every slot; returns how many.  When kept
+ * is not NULL, the nodes kept with no holder go into it in the same look
+ * (*nkept of them).  Takes the table's lock in shared mode.
+ */
+static int
+copy_lock_slots(ZklockShared *sh, ZklockSlot *copy, ZklockCacheEntry *kept,
+				int *nkept)
+{
+	int			n = 0;
+	int			i;
+
 	zklock_lock_table(LW_SHARED);
 	/* nodes kept with no holder (lock caching) */
-	for (i = 0; i < ZKLOCK_CACHE_MAX; i++)
+	for (i = 0; kept != NULL && i < ZKLOCK_CACHE_MAX; i++)
 		if (sh->cache[i].state == ZKCE_IDLE)
-			memcpy(&kept[nkept++], &sh->cache[i], sizeof(ZklockCacheEntry));
+			memcpy(&kept[(*nkept)++], &sh->cache[i], sizeof(ZklockCacheEntry));
 	for (i = 0; i < sh->nslots; i++)
 	{
 		ZklockSlot *s = &sh->slots[i];
@@ -358,12 +448,56 @@ zk_locks(PG_FUNCTION_ARGS)
 			memcpy(&copy[n++], s, sizeof(ZklockSlot));
 	}
 	LWLockRelease(sh->lock);
+	return n;
+}
+
+/*
+ * zk_locks(): every lock held or waited for in this cluster, and every
+ * node kept with no holder (state "cached", pid NULL: lock caching).
+ * Version 0.6's SQL calls it by the symbol zk_locks_0_6 (18 columns: the
+ * database, the role and the pids it waits behind), 0.3's by zk_locks_0_3
+ * (13), 0.1's and 0.2's by zk_locks (12), so that a version's SQL over a
+ * library older than it fails to find its function instead of reading
+ * columns that library never fills.
+ */
+Datum
+zk_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklockShared *sh = zklock_shared;
+	ZklockSlot *copy;
+	ZklockCacheEntry *kept;
+	int		  **blockers;
+	int		   *nblockers;
+	int			n;
+	int			nkept = 0;
+	int			i;
+	bool		lease_ok;
+
+	if (sh == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock shared memory is not initialized")));
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts > LOCKS_NCOLS)
+		elog(ERROR, "zk_locks has %d columns, this library knows %d",
+			 rsinfo->setDesc->natts, LOCKS_NCOLS);
+	lease_ok = zklock_lease_valid(zklock_mono_now(), NULL);
+
+	/* copy under the lock, build tuples after */
+	/* a table of more than ~650k slots is more than 1 GB */
+	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
+	kept = palloc(sizeof(ZklockCacheEntry) * ZKLOCK_CACHE_MAX);
+	n = copy_lock_slots(sh, copy, kept, &nkept);
+	blockers = palloc(sizeof(int *) * Max(n, 1));
+	nblockers = palloc(sizeof(int) * Max(n, 1));
+	zklock_local_blockers(copy, n, blockers, nblockers);
 
 	for (i = 0; i < n; i++)
 	{
 		ZklockSlot *s = &copy[i];
-		Datum		values[13];
-		bool		nulls[13];
+		Datum		values[LOCKS_NCOLS];
+		bool		nulls[LOCKS_NCOLS];
 		const char *scope;
 		const char *recipe;
 		const char *mode;
@@ -406,13 +540,19 @@ zk_locks(PG_FUNCTION_ARGS)
 		/* from 0.3 on (a 0.2 result has 12 columns: the 13th is not read) */
 		values[12] = zklock_utf8_text_datum(s->waits_for);
 		nulls[12] = (s->state != ZKS_ACTIVE || s->waits_for[0] == '\0');
+		/* from 0.6 on: who asked, where, and whom it waits behind here */
+		values[13] = ObjectIdGetDatum(s->dbid);
+		values[14] = name_datum(get_database_name(s->dbid), &nulls[14]);
+		values[15] = ObjectIdGetDatum(s->roleid);
+		values[16] = name_datum(GetUserNameFromId(s->roleid, true), &nulls[16]);
+		values[17] = pid_array(blockers[i], nblockers[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	for (i = 0; i < nkept; i++)
 	{
 		ZklockCacheEntry *e = &kept[i];
-		Datum		values[13];
-		bool		nulls[13];
+		Datum		values[LOCKS_NCOLS];
+		bool		nulls[LOCKS_NCOLS];
 
 		memset(nulls, 0, sizeof(nulls));
 		nulls[0] = true;		/* no holder */
@@ -423,12 +563,14 @@ zk_locks(PG_FUNCTION_ARGS)
 		nulls[5] = true;		/* no scope */
 		values[6] = Int32GetDatum(0);
 		values[7] = CStringGetTextDatum(lease_ok ? "cached" : "lost");
-		values[8] = TimestampTzGetDatum(e->since);
+		values[8] = TimestampTzGetDatum(zklock_mono_to_timestamp(e->since));
 		values[9] = Int64GetDatum(e->czxid);
 		nulls[9] = (e->czxid == 0);
 		values[10] = BoolGetDatum(false);
 		nulls[11] = true;
 		nulls[12] = true;
+		nulls[13] = nulls[14] = nulls[15] = nulls[16] = true;	/* nobody's */
+		values[17] = pid_array(NULL, 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -441,4 +583,58 @@ Datum
 zk_locks_0_3(PG_FUNCTION_ARGS)
 {
 	return zk_locks(fcinfo);
+}
+
+/*
+ * zk_locks_0_6(): zk_locks() under the symbol version 0.6's SQL names.
+ */
+Datum
+zk_locks_0_6(PG_FUNCTION_ARGS)
+{
+	return zk_locks(fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(zk_blocking_pids);
+
+/*
+ * zk_blocking_pids(pid) returns int[]: the pids of the sessions of this
+ * cluster that keep pid's zklock waits waiting, holding or queued ahead
+ * (zklock_local_blockers), as pg_blocking_pids() does for PostgreSQL's
+ * own locks; empty when pid waits for no zklock lock.
+ */
+Datum
+zk_blocking_pids(PG_FUNCTION_ARGS)
+{
+	ZklockShared *sh = zklock_shared;
+	int			pid = PG_GETARG_INT32(0);
+	ZklockSlot *copy;
+	int		  **blockers;
+	int		   *nblockers;
+	int		   *pids;
+	int			npids = 0;
+	int			n;
+	int			i;
+	int			j;
+	int			k;
+
+	if (sh == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock shared memory is not initialized")));
+	copy = palloc_extended(sizeof(ZklockSlot) * (Size) sh->nslots, MCXT_ALLOC_HUGE);
+	n = copy_lock_slots(sh, copy, NULL, NULL);
+	blockers = palloc(sizeof(int *) * Max(n, 1));
+	nblockers = palloc(sizeof(int) * Max(n, 1));
+	zklock_local_blockers(copy, n, blockers, nblockers);
+	pids = palloc(sizeof(int) * Max(n, 1));
+	/* a backend waits for one lock at a time; merged all the same */
+	for (i = 0; i < n; i++)
+		for (j = 0; copy[i].pid == pid && j < nblockers[i]; j++)
+		{
+			for (k = 0; k < npids && pids[k] != blockers[i][j]; k++)
+				;
+			if (k == npids)
+				pids[npids++] = blockers[i][j];
+		}
+	PG_RETURN_DATUM(pid_array(pids, npids));
 }

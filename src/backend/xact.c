@@ -226,7 +226,7 @@ zklock_xact_note_lost(LocalLock *ll)
 /*
  * The user path of a lock this transaction relied on and lost (and has
  * dropped from the registry since), or NULL.  Its COMMIT will fail, so a
- * counter write of it is refused too (recipes/counter.c).
+ * counter write of it is refused too (recipes/counter_fence.c).
  */
 const char *
 zklock_xact_lost_lock(void)

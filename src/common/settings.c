@@ -2,8 +2,8 @@
  *
  * common/settings.c
  *	  zklock's configuration: the GUC variables, their check and show
- *	  hooks, and the check that the session timeout leaves room for a
- *	  lease.  Every folder reads the variables; core/ takes values as
+ *	  hooks (zklock.hosts parsed, the lease rule kept by every change), and
+ *	  the check that the session timeout leaves room for a lease.  Every folder reads the variables; core/ takes values as
  *	  arguments instead.
  *
  *	  zklock_define_settings		define every zklock.* GUC (_PG_init)
@@ -13,13 +13,17 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+#include <stdlib.h>
+
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "zklock.h"
 #include "core/lease_rules.h"
 
 char	   *zklock_hosts = NULL;
-int			zklock_session_timeout = 60000;
+int			zklock_session_timeout = 30000;
 int			zklock_connect_timeout = 15000;
 int			zklock_lease_margin = 1000;
 char	   *zklock_namespace = NULL;
@@ -41,6 +45,10 @@ bool		zklock_tls = false;
 char	   *zklock_tls_ca_file = NULL;
 char	   *zklock_tls_cert_file = NULL;
 char	   *zklock_tls_key_file = NULL;
+int			zklock_tls_verify = ZKLOCK_TLS_VERIFY_FULL;
+int			zklock_tls_min_version = ZKLOCK_TLS_MIN_1_2;
+char	   *zklock_tls_crl_file = NULL;
+int			zklock_tls_expiry_warning = 30;
 char	   *zklock_sasl_mechanism = NULL;
 char	   *zklock_sasl_user = NULL;
 char	   *zklock_sasl_password = NULL;
@@ -52,6 +60,18 @@ char	   *zklock_sasl_principal = NULL;
 static const struct config_enum_entry acl_options[] = {
 	{"open", ZKLOCK_ACL_OPEN, false},
 	{"creator", ZKLOCK_ACL_CREATOR, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry tls_verify_options[] = {
+	{"verify-full", ZKLOCK_TLS_VERIFY_FULL, false},
+	{"verify-ca", ZKLOCK_TLS_VERIFY_CA, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry tls_min_version_options[] = {
+	{"TLSv1.2", ZKLOCK_TLS_MIN_1_2, false},
+	{"TLSv1.3", ZKLOCK_TLS_MIN_1_3, false},
 	{NULL, 0, false}
 };
 
@@ -81,6 +101,185 @@ check_namespace(char **newval, void **extra, GucSource source)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Check a new value of zklock.hosts: a ZooKeeper connect string,
+ * "host:port[,host:port...]" with an optional chroot path after the last
+ * port; a host is a name, an IPv4 address or a bracketed IPv6 address.
+ * Names are resolved at each connection, not here (a name that does not
+ * resolve is a failure zk_status() shows).
+ */
+static bool
+check_hosts(char **newval, void **extra, GucSource source)
+{
+	const char *s = *newval;
+	const char *chroot = NULL;
+	int			n = 0;
+
+	if (s[0] == '\0')
+	{
+		GUC_check_errdetail("zklock.hosts is empty: it must name at least one server as host:port.");
+		return false;
+	}
+	while (*s != '\0' && *s != '/')
+	{
+		const char *start = s;
+		const char *colon = NULL;
+		const char *end;
+		long		port = 0;
+		int			digits = 0;
+
+		if (*s == '[')
+		{
+			end = strchr(s, ']');
+			if (end == NULL || end == s + 1)
+			{
+				GUC_check_errdetail("Server %d of zklock.hosts opens an IPv6 address with \"[\" and does not close it.", n + 1);
+				return false;
+			}
+			s = end + 1;
+			if (*s == ':')
+				colon = s;
+		}
+		else
+		{
+			while (*s != '\0' && *s != ',' && *s != '/')
+			{
+				if (*s == ':')
+					colon = s;
+				else if (!(isalnum((unsigned char) *s) || *s == '.' || *s == '-' || *s == '_'))
+				{
+					GUC_check_errdetail("Server %d of zklock.hosts has the character \"%c\", which no host name or address has.",
+										n + 1, *s);
+					return false;
+				}
+				s++;
+			}
+			if (colon != NULL)
+				s = colon;
+		}
+		if (colon == NULL || colon == start)
+		{
+			GUC_check_errdetail("Server %d of zklock.hosts (\"%.*s\") is not host:port.",
+								n + 1, (int) strcspn(start, ",/"), start);
+			return false;
+		}
+		for (s = colon + 1; isdigit((unsigned char) *s); s++)
+		{
+			if (++digits <= 5)
+				port = port * 10 + (*s - '0');
+		}
+		if (digits == 0 || digits > 5 || port < 1 || port > 65535 ||
+			(*s != '\0' && *s != ',' && *s != '/'))
+		{
+			GUC_check_errdetail("Server %d of zklock.hosts (\"%.*s\") has no port between 1 and 65535.",
+								n + 1, (int) strcspn(start, ",/"), start);
+			return false;
+		}
+		n++;
+		if (*s == ',')
+		{
+			s++;
+			if (*s == '\0' || *s == ',' || *s == '/')
+			{
+				GUC_check_errdetail("zklock.hosts has an empty server after a comma.");
+				return false;
+			}
+		}
+	}
+	if (*s == '/')
+		chroot = s;
+	if (chroot != NULL && chroot[1] != '\0')
+	{
+		ZklockPathError err = zklock_validate_path(chroot, strlen(chroot),
+												   ZKLOCK_MAX_NAMESPACE_LEN, NULL);
+
+		if (err != ZKLOCK_PATH_OK)
+		{
+			GUC_check_errdetail("The chroot path of zklock.hosts is not a valid ZooKeeper path: %s.",
+								zklock_path_error_message(err));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The server's zklock.commit_min_lease (its value from the configuration,
+ * not one a session SET: a session that raises it only makes its own
+ * COMMITs stricter).
+ */
+static int
+server_commit_min_lease(void)
+{
+	const char *reset = GetConfigOptionResetString("zklock.commit_min_lease");
+
+	return reset != NULL ? atoi(reset) : zklock_commit_min_lease;
+}
+
+/*
+ * Is a session timeout of timeout ms long enough, with the lease settings
+ * given (commit_min -1: the server's), to prove locks through an ensemble
+ * (zklock_min_session_timeout_ms)?
+ * Otherwise the check fails with the rule in its DETAIL.  While the
+ * postmaster loads the library the settings arrive one by one: _PG_init
+ * checks them together once they all have (zklock_session_timeout_ok).
+ */
+static bool
+check_lease_rule(int timeout, int margin, int commit_min, int tick)
+{
+	int			need;
+
+	if (process_shared_preload_libraries_in_progress)
+		return true;
+	if (commit_min < 0)
+		commit_min = server_commit_min_lease();
+	need = zklock_min_session_timeout_ms(margin, commit_min, tick);
+	if (timeout >= need)
+		return true;
+	GUC_check_errdetail("zklock.session_timeout (%d ms) must be at least zklock.lease_margin (%d ms) + zklock.commit_min_lease (%d ms) + 2 x zklock.server_tick_time (%d ms) = %d ms; the values in effect are kept.",
+						timeout, margin, commit_min, tick, need);
+	GUC_check_errhint("Change them in an order that keeps the rule (raise the timeout first, lower it last), or reload again after the first setting was taken.");
+	return false;
+}
+
+/* The lease rule with a new zklock.session_timeout */
+static bool
+check_session_timeout(int *newval, void **extra, GucSource source)
+{
+	return check_lease_rule(*newval, zklock_lease_margin, -1,
+							zklock_server_tick_time);
+}
+
+/* The lease rule with a new zklock.lease_margin */
+static bool
+check_lease_margin(int *newval, void **extra, GucSource source)
+{
+	return check_lease_rule(zklock_session_timeout, *newval, -1,
+							zklock_server_tick_time);
+}
+
+/*
+ * The lease rule with a new server-wide zklock.commit_min_lease (the
+ * configuration file, ALTER SYSTEM).  A higher value for a database, a
+ * role or a session only makes those COMMITs stricter: it is not checked.
+ */
+static bool
+check_commit_min_lease(int *newval, void **extra, GucSource source)
+{
+	if (source > PGC_S_ARGV)
+		return true;
+	return check_lease_rule(zklock_session_timeout, zklock_lease_margin, *newval,
+							zklock_server_tick_time);
+}
+
+/* The lease rule with a new zklock.server_tick_time */
+static bool
+check_server_tick_time(int *newval, void **extra, GucSource source)
+{
+	return check_lease_rule(zklock_session_timeout, zklock_lease_margin,
+							-1, *newval);
 }
 
 /*
@@ -133,22 +332,6 @@ show_sasl_password(void)
 }
 
 /*
- * Check a new file name of zklock.tls_*_file: the C client takes the CA,
- * certificate and key files as one comma-separated string
- * ("ca,cert,key"), so a name cannot hold a comma.
- */
-static bool
-check_tls_file(char **newval, void **extra, GucSource source)
-{
-	if (strchr(*newval, ',') != NULL)
-	{
-		GUC_check_errdetail("The zookeeper C client cannot take a file name with a comma.");
-		return false;
-	}
-	return true;
-}
-
-/*
  * Define the TLS and SASL GUCs: superuser-only, read from the server's
  * configuration; a reload that changes one restarts the worker, as
  * zklock.hosts does (worker/secure.c).  The password, like zklock.auth, is
@@ -161,7 +344,7 @@ define_secure_settings(void)
 	int			flags = GUC_SUPERUSER_ONLY;
 
 	DefineCustomBoolVariable("zklock.tls",
-							 "Connect to ZooKeeper over TLS (the servers' secureClientPort), with a client certificate.",
+							 "Connect to ZooKeeper over TLS (the servers' secureClientPort).",
 							 "Never falls back to plaintext: without a TLS-capable zookeeper C client, or with a file that cannot be used, the worker does not connect.",
 							 &zklock_tls,
 							 false,
@@ -173,21 +356,51 @@ define_secure_settings(void)
 							   &zklock_tls_ca_file,
 							   "",
 							   PGC_SIGHUP, flags,
-							   check_tls_file, NULL, NULL);
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.tls_cert_file",
 							   "PEM file of the client certificate (and its chain) zklock shows the ZooKeeper servers.",
-							   NULL,
+							   "Empty (with zklock.tls_key_file empty too): no client certificate, for servers with ssl.clientAuth = none or want.",
 							   &zklock_tls_cert_file,
 							   "",
 							   PGC_SIGHUP, flags,
-							   check_tls_file, NULL, NULL);
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.tls_key_file",
 							   "PEM file of the client certificate's private key (not encrypted).",
 							   NULL,
 							   &zklock_tls_key_file,
 							   "",
 							   PGC_SIGHUP, flags,
-							   check_tls_file, NULL, NULL);
+							   NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.tls_verify",
+							 "What zklock checks of a ZooKeeper server's certificate: verify-full, that zklock.tls_ca_file signed it and that it names the zklock.hosts entry connected to; verify-ca, only the signature (unsafe: any certificate of the CA passes).",
+							 NULL,
+							 &zklock_tls_verify,
+							 ZKLOCK_TLS_VERIFY_FULL,
+							 tls_verify_options,
+							 PGC_SIGHUP, flags,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.tls_min_version",
+							 "Lowest TLS version zklock accepts from a ZooKeeper server.",
+							 NULL,
+							 &zklock_tls_min_version,
+							 ZKLOCK_TLS_MIN_1_2,
+							 tls_min_version_options,
+							 PGC_SIGHUP, flags,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.tls_crl_file",
+							   "PEM file of certificate revocation lists checked against the ZooKeeper servers' certificates; empty: none.",
+							   "It must hold the CRL of every certificate authority of the server's chain.",
+							   &zklock_tls_crl_file,
+							   "",
+							   PGC_SIGHUP, flags,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.tls_expiry_warning",
+							"Warn when zklock's or a ZooKeeper server's certificate expires within this many days (0: never).",
+							NULL,
+							&zklock_tls_expiry_warning,
+							30, 0, 3650,
+							PGC_SIGHUP, flags,
+							NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.sasl_mechanism",
 							   "SASL mechanism of the worker's ZooKeeper login (DIGEST-MD5 or GSSAPI); empty: no SASL.",
 							   NULL,
@@ -253,16 +466,20 @@ zklock_define_settings(void)
 							   "127.0.0.1:2181",
 							   PGC_SIGHUP,
 							   0,
-							   NULL, NULL, NULL);
+							   check_hosts, NULL, NULL);
 
+	/*
+	 * 30 s: below the maxSessionTimeout (20 ticks) of a server with
+	 * Debian's sample tickTime of 2 s, so a default setup gets what it asks.
+	 */
 	DefineCustomIntVariable("zklock.session_timeout",
 							"ZooKeeper session timeout requested by the worker.",
 							"The server may negotiate a different value; zk_status() shows it.",
 							&zklock_session_timeout,
-							60000, 1000, 3600 * 1000,
+							30000, 1000, 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							check_session_timeout, NULL, NULL);
 
 	DefineCustomIntVariable("zklock.lease_margin",
 							"Safety margin taken off the session timeout when deciding how long a lock is known to be held.",
@@ -271,7 +488,7 @@ zklock_define_settings(void)
 							1000, 100, 60 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							check_lease_margin, NULL, NULL);
 	DefineCustomIntVariable("zklock.connect_timeout",
 							"How long a call waits for a missing ZooKeeper connection before it fails.",
 							NULL,
@@ -352,7 +569,7 @@ zklock_define_settings(void)
 							3000, 10, 60 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							check_server_tick_time, NULL, NULL);
 
 	DefineCustomIntVariable("zklock.commit_min_lease",
 							"Lease that must be left for COMMIT or PREPARE of a transaction relying on zklock locks.",
@@ -361,7 +578,7 @@ zklock_define_settings(void)
 							500, 10, 3600 * 1000,
 							PGC_SUSET,
 							GUC_UNIT_MS,
-							NULL, NULL, NULL);
+							check_commit_min_lease, NULL, NULL);
 
 	DefineCustomBoolVariable("zklock.cancel_on_loss",
 							 "Cancel the running statement of a session whose zklock lock is lost.",

@@ -157,6 +157,7 @@ zklock_shmem_startup(void)
 		zklock_shared->post_size = post_queue_size();
 		zklock_shared->ndeletes = zklock_delete_table_size(zklock_max_requests);
 		pg_atomic_init_u64(&zklock_shared->lease_until, 0);
+		zklock_shared->stats_reset = GetCurrentTimestamp();
 	}
 	zklock_post_ring = (int *) &zklock_shared->slots[zklock_shared->nslots];
 	zklock_deletes = (ZklockDelete *) ((char *) zklock_shared + deletes_offset());

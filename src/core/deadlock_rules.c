@@ -44,12 +44,11 @@
  * of one cycle that find it at the same time cannot both fail, because
  * the second one's re-check finds the first one's wait withdrawn.
  *
- * Across clusters (worker/waits.c).  The processes are the wait records
- * read from ZooKeeper, numbered by their place in the listing; record i
- * waits for record j when a node ahead of i's waiting node that blocks it
- * is one of the nodes j's backend holds, or j's own waiting node
- * (zklock_record_edges).  The same
- * search finds a cycle back to the checker's record; a cycle whose
+ * Across clusters (worker/deadlock_check.c).  The processes are the wait
+ * records read from ZooKeeper, numbered by their place in the listing;
+ * record i waits for record j when a node ahead of i's waiting node that
+ * blocks it is one of the nodes j's backend holds, or j's own waiting
+ * node (zklock_record_edges).  The same search finds a cycle back to the checker's record; a cycle whose
  * records were all published by one session is left to that cluster's
  * own detector (zklock_cycle_crosses), so that one cycle never gets a
  * victim from each detector.

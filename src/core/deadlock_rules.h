@@ -114,10 +114,11 @@ extern bool zklock_cycle_stands(const ZklockWaitEdge *edges, const int *cycle,
 								int ncycle, ZklockEdgeLive live, void *arg);
 
 /*
- * A wait published for the detection across clusters (worker/waits.c), as
- * read back from ZooKeeper: which worker session published it, the lock
- * nodes ahead of its waiting node that block it (held or waiting), the
- * lock nodes its backend holds, and its own waiting node (full paths).
+ * A wait published for the detection across clusters
+ * (worker/deadlock_records.c), as read back from ZooKeeper: which worker
+ * session published it, the lock nodes ahead of its waiting node that
+ * block it (held or waiting), the lock nodes its backend holds, and its
+ * own waiting node (full paths).
  */
 typedef struct ZklockWaitRecord
 {

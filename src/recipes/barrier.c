@@ -15,7 +15,14 @@
 
 static void barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data);
 static void barrier_set_done(int rc, const char *value, const void *data);
+static bool barrier_guard_failed(int idx, int rc,
+								 const struct String_vector *strings);
+static void barrier_set_children_done(int rc, const struct String_vector *strings,
+									  const void *data);
 static void barrier_wait_done(int rc, const struct Stat *stat, const void *data);
+static void barrier_children_done(int rc, const struct String_vector *strings,
+								  const void *data);
+static void barrier_wait_start(int idx);
 
 static void barrier_remove_done(int rc, const void *data);
 
@@ -25,7 +32,10 @@ static void barrier_remove_done(int rc, const void *data);
  */
 
 /*
- * Completion of the create of a barrier node.
+ * Completion of the create of a barrier node.  P there already is the
+ * barrier up, unless P is another recipe's (a lock's parent, say): its
+ * children are listed once to tell (the path guard), which costs a round
+ * trip only when the barrier was up already.
  */
 static void
 barrier_set_done(int rc, const char *value, const void *data)
@@ -37,12 +47,59 @@ barrier_set_done(int rc, const char *value, const void *data)
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNODEEXISTS)
-			zklock_req_finish(idx, ZKR_OK, 0);
+			zklock_send_listing(idx, zklock_shared->slots[idx].path,
+								barrier_set_children_done, false, false);
 		else if (rc == ZNONODE)
 		{
 			if (zklock_retry_with_parents(idx))
 				zklock_start_request(idx);
 		}
+		else
+			zklock_call_failed(idx, rc, "set the barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * The path guard (core/recipe_guard.c) on a listing of P: another recipe's
+ * nodes there fail request idx with 22023 naming them (true).  Caller
+ * holds the lock.
+ */
+static bool
+barrier_guard_failed(int idx, int rc, const struct String_vector *strings)
+{
+	ZklockSlot *slot = &zklock_shared->slots[idx];
+	const char *held;
+
+	if (rc != ZOK)
+		return false;
+	held = zklock_guard_children(ZKG_BARRIER, strings->data, strings->count, NULL);
+	if (held == NULL)
+		return false;
+	zklock_req_fail(idx, ERRCODE_INVALID_PARAMETER_VALUE,
+					"zookeeper path \"%s\" holds %s, not %s",
+					slot->path + slot->user_path_off, held,
+					zklock_guard_recipe_name(ZKG_BARRIER));
+	return true;
+}
+
+/*
+ * Completion of the listing of a P that was there when the barrier was
+ * set: another recipe's nodes (core/recipe_guard.c) fail the set with
+ * 22023; otherwise the barrier was up already (P gone meanwhile: set it).
+ */
+static void
+barrier_set_children_done(int rc, const struct String_vector *strings,
+						  const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0 && !barrier_guard_failed(idx, rc, strings))
+	{
+		if (rc == ZOK)
+			zklock_req_finish(idx, ZKR_OK, 0);
+		else if (rc == ZNONODE)
+			zklock_start_request(idx);
 		else
 			zklock_call_failed(idx, rc, "set the barrier");
 	}
@@ -112,7 +169,11 @@ barrier_remove_done(int rc, const void *data)
 }
 
 /*
- * Completion of exists+watch on a barrier node.
+ * Completion of exists+watch on a barrier node.  A barrier node with
+ * children is looked at once more (the path guard): its children are
+ * listed, and another recipe's nodes there (P is then a lock's parent,
+ * not a barrier) fail the wait with 22023.  An uncontended wait (P
+ * without children) sends nothing more.
  */
 static void
 barrier_wait_done(int rc, const struct Stat *stat, const void *data)
@@ -123,10 +184,40 @@ barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 	{
 		if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 1);
+		else if (rc == ZOK && stat->numChildren > 0 &&
+				 !zklock_reqs[idx].rcp.barrier.guarded)
+			zklock_send_listing(idx, zklock_shared->slots[idx].path,
+								barrier_children_done, false, false);
 		else if (rc == ZOK && zklock_shared->slots[idx].try_only)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* a look only: still up */
 		else if (rc == ZOK)
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
+		else
+			zklock_call_failed(idx, rc, "wait on the barrier");
+	}
+	LWLockRelease(zklock_shared->lock);
+}
+
+/*
+ * Completion of the listing of a barrier node with children: another
+ * recipe's nodes (core/recipe_guard.c) fail the wait with 22023; gone, the
+ * barrier is down; otherwise the wait starts again, its watch set anew.
+ */
+static void
+barrier_children_done(int rc, const struct String_vector *strings,
+					  const void *data)
+{
+	int			idx = zklock_completion_begin(data);
+
+	if (idx >= 0 && !barrier_guard_failed(idx, rc, strings))
+	{
+		if (rc == ZNONODE)
+			zklock_req_finish(idx, ZKR_OK, 1);
+		else if (rc == ZOK)
+		{
+			zklock_reqs[idx].rcp.barrier.guarded = true;
+			barrier_wait_start(idx);
+		}
 		else
 			zklock_call_failed(idx, rc, "wait on the barrier");
 	}
@@ -225,7 +316,7 @@ zk_barrier_set(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
 	check_barrier_name(fcinfo);
-	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_SET, ZKK_NONE, -1, NULL) == 1);
+	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_SET, ZKK_NONE, -1, true, NULL) == 1);
 }
 
 PG_FUNCTION_INFO_V1(zk_barrier_remove);
@@ -239,7 +330,7 @@ zk_barrier_remove(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
 	check_barrier_name(fcinfo);
-	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_REMOVE, ZKK_NONE, -1, NULL) == 1);
+	PG_RETURN_BOOL(zklock_path_request(fcinfo, ZKOP_BARRIER_REMOVE, ZKK_NONE, -1, true, NULL) == 1);
 }
 
 PG_FUNCTION_INFO_V1(zk_barrier_wait);
@@ -256,7 +347,7 @@ zk_barrier_wait(PG_FUNCTION_ARGS)
 	int64		value;
 
 	zklock_backend_setup();
-	value = zklock_path_request(fcinfo, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, &timed_out);
+	value = zklock_path_request(fcinfo, ZKOP_BARRIER_WAIT, ZKK_BARRIER, timeout_ms, false, &timed_out);
 	PG_RETURN_BOOL(!timed_out && value == 1);
 }
 

@@ -3,8 +3,9 @@
  * recipes/counter_sql.c
  *	  The SQL functions of the shared counters (SharedCount and
  *	  DistributedAtomicLong): arguments, the request to the worker (whose
- *	  steps, the protocol and its fence are recipes/counter.c's), and the
- *	  detail and hint of a fenced write.
+ *	  steps are recipes/counter.c's and counter_fold.c's, the fence
+ *	  recipes/counter_fence.c's), and the detail and hint of a fenced
+ *	  write.
  *
  *	  zk_shared_count_get, _get_versioned, _set, _try_set
  *	  zk_atomic_long_get, _add, _compare_and_set, _set
@@ -33,7 +34,7 @@ static void require_arg(FunctionCallInfo fcinfo, int argno, const char *name);
  * Run a counter request on the path in argument 0 and return the
  * worker's result.  The path must not name a recipe's node.  A write is
  * refused at once when this transaction relied on a lock it lost (its
- * COMMIT will fail), and by the worker's fence (recipes/counter.c's
+ * COMMIT will fail), and by the worker's fence (recipes/counter_fence.c's
  * banner), whose 40000 gets its detail and hint here.
  */
 static int64
@@ -68,7 +69,15 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 							   &ask.args.counter.lead_epoch))
 		ask.args.counter.lead_slot = lead_slot;
 	if (action == ZKC_COUNT_GET || action == ZKC_LONG_GET)
+	{
+		/*
+		 * a read waits for no one: at once 08006 while the worker is down;
+		 * a write waits for the connection (up to zklock.connect_timeout),
+		 * and the new session's fence decides it
+		 */
+		ask.answer_now = true;
 		return zklock_run_request(&ask, &key, user_off, 0, 0, NULL, NULL);
+	}
 
 	lost = zklock_xact_lost_lock();
 	if (lost != NULL)

@@ -168,7 +168,10 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 
 /*
  * Completion of the listing of P while entering: open the barrier when
- * enough members are in, otherwise wait for P/ready.
+ * enough members are in, otherwise wait for P/ready.  Another recipe's
+ * nodes among them (a lock's, a leader latch's: core/recipe_guard.c)
+ * would count as members: the enter fails with 22023 instead, and its
+ * member node is deleted.
  */
 static void
 denter_children_done(int rc, const struct String_vector *strings, const void *data)
@@ -179,8 +182,17 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 	{
 		ZklockSlot *slot = &zklock_shared->slots[idx];
 		WorkerReq  *req = &zklock_reqs[idx];
+		const char *held = NULL;
 
 		if (rc == ZOK)
+			held = zklock_guard_children(ZKG_DOUBLE_BARRIER, strings->data,
+										 strings->count, NULL);
+		if (held != NULL)
+			zklock_req_fail(idx, ERRCODE_INVALID_PARAMETER_VALUE,
+							"zookeeper path \"%s\" holds %s, not %s",
+							slot->path + slot->user_path_off, held,
+							zklock_guard_recipe_name(ZKG_DOUBLE_BARRIER));
+		else if (rc == ZOK)
 		{
 			if (strings->count >= slot->args.dbarrier.member_qty)
 			{

@@ -73,12 +73,16 @@ static void latch_set_leader(int idx, bool leader);
 
 /*
  * The lock engine works for a latch member on latch nodes directly under
- * P, in the slot's main node.
+ * P, in the slot's main node.  The path guard looks at its listings only
+ * until its join is answered: a member that joins again (a lost session)
+ * is not refused.
  */
 static void
 latch_lock_target(int idx, LockTarget *t)
 {
 	zklock_lk_target_own(idx, t, ZKLOCK_LATCH_NAME, false, false);
+	if (zklock_shared->slots[idx].rstate.latch.joined)
+		t->guard = ZKG_NONE;
 }
 
 /*
@@ -135,6 +139,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			slot->session_gen == zklock_shared->session_gen)
 		{
 			slot->rstate.latch.member = true;
+			slot->rstate.latch.joined = true;
 			zklock_reqs[idx].lost_retries = 0;
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 			latch_set_leader(idx, true);
@@ -169,6 +174,7 @@ static void
 latch_waits(int idx)
 {
 	zklock_shared->slots[idx].rstate.latch.member = true;
+	zklock_shared->slots[idx].rstate.latch.joined = true;
 	/* a membership lives long: only losses in a row count */
 	zklock_reqs[idx].lost_retries = 0;
 	latch_set_leader(idx, false);

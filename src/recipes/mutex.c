@@ -60,6 +60,22 @@ zk_mutex_try_acquire(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
 }
 
+PG_FUNCTION_INFO_V1(zk_mutex_try_acquire_xact);
+
+/*
+ * zk_mutex_try_acquire_xact(path) returns boolean
+ */
+Datum
+zk_mutex_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	ZklockAsk	ask;
+	text	   *path = zklock_path_arg(fcinfo, 0);
+
+	zklock_backend_setup();
+	zklock_init_ask(&ask, ZKOP_MUTEX, ZKK_MUTEX, 0, true);
+	PG_RETURN_BOOL(zklock_acquire_lock(&ask, path));
+}
+
 PG_FUNCTION_INFO_V1(zk_mutex_acquire_xact);
 
 /*

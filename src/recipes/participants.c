@@ -253,6 +253,8 @@ typedef struct Participant
 typedef struct ParticipantOrder
 {
 	bool		rw;				/* read/write lock nodes: by sequence */
+	bool		mixed;			/* mutex and latch nodes (a Curator mutex
+								 * on a latch's path): by sequence */
 	const char *lock_name;		/* else by the sequence after this name, if
 								 * not NULL; else by name */
 } ParticipantOrder;
@@ -279,6 +281,14 @@ participant_cmp(const void *a, const void *b, void *arg)
 	{
 		ka = zklock_rw_sort_key(pa->name);
 		kb = zklock_rw_sort_key(pb->name);
+	}
+	else if (order->mixed)
+	{
+		/* one parent numbers both kinds: each in its own Curator order */
+		ka = zklock_sort_key(zklock_sort_key(pa->name, ZKLOCK_LATCH_NAME),
+							 ZKLOCK_LOCK_NAME);
+		kb = zklock_sort_key(zklock_sort_key(pb->name, ZKLOCK_LATCH_NAME),
+							 ZKLOCK_LOCK_NAME);
 	}
 	else if (order->lock_name)
 	{
@@ -393,6 +403,7 @@ zk_participants(PG_FUNCTION_ARGS)
 		char	   *p;
 
 		zklock_init_ask(&ask, ZKOP_PARTICIPANTS, ZKK_NONE, -1, false);
+		ask.answer_now = true;
 		value = zklock_run_request(&ask, &key, user_off, dsm_segment_handle(seg), size,
 							NULL, &needed);
 		if (value == -1 && needed > size)
@@ -453,6 +464,7 @@ zk_participants(PG_FUNCTION_ARGS)
 			latch = true;
 	}
 	order.rw = rw && kind == ZKLOCK_PARTICIPANTS_LOCK;
+	order.mixed = mutex && latch && !rw && kind == ZKLOCK_PARTICIPANTS_LOCK;
 	order.lock_name = kind == ZKLOCK_PARTICIPANTS_LEASES ? ZKLOCK_LEASE_NAME :
 		(mutex && !rw) ? ZKLOCK_LOCK_NAME :
 		(latch && !rw) ? ZKLOCK_LATCH_NAME : NULL;

@@ -6,12 +6,14 @@
  *	  reach it.  A recipe file includes postgres.h, PostgreSQL's own
  *	  headers, zklock.h and this header, nothing else of ours.
  *
- * A recipe is one file (two when its SQL side is long: counter.c and
- * counter_sql.c) that ends with its descriptor,
+ * A recipe is one file (more when it is long: the counter's are counter.c,
+ * counter_fold.c, counter_fence.c and counter_sql.c) that ends with its
+ * descriptor,
  *
  *		const ZklockRecipe zklock_recipe_<name> = { ... };
  *
- * listed by one line of recipes/registry.c.  The descriptor names the
+ * listed by one line of ZKLOCK_RECIPE_LIST below, which
+ * recipes/registry.c indexes.  The descriptor names the
  * kinds of request the recipe runs (ZklockWorkerOps: its worker steps
  * and flags, one entry per ZklockOp) and the kinds of hold it gives
  * (ZklockKindInfo: what the backend side says of them, and its
@@ -63,6 +65,7 @@
 #include "zklock.h"
 #include "core/deadlock_rules.h"
 #include "core/handover_rules.h"
+#include "core/recipe_guard.h"
 
 struct ZklockAsk;
 struct LocalLockKey;
@@ -141,6 +144,13 @@ typedef struct LockTarget
 	bool		final;			/* the lock is what the request asks for (its
 								 * node gives the fencing token and may be
 								 * revocable), not a step of it */
+	ZklockGuardRecipe guard;	/* whose lock nodes these are, for the path
+								 * guard (core/recipe_guard.c); ZKG_NONE:
+								 * the listing is not looked at */
+	ZklockGuardRecipe parent_guard;	/* a step under P (base is P/locks):
+									 * whose P is, for the path guard, which
+									 * looks at P's children once, before
+									 * the parents are made; ZKG_NONE: never */
 } LockTarget;
 
 /* the handover layer (worker/handover_layer.c), which a lock recipe may opt in to */
@@ -199,7 +209,7 @@ typedef struct ZklockWorkerOps
 /*
  * A recipe's descriptor: its name, the kinds of request it runs and the
  * kinds of hold it gives.  Each recipe file ends with one, named
- * zklock_recipe_<name>; recipes/registry.c lists them.
+ * zklock_recipe_<name>; ZKLOCK_RECIPE_LIST below lists them.
  */
 typedef struct ZklockRecipe
 {
@@ -270,6 +280,8 @@ typedef struct WorkerReq
 								 * (worker/ghosts.c) */
 	}			nodes[ZKN_COUNT];
 	bool		need_parents;	/* create the parents before the node */
+	bool		parent_guarded;	/* lock engine: P passed the path guard
+								 * (LockTarget.parent_guard) */
 	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
 												 * latest listing made us
 												 * wait on ("": none) */
@@ -311,10 +323,16 @@ typedef struct WorkerReq
 		}			revoke;
 		struct
 		{
+			bool		guarded;	/* a wait: P's children were looked at */
+		}			barrier;
+		struct
+		{
 			int64		pending;	/* the value being written (an add:
 									 * its own result) */
 			struct CounterFold *fold;	/* an add: the fold it waits in
-										 * (recipes/counter.c), or NULL */
+										 * (recipes/counter_fold.c), or
+										 * NULL */
+			bool		guarded;	/* P's children were looked at */
 		}			counter;
 		struct					/* the listing and the data, in order */
 		{
@@ -456,6 +474,10 @@ typedef struct ZklockAsk
 	ZklockKind	kind;
 	bool		xact;
 	bool		try_only;
+	bool		answer_now;		/* waits for no other client (a read, a
+								 * counter read, a barrier's set or removal, a
+								 * revocation): fails at once while the
+								 * worker has no provable session */
 	bool		revocable;
 	int64		timeout_ms;		/* -1: no timeout */
 	const char *downgrade_seq;
@@ -496,7 +518,7 @@ extern void zklock_loss_watch_update(void);
 extern bool zklock_acquire_lock(ZklockAsk *ask, text *path);
 extern int64 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op,
 								 ZklockKind kind, int64 timeout_ms,
-								 bool *timed_out);
+								 bool answer_now, bool *timed_out);
 extern bool zklock_release_lock(ZklockKind kind, text *path);
 extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
 								int user_off, int *idx, uint32 *serial);

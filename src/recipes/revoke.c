@@ -141,7 +141,7 @@ Datum
 zk_revoke(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
-	PG_RETURN_INT32((int32) zklock_path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, NULL));
+	PG_RETURN_INT32((int32) zklock_path_request(fcinfo, ZKOP_REVOKE, ZKK_NONE, -1, true, NULL));
 }
 
 PG_FUNCTION_INFO_V1(zk_revocation_requested);

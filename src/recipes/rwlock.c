@@ -13,6 +13,8 @@
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);
+static bool rw_try_acquire(FunctionCallInfo fcinfo, ZklockOp op,
+						   ZklockKind kind, bool xact);
 
 /*
  * Shared body of the read/write lock acquires.
@@ -25,6 +27,20 @@ rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind, bool xact)
 
 	zklock_init_ask(&ask, op, kind, zklock_timeout_arg(fcinfo, 1), xact);
 	ask.revocable = zklock_bool_arg(fcinfo, 2);
+	return zklock_acquire_lock(&ask, path);
+}
+
+/*
+ * Shared body of the read/write lock try forms (path): one round, no
+ * wait, as zk_mutex_try_acquire.
+ */
+static bool
+rw_try_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind, bool xact)
+{
+	ZklockAsk	ask;
+	text	   *path = zklock_path_arg(fcinfo, 0);
+
+	zklock_init_ask(&ask, op, kind, 0, xact);
 	return zklock_acquire_lock(&ask, path);
 }
 
@@ -50,6 +66,30 @@ zk_read_lock_acquire_xact(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_READ, ZKK_READ, true));
+}
+
+PG_FUNCTION_INFO_V1(zk_read_lock_try_acquire);
+
+/*
+ * zk_read_lock_try_acquire(path) returns boolean
+ */
+Datum
+zk_read_lock_try_acquire(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(rw_try_acquire(fcinfo, ZKOP_READ, ZKK_READ, false));
+}
+
+PG_FUNCTION_INFO_V1(zk_read_lock_try_acquire_xact);
+
+/*
+ * zk_read_lock_try_acquire_xact(path) returns boolean
+ */
+Datum
+zk_read_lock_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(rw_try_acquire(fcinfo, ZKOP_READ, ZKK_READ, true));
 }
 
 PG_FUNCTION_INFO_V1(zk_read_lock_release);
@@ -86,6 +126,30 @@ zk_write_lock_acquire_xact(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
 	PG_RETURN_BOOL(rw_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, true));
+}
+
+PG_FUNCTION_INFO_V1(zk_write_lock_try_acquire);
+
+/*
+ * zk_write_lock_try_acquire(path) returns boolean
+ */
+Datum
+zk_write_lock_try_acquire(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(rw_try_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, false));
+}
+
+PG_FUNCTION_INFO_V1(zk_write_lock_try_acquire_xact);
+
+/*
+ * zk_write_lock_try_acquire_xact(path) returns boolean
+ */
+Datum
+zk_write_lock_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(rw_try_acquire(fcinfo, ZKOP_WRITE, ZKK_WRITE, true));
 }
 
 PG_FUNCTION_INFO_V1(zk_write_lock_release);

@@ -230,6 +230,7 @@ lease_lock_target(int idx, LockTarget *t)
 	t->rw = false;
 	t->read = false;
 	t->final = false;
+	t->parent_guard = ZKG_SEMAPHORE;
 }
 
 /*
@@ -318,19 +319,22 @@ lease_adopted(int idx, const struct Stat *ours, bool exists)
 
 static void give_back_leases(const int *slots, const uint32 *serials,
 							 int taken);
-static Datum semaphore_acquire(FunctionCallInfo fcinfo, bool xact);
+static Datum semaphore_acquire(FunctionCallInfo fcinfo, bool xact,
+							   bool try_only);
 
 /*
- * The body of zk_semaphore_mutex_acquire(path, timeout) and its _xact form.
+ * The body of zk_semaphore_mutex_acquire(path, timeout), of
+ * zk_semaphore_mutex_try_acquire(path) (try_only: one round, no wait) and
+ * of their _xact forms.
  */
 static bool
-semaphore_mutex_acquire(FunctionCallInfo fcinfo, bool xact)
+semaphore_mutex_acquire(FunctionCallInfo fcinfo, bool xact, bool try_only)
 {
 	ZklockAsk	ask;
 	text	   *path = zklock_path_arg(fcinfo, 0);
 
 	zklock_init_ask(&ask, ZKOP_LEASE, ZKK_SEMAPHORE_MUTEX,
-					zklock_timeout_arg(fcinfo, 1), xact);
+					try_only ? 0 : zklock_timeout_arg(fcinfo, 1), xact);
 	ask.args.lease.max_leases = 1;	/* InterProcessSemaphoreMutex */
 	return zklock_acquire_lock(&ask, path);
 }
@@ -344,7 +348,7 @@ Datum
 zk_semaphore_mutex_acquire(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
-	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, false));
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, false, false));
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_mutex_acquire_xact);
@@ -356,7 +360,31 @@ Datum
 zk_semaphore_mutex_acquire_xact(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
-	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, true));
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, true, false));
+}
+
+PG_FUNCTION_INFO_V1(zk_semaphore_mutex_try_acquire);
+
+/*
+ * zk_semaphore_mutex_try_acquire(path) returns boolean
+ */
+Datum
+zk_semaphore_mutex_try_acquire(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, false, true));
+}
+
+PG_FUNCTION_INFO_V1(zk_semaphore_mutex_try_acquire_xact);
+
+/*
+ * zk_semaphore_mutex_try_acquire_xact(path) returns boolean
+ */
+Datum
+zk_semaphore_mutex_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	PG_RETURN_BOOL(semaphore_mutex_acquire(fcinfo, true, true));
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_mutex_release);
@@ -386,15 +414,16 @@ give_back_leases(const int *slots, const uint32 *serials, int taken)
 
 /*
  * Shared body of the semaphore acquires: qty leases, one after the other,
- * all or none.  Returns the lease names, or NULL on timeout.
+ * all or none.  Returns the lease names, or NULL on timeout.  try_only:
+ * the try forms (path, max_leases, qty), one round each, no wait.
  */
 static Datum
-semaphore_acquire(FunctionCallInfo fcinfo, bool xact)
+semaphore_acquire(FunctionCallInfo fcinfo, bool xact, bool try_only)
 {
 	text	   *path = zklock_path_arg(fcinfo, 0);
 	int32		max_leases = zklock_count_arg(fcinfo, 1, "max_leases");
 	int32		qty = zklock_count_arg(fcinfo, 2, "qty");
-	int64		timeout_ms = zklock_timeout_arg(fcinfo, 3);
+	int64		timeout_ms = try_only ? 0 : zklock_timeout_arg(fcinfo, 3);
 	LocalLockKey key;
 	int			user_off;
 	TimestampTz start = GetCurrentTimestamp();
@@ -465,7 +494,7 @@ Datum
 zk_semaphore_acquire(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
-	return semaphore_acquire(fcinfo, false);
+	return semaphore_acquire(fcinfo, false, false);
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_acquire_xact);
@@ -477,7 +506,31 @@ Datum
 zk_semaphore_acquire_xact(PG_FUNCTION_ARGS)
 {
 	zklock_backend_setup();
-	return semaphore_acquire(fcinfo, true);
+	return semaphore_acquire(fcinfo, true, false);
+}
+
+PG_FUNCTION_INFO_V1(zk_semaphore_try_acquire);
+
+/*
+ * zk_semaphore_try_acquire(path, max_leases, qty) returns text[]
+ */
+Datum
+zk_semaphore_try_acquire(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	return semaphore_acquire(fcinfo, false, true);
+}
+
+PG_FUNCTION_INFO_V1(zk_semaphore_try_acquire_xact);
+
+/*
+ * zk_semaphore_try_acquire_xact(path, max_leases, qty) returns text[]
+ */
+Datum
+zk_semaphore_try_acquire_xact(PG_FUNCTION_ARGS)
+{
+	zklock_backend_setup();
+	return semaphore_acquire(fcinfo, true, true);
 }
 
 PG_FUNCTION_INFO_V1(zk_semaphore_release);

@@ -27,7 +27,8 @@
  * worker/worker.h), and when the next handle may be opened.
  */
 TimestampTz zklock_auth_failed_at = 0;
-static TimestampTz auth_retry_at = 0;
+static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
+												 * wall clock puts off nothing */
 
 /* ms between two tries while the servers reject zklock.auth */
 #define AUTH_RETRY_MS	Max(zklock_connect_timeout, 1000)
@@ -99,7 +100,7 @@ zklock_credentials_rejected(zhandle_t *zzh)
 
 	zklock_connected = false;
 	zklock_request_reconnect();
-	auth_retry_at = TimestampTzPlusMilliseconds(now, AUTH_RETRY_MS);
+	auth_retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), AUTH_RETRY_MS);
 	if (zklock_auth_failed_at == 0)
 	{
 		zklock_auth_failed_at = now;
@@ -135,8 +136,7 @@ zklock_credentials_rejected(zhandle_t *zzh)
 void
 zklock_auth_retry_later(void)
 {
-	auth_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												AUTH_RETRY_MS);
+	auth_retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), AUTH_RETRY_MS);
 }
 
 /*
@@ -149,7 +149,7 @@ zklock_handle_may_open(void)
 {
 	if (!zklock_secure_may_open())
 		return false;
-	return zklock_auth_failed_at == 0 || GetCurrentTimestamp() >= auth_retry_at;
+	return zklock_auth_failed_at == 0 || zklock_mono_now() >= auth_retry_at;
 }
 
 /*
@@ -165,10 +165,10 @@ zklock_auth_retry_now(void)
 
 /*
  * Milliseconds until the next handle may be opened while the servers
- * reject zklock.auth (at most max_ms).
+ * reject zklock.auth (at most max_ms); now is on the monotonic clock.
  */
 long
-zklock_auth_wakeup_ms(TimestampTz now, long max_ms)
+zklock_auth_wakeup_ms(ZklockMonoTime now, long max_ms)
 {
 	if (zklock_auth_failed_at == 0)
 		return max_ms;

@@ -8,10 +8,13 @@
  *	  (worker/auth.c).  TLS and SASL are worker/secure.c's.
  *
  *	  zklock_open_handle		open a handle, resuming the session if any
+ *	  zklock_connect_failed		an attempt failed before a session was made
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <errno.h>
 
 #include "utils/memutils.h"
 
@@ -28,7 +31,17 @@ static uint32 handle_gen = 0;	/* bumped for every handle opened */
  */
 static int	conn_requested_timeout = 0;
 
+/*
+ * The reasons of failed attempts logged since the last connection: each is
+ * logged once, however often the client tries (servers taken in turn give
+ * one reason each).
+ */
+#define FAILURES_LOGGED	8
+static char failures_logged[FAILURES_LOGGED][ZKLOCK_CONN_FAILURE_LEN];
+static int	nfailures_logged = 0;
+
 static void auth_done(int rc, const void *data);
+static void note_failure(const char *why);
 static void session_watcher(zhandle_t *zzh, int type, int state,
 							const char *path, void *ctx);
 
@@ -97,13 +110,20 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 							(unsigned long long) cid->client_id)));
 		sh->negotiated_timeout = zoo_recv_timeout(zzh);
 		strlcpy(sh->server, server ? server : "", sizeof(sh->server));
-		if (sh->negotiated_timeout < conn_requested_timeout)
+		/* once per change of what was asked or given, across restarts */
+		if (sh->negotiated_timeout < conn_requested_timeout &&
+			(sh->timeout_warned_asked != conn_requested_timeout ||
+			 sh->timeout_warned_got != sh->negotiated_timeout))
+		{
+			sh->timeout_warned_asked = conn_requested_timeout;
+			sh->timeout_warned_got = sh->negotiated_timeout;
 			ereport(WARNING,
 					(errmsg("zklock: zookeeper server %s negotiated a session timeout of %d ms, less than the %d ms asked for",
 							server ? server : "?", sh->negotiated_timeout,
 							conn_requested_timeout),
 					 errdetail("The lease follows the shorter timeout from now on, but a worker stalled while it reconnects to such a server can trust the longer one."),
 					 errhint("Set zklock.session_timeout to at most the lowest maxSessionTimeout of the ensemble's servers.")));
+		}
 		/* the client asks for the timeout it was given last on reconnects */
 		conn_requested_timeout = sh->negotiated_timeout;
 		zklock_lease_timeout_seen(sh->negotiated_timeout);
@@ -116,6 +136,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 					 errhint("Raise the servers' maxSessionTimeout or lower zklock.commit_min_lease or zklock.server_tick_time.")));
 		zklock_conn_serial++;
 		zklock_secure_connected();
+		nfailures_logged = 0;
 		if (zklock_auth_failed_at == 0)
 		{
 			sh->conn_state = ZKC_CONNECTED;
@@ -196,6 +217,7 @@ zklock_open_handle(void)
 		zklock_auth_retry_later();
 	}
 	handle_gen++;
+	sh->timeout_asked = zklock_session_timeout;
 	LWLockRelease(sh->lock);
 
 	/* the handshakes of this handle ask for zklock.session_timeout */
@@ -206,11 +228,23 @@ zklock_open_handle(void)
 										  resume_session ? &cid : NULL);
 	if (zklock_zh == NULL)
 	{
+		int			err = errno;
+		char		why[ZKLOCK_CONN_FAILURE_LEN];
+
 		/* a TLS or SASL failure said why already (worker/secure.c) */
 		if (!zklock_secure_failed())
-			ereport(LOG,
-					(errmsg("zklock: could not create a zookeeper handle for \"%s\": %m",
-							zklock_hosts)));
+		{
+			/* the client maps getaddrinfo's EAI_NONAME to ENOENT */
+			if (err == ENOENT)
+				snprintf(why, sizeof(why),
+						 "could not resolve the host names of zklock.hosts = \"%s\"",
+						 zklock_hosts);
+			else
+				snprintf(why, sizeof(why),
+						 "could not create a zookeeper handle for zklock.hosts = \"%s\": %s",
+						 zklock_hosts, strerror(err));
+			note_failure(why);
+		}
 	}
 	else
 	{
@@ -237,3 +271,70 @@ zklock_open_handle(void)
 	zklock_request_wait_set_rebuild();
 }
 
+
+/*
+ * Keep why as zk_status's connection_failure and log it, once per reason
+ * since the last connection (again at DEBUG1).  Takes the lock.
+ */
+static void
+note_failure(const char *why)
+{
+	ZklockShared *sh = zklock_shared;
+	int			i;
+
+	for (i = 0; i < nfailures_logged; i++)
+		if (strcmp(failures_logged[i], why) == 0)
+			break;
+	if (i < nfailures_logged)
+		elog(DEBUG1, "zklock: again: %s", why);
+	else
+	{
+		ereport(LOG,
+				(errmsg("zklock: %s", why),
+				 errdetail("Calls that wait for no other client fail with SQLSTATE 08006 at once, others after their timeout or zklock.connect_timeout; the worker keeps trying, and logs each other reason once until it connects.")));
+		strlcpy(failures_logged[nfailures_logged % FAILURES_LOGGED], why,
+				ZKLOCK_CONN_FAILURE_LEN);
+		if (nfailures_logged < FAILURES_LOGGED)
+			nfailures_logged++;
+	}
+	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	strlcpy(sh->conn_failure, why, sizeof(sh->conn_failure));
+	LWLockRelease(sh->lock);
+}
+
+/*
+ * The client's zookeeper_interest or zookeeper_process returned rc (not
+ * ZOK), errno err, before a session was made on this connection: say why
+ * in zk_status's connection_failure and the log (note_failure).  A TLS or
+ * SASL failure stands on its own (worker/secure.c); a loss after the
+ * connection was made is the session watcher's.
+ */
+void
+zklock_connect_failed(int rc, int err)
+{
+	const char *server;
+	char		why[ZKLOCK_CONN_FAILURE_LEN];
+
+	/* an expired or closed handle says nothing of the servers */
+	if (zklock_connected || zklock_zh == NULL || zklock_secure_failed() ||
+		rc == ZNOTHING || rc == ZINVALIDSTATE)
+		return;
+	server = zoo_get_current_server(zklock_zh);
+	if (server == NULL)
+		server = "?";
+	if (err == ECONNREFUSED)
+		snprintf(why, sizeof(why), "connection to zookeeper server %s refused", server);
+	else if (rc == ZOPERATIONTIMEOUT || err == ETIMEDOUT)
+		snprintf(why, sizeof(why), "zookeeper server %s did not answer in time (zklock.session_timeout = %d ms)",
+				 server, zklock_session_timeout);
+	else if (err == EHOSTUNREACH || err == ENETUNREACH)
+		snprintf(why, sizeof(why), "zookeeper server %s cannot be reached: %s",
+				 server, strerror(err));
+	else if (rc == ZCONNECTIONLOSS && err == 0)
+		snprintf(why, sizeof(why), "zookeeper server %s closed the connection before a session was made",
+				 server);
+	else
+		snprintf(why, sizeof(why), "could not connect to zookeeper server %s: %s%s%s",
+				 server, zerror(rc), err != 0 ? ": " : "", err != 0 ? strerror(err) : "");
+	note_failure(why);
+}

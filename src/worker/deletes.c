@@ -75,7 +75,7 @@ typedef struct GuardedDelete
 	const void *tag;
 } GuardedDelete;
 
-static void delete_send(int i, TimestampTz now);
+static void delete_send(int i, ZklockMonoTime now);
 static int	delete_send_guarded(int i);
 static void delete_guarded_done(int rc, const void *data);
 static bool delete_queue_ready(int i);
@@ -106,7 +106,7 @@ static void delete_prefix_child_done(int rc, const void *data);
  * calls zklock_batch_flush first.
  */
 static void
-delete_send(int i, TimestampTz now)
+delete_send(int i, ZklockMonoTime now)
 {
 	ZklockDelete *e = &zklock_deletes[i];
 	DeleteLocal *dl = zklock_delete_local(i);
@@ -142,7 +142,7 @@ delete_send(int i, TimestampTz now)
 	else
 	{
 		/* the client took nothing (its connection is going): later */
-		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		dl->retry_at = ZKLOCK_MONO_PLUS_MS(now, DELETE_RETRY_MIN_MS);
 		zklock_request_deletes_scan();
 	}
 }
@@ -231,8 +231,7 @@ zklock_delete_send_alone(int i)
 	{
 		/* the client took nothing (its connection is going): later */
 		dl->inflight = false;
-		dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   DELETE_RETRY_MIN_MS);
+		dl->retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), DELETE_RETRY_MIN_MS);
 		zklock_request_deletes_scan();
 	}
 }
@@ -324,8 +323,7 @@ delete_guarded_done(int rc, const void *data)
 			zklock_guard_answer_hook(e->path, e->guard, false);
 			e->guard[0] = '\0';
 			dl->inflight = false;
-			dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   zklock_commit_min_lease);
+			dl->retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), zklock_commit_min_lease);
 			zklock_request_delete_retry(dl->retry_at);
 		}
 		else
@@ -358,7 +356,7 @@ zklock_delete_guard(const char *path, const char *guard)
 	dl->batched = false;
 	dl->inflight = false;
 	strlcpy(zklock_deletes[i].guard, guard, sizeof(zklock_deletes[i].guard));
-	delete_send(i, GetCurrentTimestamp());
+	delete_send(i, zklock_mono_now());
 	return true;
 }
 
@@ -378,7 +376,7 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent,
 	if (!zklock_delete_record(path, prefix, persistent, gen, czxid, ctime, &j))
 		return false;
 	if (j >= 0)
-		delete_send(j, GetCurrentTimestamp());
+		delete_send(j, zklock_mono_now());
 	return true;
 }
 
@@ -412,20 +410,20 @@ delete_retry(int i, int rc)
 {
 	ZklockDelete *e = &zklock_deletes[i];
 	DeleteLocal *dl = zklock_delete_local(i);
-	TimestampTz now = GetCurrentTimestamp();
+	ZklockMonoTime now = zklock_mono_now();
 
 	dl->inflight = false;
 	zklock_request_deletes_scan();
 	if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 	{
-		dl->retry_at = TimestampTzPlusMilliseconds(now, DELETE_RETRY_MIN_MS);
+		dl->retry_at = ZKLOCK_MONO_PLUS_MS(now, DELETE_RETRY_MIN_MS);
 		return;
 	}
 	dl->attempts++;
-	dl->retry_at = TimestampTzPlusMilliseconds(now,
-											   zklock_retry_delay_ms(dl->attempts,
-																	 DELETE_RETRY_BASE_MS,
-																	 DELETE_RETRY_MAX_MS));
+	dl->retry_at = ZKLOCK_MONO_PLUS_MS(now,
+									   zklock_retry_delay_ms(dl->attempts,
+															 DELETE_RETRY_BASE_MS,
+															 DELETE_RETRY_MAX_MS));
 	if (!dl->logged)
 	{
 		dl->logged = true;
@@ -465,7 +463,7 @@ delete_done(int rc, const void *data)
 
 			dl->inflight = false;
 			dl->retry_at = 0;
-			delete_send(i, GetCurrentTimestamp());
+			delete_send(i, zklock_mono_now());
 		}
 		else
 			delete_retry(i, rc);
@@ -557,8 +555,7 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 							zklock_make_tag(i, e->serial)) != ZOK)
 			{
 				dl->inflight = false;
-				dl->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														   DELETE_RETRY_MIN_MS);
+				dl->retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), DELETE_RETRY_MIN_MS);
 				zklock_request_deletes_scan();
 			}
 		}
@@ -591,7 +588,7 @@ delete_prefix_child_done(int rc, const void *data)
 		{
 			dl->inflight = false;
 			dl->retry_at = 0;
-			delete_send(i, GetCurrentTimestamp());
+			delete_send(i, zklock_mono_now());
 		}
 		else
 		{
@@ -619,7 +616,7 @@ void
 zklock_send_deletes(void)
 {
 	ZklockShared *sh = zklock_shared;
-	TimestampTz now = GetCurrentTimestamp();
+	ZklockMonoTime now = zklock_mono_now();
 	int			seen = 0;
 	int			i;
 
@@ -644,7 +641,7 @@ zklock_send_deletes(void)
  * Is a pass over the pending deletes due?
  */
 bool
-zklock_deletes_due(TimestampTz now)
+zklock_deletes_due(ZklockMonoTime now)
 {
 	return zklock_connected && zklock_shared->deletes_used > 0 &&
 		(zklock_loop.deletes_scan ||

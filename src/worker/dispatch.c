@@ -107,10 +107,10 @@ void
 zklock_run_requests(void)
 {
 	ZklockShared *sh = zklock_shared;
-	static TimestampTz next_local_check = 0;
+	static ZklockMonoTime next_local_check = 0;
 	static int *given_back = NULL;
 	int			ngiven;
-	TimestampTz now = GetCurrentTimestamp();
+	ZklockMonoTime now = zklock_mono_now();
 	int			i;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
@@ -130,7 +130,7 @@ zklock_run_requests(void)
 		zklock_lk_check_local_waits();
 		(void) zklock_pathidx_check();
 		zklock_cache_tick(now);
-		next_local_check = TimestampTzPlusMilliseconds(now, LOCAL_WAIT_CHECK_MS);
+		next_local_check = ZKLOCK_MONO_PLUS_MS(now, LOCAL_WAIT_CHECK_MS);
 	}
 	if (!sh->post_overflow && !zklock_loop.rescan)
 	{
@@ -148,10 +148,10 @@ zklock_run_requests(void)
 			else if (slot->state == ZKS_NEW)
 				pickup(i);
 			else if (slot->state == ZKS_ACTIVE && slot->dlx_ask != 0)
-				zklock_dlx_asked(i);
+				zklock_dlx_rec_asked(i);
 		}
-		zklock_dlx_pass();
-		if (zklock_deletes_due(GetCurrentTimestamp()))
+		zklock_dlx_check_pass();
+		if (zklock_deletes_due(zklock_mono_now()))
 			zklock_send_deletes();
 		LWLockRelease(sh->lock);
 		return;
@@ -167,7 +167,7 @@ zklock_run_requests(void)
 		if (slot->state == ZKS_CANCEL || slot->state == ZKS_RELEASE)
 			zklock_req_withdraw(i);
 	}
-	if (zklock_deletes_due(GetCurrentTimestamp()))
+	if (zklock_deletes_due(zklock_mono_now()))
 		zklock_send_deletes();
 
 	for (i = 0; i < sh->nslots; i++)
@@ -179,7 +179,7 @@ zklock_run_requests(void)
 			pickup(i);
 		else if (slot->state == ZKS_ACTIVE && slot->dlx_ask != 0 &&
 				 req->serial == slot->serial)
-			zklock_dlx_asked(i);
+			zklock_dlx_rec_asked(i);
 		else if (slot->state == ZKS_ACTIVE && req->serial != slot->serial)
 		{
 			/*
@@ -212,7 +212,7 @@ zklock_run_requests(void)
 			zklock_revoke_watch(i);
 		}
 	}
-	zklock_dlx_pass();
+	zklock_dlx_check_pass();
 	LWLockRelease(sh->lock);
 }
 

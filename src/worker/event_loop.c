@@ -23,6 +23,8 @@
 
 #include "postgres.h"
 
+#include <errno.h>
+
 #include <poll.h>
 #include <sys/stat.h>
 #include <netinet/tcp.h>
@@ -255,8 +257,8 @@ reload_config(void)
 	if (zklock_secure_settings_changed())
 	{
 		ereport(LOG,
-				(errmsg("zklock: a TLS or SASL setting changed: the worker restarts to use it"),
-				 errdetail("The zookeeper session is kept and resumed over the new connection.")));
+				(errmsg("zklock: a TLS or SASL setting or a TLS file changed: the worker restarts to use it"),
+				 errdetail("The zookeeper session is kept and resumed over the new connection, with its locks.")));
 		proc_exit(1);
 	}
 	if (zklock_connected_hosts != NULL && strcmp(zklock_connected_hosts, zklock_hosts) != 0)
@@ -300,6 +302,7 @@ sync_wait_set(void)
 	struct timeval tv = {0};
 	long		timeout_ms;
 	int			rc;
+	int			saved_errno;
 	ZklockMonoTime before;
 
 	if (zklock_zh == NULL)
@@ -309,14 +312,19 @@ sync_wait_set(void)
 		return 1000;
 	}
 	before = zklock_mono_now();
+	errno = 0;
 	rc = zookeeper_interest(zklock_zh, &fd, &interest, &tv);
+	saved_errno = errno;
 	zklock_track_handshake(before);
 	if (rc != ZOK)
 		zklock_request_wait_set_rebuild();
 	else
 		zklock_cut_stuck_attempt(fd, zklock_mono_now());
 	if (rc != ZOK)
+	{
 		zklock_secure_call_failed(zklock_zh, rc);
+		zklock_connect_failed(rc, saved_errno);
+	}
 	if (rc == ZINVALIDSTATE)
 		zklock_request_reconnect();
 	timeout_ms = tv.tv_sec * 1000L + (tv.tv_usec + 999) / 1000;
@@ -342,10 +350,10 @@ sync_wait_set(void)
 static long
 next_timeout(long client_ms)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	ZklockMonoTime now = zklock_mono_now();
 	long		timeout_ms;
 
-	timeout_ms = zklock_lease_wakeup_ms(zklock_mono_now(), client_ms);
+	timeout_ms = zklock_lease_wakeup_ms(now, client_ms);
 	if (zklock_loop.deletes_next_retry != 0)
 		timeout_ms = Min(timeout_ms,
 						 Max((long) ((zklock_loop.deletes_next_retry - now) / 1000) + 1, 1));
@@ -390,9 +398,13 @@ process_zookeeper(int zkevents)
 	for (;;)
 	{
 		ZklockMonoTime before = zklock_mono_now();
-		int			rc = zookeeper_process(zklock_zh, zkevents);
+		int			rc;
+		int			saved_errno;
 		struct pollfd pfd;
 
+		errno = 0;
+		rc = zookeeper_process(zklock_zh, zkevents);
+		saved_errno = errno;
 		zklock_track_handshake(before);
 
 		/* the grants of this reply: the completions let go of the lock */
@@ -400,6 +412,7 @@ process_zookeeper(int zkevents)
 		if (rc != ZOK && rc != ZNOTHING)
 		{
 			zklock_secure_call_failed(zklock_zh, rc);
+			zklock_connect_failed(rc, saved_errno);
 			zklock_request_wait_set_rebuild();
 			break;
 		}

@@ -275,8 +275,11 @@ heartbeat_done(int rc, const char *value, const void *data)
 	hb_ticket[pos] = 0;
 	if (hb_conn[pos] != zklock_conn_serial)
 		return;					/* sent on an earlier connection */
+	if (rc == ZSESSIONCLOSEDREQUIRESASLAUTH)
+		zklock_secure_sasl_required(zklock_zh);
 	if (rc != ZOK && rc != ZNONODE && rc != ZNOAUTH)
 		return;
+	zklock_secure_proven();
 
 	now = zklock_mono_now();
 	if (zklock_shared->server_mode == ZKLOCK_SERVER_STANDALONE)
@@ -316,6 +319,12 @@ config_done(int rc, const char *value, int value_len, const struct Stat *stat,
 
 	if ((uint32) (uintptr_t) data != zklock_conn_serial)
 		return;
+	if (rc == ZSESSIONCLOSEDREQUIRESASLAUTH)
+	{
+		/* the first request of the connection: the server wants a login */
+		zklock_secure_sasl_required(zklock_zh);
+		return;
+	}
 	if (rc == ZOK)
 	{
 		mode = zklock_server_mode_from_config(value, value_len);

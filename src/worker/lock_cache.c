@@ -144,8 +144,7 @@ cache_drop(ZklockCacheEntry *e, bool cool)
 	if (cool && zklock_lock_cache_backoff > 0)
 	{
 		e->state = ZKCE_COOLING;
-		e->since = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											   zklock_lock_cache_backoff);
+		e->since = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), zklock_lock_cache_backoff);
 	}
 	else
 	{
@@ -207,7 +206,7 @@ cache_path_alone(int idx, const char *base)
 static ZklockCacheEntry *
 cache_new_entry(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	ZklockMonoTime now = zklock_mono_now();
 	ZklockCacheEntry *oldest = NULL;
 	ZklockCacheEntry *free_e = NULL;
 	int			used = 0;
@@ -317,7 +316,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 		cache_drop(e, false);
 		e = NULL;
 	}
-	if (e != NULL && e->state == ZKCE_COOLING && GetCurrentTimestamp() >= e->since)
+	if (e != NULL && e->state == ZKCE_COOLING && zklock_mono_now() >= e->since)
 	{
 		cache_drop(e, false);
 		e = NULL;
@@ -369,7 +368,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	e->session_gen = slot->session_gen;
 	e->holder = -1;
 	e->state = ZKCE_IDLE;
-	e->since = GetCurrentTimestamp();
+	e->since = zklock_mono_now();
 	/* the slot's withdrawal deletes nothing now */
 	slot->nodes[ZKN_MAIN].name[0] = '\0';
 	slot->nodes[ZKN_MAIN].uuid[0] = '\0';
@@ -492,7 +491,7 @@ cache_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
  * holds the lock.
  */
 void
-zklock_cache_tick(TimestampTz now)
+zklock_cache_tick(ZklockMonoTime now)
 {
 	int			i;
 
@@ -504,7 +503,7 @@ zklock_cache_tick(TimestampTz now)
 		{
 			case ZKCE_IDLE:
 				if (!zklock_lock_cache ||
-					now >= TimestampTzPlusMilliseconds(e->since, zklock_lock_cache_idle))
+					now >= ZKLOCK_MONO_PLUS_MS(e->since, zklock_lock_cache_idle))
 					cache_drop(e, false);
 				break;
 			case ZKCE_IN_USE:

@@ -62,8 +62,12 @@ static void lk_watch_done(int rc, const char *value, int value_len,
 						  const struct Stat *stat, const void *data);
 static void adopt_stat_done(int rc, const struct Stat *stat, const void *data);
 static void lk_decide(int idx, char **children, int n);
+static const char *lk_guard(int idx, const LockTarget *t, char **children,
+							int n);
 static void lk_children_done(int rc, const struct String_vector *strings,
 							 const struct Stat *stat, const void *data);
+static void lk_parent_listed(int rc, const struct String_vector *strings,
+							 const void *data);
 
 /* creates of lock nodes sent, ever (worker/handover_layer.c reads it) */
 uint64		zklock_lk_creates_sent = 0;
@@ -92,7 +96,9 @@ zklock_lk_target(int idx, LockTarget *t)
 
 /*
  * A zklock_lk_target for recipes whose lock is the request itself: lock nodes
- * named lock_name directly under P, in the slot's main node.
+ * named lock_name directly under P, in the slot's main node.  Their listing
+ * of P is looked at by the path guard as the mutex's, the read/write
+ * lock's or the leader latch's (by lock_name).
  */
 void
 zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
@@ -108,6 +114,8 @@ zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name, bool rw,
 	t->rw = rw;
 	t->read = read;
 	t->final = true;
+	t->guard = rw ? ZKG_RWLOCK :
+		strcmp(lock_name, ZKLOCK_LATCH_NAME) == 0 ? ZKG_LATCH : ZKG_MUTEX;
 }
 
 /*
@@ -298,6 +306,16 @@ zklock_lk_create(int idx)
 	}
 	if (req->need_parents)
 	{
+		/* a step under P makes P/locks: first, is P another recipe's? */
+		if (t.parent_guard != ZKG_NONE && !req->parent_guarded)
+		{
+			char		parent[ZKLOCK_NODE_PATH_SIZE];
+
+			strlcpy(parent, t.base, sizeof(parent));
+			*strrchr(parent, '/') = '\0';
+			zklock_send_listing(idx, parent, lk_parent_listed, false, false);
+			return;
+		}
 		zklock_create_containers(t.base, true);
 		req->need_parents = false;
 	}
@@ -355,6 +373,45 @@ zklock_lk_create(int idx)
 	req->list_piped = list_piped;
 	if (req->list_piped)
 		zklock_lk_list(idx);
+}
+
+/*
+ * Completion of the listing of P that a step under P (a semaphore's
+ * P/locks mutex) makes once, when its parents are missing: the path guard
+ * (core/recipe_guard.c) looks at P's children, and the request fails with
+ * 22023 naming what P holds, before anything of ours is made under P; P
+ * missing or nobody's, the create goes on.  So the guard costs a round
+ * trip only when the semaphore's directories are made, not per acquire.
+ */
+static void
+lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
+{
+	int			idx = zklock_listing_begin(data);
+
+	if (idx >= 0)
+	{
+		ZklockSlot *slot = &zklock_shared->slots[idx];
+		LockTarget	t;
+		const char *held = NULL;
+
+		zklock_lk_target(idx, &t);
+		if (rc == ZOK)
+			held = zklock_guard_children(t.parent_guard, strings->data,
+										 strings->count, NULL);
+		if (held != NULL)
+			zklock_req_fail(idx, ERRCODE_INVALID_PARAMETER_VALUE,
+							"zookeeper path \"%s\" holds %s, not %s",
+							slot->path + slot->user_path_off, held,
+							zklock_guard_recipe_name(t.parent_guard));
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			zklock_reqs[idx].parent_guarded = true;
+			zklock_lk_create(idx);
+		}
+		else
+			zklock_call_failed(idx, rc, "list the parent of the lock");
+	}
+	LWLockRelease(zklock_shared->lock);
 }
 
 /*
@@ -472,6 +529,21 @@ zklock_adopt_check(int idx, const char *base, const char *name)
 }
 
 /*
+ * The path guard (core/recipe_guard.c) on a listing of P: what another
+ * recipe's nodes older than ours there show, or NULL.  lk_decide then
+ * fails the request with 22023 naming it (the failure deletes our node).
+ * Only a request not yet granted is looked at, and only on a listing it
+ * makes anyway.  Caller holds the lock.
+ */
+static const char *
+lk_guard(int idx, const LockTarget *t, char **children, int n)
+{
+	if (t->guard == ZKG_NONE || zklock_shared->slots[idx].state != ZKS_ACTIVE)
+		return NULL;
+	return zklock_guard_children(t->guard, children, n, t->node);
+}
+
+/*
  * Decide from the lock's children: hold, wait behind the predecessor (or
  * the lowest writer, for a reader), or recreate a lost node.  Caller holds
  * the lock.
@@ -483,6 +555,7 @@ lk_decide(int idx, char **children, int n)
 	WorkerReq  *req = &zklock_reqs[idx];
 	LockTarget	t;
 	ZklockLockDecision d;
+	const char *held;
 
 	zklock_lk_target(idx, &t);
 	if (t.node[0] == '\0')
@@ -514,10 +587,17 @@ lk_decide(int idx, char **children, int n)
 	else
 		d = zklock_lock_decide(children, n, t.node, 1);
 
+	held = lk_guard(idx, &t, children, n);
+
 	/* a reader's answer is its followers' too */
-	if (t.read && !d.holds && lk_handover(idx) != NULL)
+	if (t.read && (!d.holds || held != NULL) && lk_handover(idx) != NULL)
 		lk_handover(idx)->settle_followers(idx, false);
-	if (d.lost)
+	if (held != NULL)
+		zklock_req_fail(idx, ERRCODE_INVALID_PARAMETER_VALUE,
+						"zookeeper path \"%s\" holds %s, not %s",
+						slot->path + slot->user_path_off, held,
+						zklock_guard_recipe_name(t.guard));
+	else if (d.lost)
 	{
 		if (++req->lost_retries > MAX_LOST_RETRIES)
 			zklock_req_fail(idx, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,

@@ -2,9 +2,11 @@
  *
  * worker/secure.c
  *	  TLS and SASL of the worker's connection (zklock.tls*, zklock.sasl_*):
- *	  the handle opened with zookeeper_init_ssl or zookeeper_init_sasl as
- *	  the settings ask, the client's files checked before, why a handshake
- *	  failed or a login was refused, and what zk_status shows of it.  Never
+ *	  the handle opened with zookeeper_init_ssl_ctx (TLS, with a SASL login
+ *	  inside it when one is asked; worker/tls_context.c makes each
+ *	  connection's context) or zookeeper_init_sasl as the settings ask, the
+ *	  client's files checked before, why a handshake failed or a login was
+ *	  refused, and what zk_status shows of it.  Never
  *	  a fallback: when TLS or SASL is asked and cannot be had, no handle is
  *	  opened, the log and zk_status say why, and requests fail with 08006
  *	  and that reason until a connection is made.  Below worker/dispatch.c
@@ -15,14 +17,18 @@
  *									handshake failed or a SASL login was
  *									refused?  say why
  *	  zklock_secure_login_refused	the servers refused the SASL login
+ *	  zklock_secure_sasl_required	a server requires a SASL login not made
  *	  zklock_secure_connected		a connection was made: what it is
+ *	  zklock_secure_proven			a server answered on it: a failure said
+ *									before is over
  *	  zklock_secure_failed			does a failure stand?
  *	  zklock_secure_failed_state	zk_status's state while it stands
  *	  zklock_secure_fail_request	fail a request with 08006 and the reason
  *	  zklock_secure_may_open		may a new handle be opened now?
  *	  zklock_secure_retry_now		a reload: try again at once
  *	  zklock_secure_settings_changed	did a reload change a TLS or SASL
- *									setting (the worker then restarts)?
+ *									setting or a TLS file's contents (the
+ *									worker then restarts)?
  *	  zklock_uses_sasl				is a SASL login asked?
  *
  *-------------------------------------------------------------------------
@@ -34,10 +40,11 @@
 #include "zklock.h"
 #include "worker/worker.h"
 
+#include "common/hashfn.h"
+
 #if ZKLOCK_HAVE_ZK_TLS
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 #endif
 
 /* ms between two tries while a TLS or SASL failure stands */
@@ -45,8 +52,16 @@
 
 /* the failure that stands (empty: none), and its state for zk_status */
 static char secure_failure[ZKLOCK_CONN_FAILURE_LEN] = "";
+
+/*
+ * The failure last said in the log, until a connection proves itself (its
+ * first answer to a request): a server that takes the connection and cuts
+ * it at the first request (one that requires a SASL login) is not said
+ * again at every try.
+ */
+static char secure_logged[ZKLOCK_CONN_FAILURE_LEN] = "";
 static ZklockConnState secure_failed_state = ZKC_NONE;
-static TimestampTz secure_retry_at = 0;
+static ZklockMonoTime secure_retry_at = 0;	/* monotonic */
 
 /* the TLS and SASL settings the open handle was made with */
 static char *secure_settings_seen = NULL;
@@ -71,22 +86,49 @@ static void login_refused(zhandle_t *zzh, bool locked);
 static void secure_fail(bool locked, ZklockConnState state, const char *fmt,...) pg_attribute_printf(3, 4);
 
 /*
- * The TLS and SASL settings as one string, to tell whether a reload
- * changed one (palloc'd).
+ * A fingerprint of a file's contents (0: empty name, or not readable), so
+ * that certificate files replaced in place count as a change at a reload.
+ */
+static uint32
+file_fingerprint(const char *path)
+{
+	FILE	   *f;
+	char		buf[8192];
+	size_t		n;
+	uint32		h = 1;
+
+	if (path == NULL || path[0] == '\0' || (f = fopen(path, "rb")) == NULL)
+		return 0;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		h = hash_combine(h, hash_bytes((const unsigned char *) buf, (int) n));
+	fclose(f);
+	return h;
+}
+
+/*
+ * The TLS and SASL settings as one string, with the fingerprints of the
+ * TLS files, to tell whether a reload changed one (palloc'd).
  */
 static char *
 secure_settings_string(void)
 {
-	return psprintf("%d|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s",
+	return psprintf("%d|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%d|%d|%s|%d|%08x|%08x|%08x|%08x",
 					(int) zklock_tls, zklock_tls_ca_file, zklock_tls_cert_file,
 					zklock_tls_key_file, zklock_sasl_mechanism,
 					zklock_sasl_user, zklock_sasl_password,
 					zklock_sasl_service, zklock_sasl_host,
-					zklock_sasl_keytab, zklock_sasl_principal);
+					zklock_sasl_keytab, zklock_sasl_principal,
+					zklock_tls_verify, zklock_tls_min_version,
+					zklock_tls_crl_file, zklock_tls_expiry_warning,
+					zklock_tls ? file_fingerprint(zklock_tls_ca_file) : 0,
+					zklock_tls ? file_fingerprint(zklock_tls_cert_file) : 0,
+					zklock_tls ? file_fingerprint(zklock_tls_key_file) : 0,
+					zklock_tls ? file_fingerprint(zklock_tls_crl_file) : 0);
 }
 
 /*
- * Did a reload change a TLS or SASL setting since the handle was opened?
+ * Did a reload change a TLS or SASL setting, or the contents of a TLS
+ * file, since the handle was opened?
  */
 bool
 zklock_secure_settings_changed(void)
@@ -130,14 +172,14 @@ secure_fail(bool locked, ZklockConnState state, const char *fmt,...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 
-	ereport(strcmp(why, secure_failure) == 0 ? DEBUG1 : LOG,
+	ereport(strcmp(why, secure_logged) == 0 ? DEBUG1 : LOG,
 			(errmsg("zklock: %s", why),
 			 errdetail("Requests fail with SQLSTATE 08006 until a connection is made; the worker tries again every %d ms (zklock.connect_timeout, at least 1 s) and at every configuration reload.",
 					   SECURE_RETRY_MS)));
 	strlcpy(secure_failure, why, sizeof(secure_failure));
+	strlcpy(secure_logged, why, sizeof(secure_logged));
 	secure_failed_state = state;
-	secure_retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												  SECURE_RETRY_MS);
+	secure_retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), SECURE_RETRY_MS);
 	zklock_connected = false;
 	/* the handle of a failed handshake or login is of no more use */
 	if (zklock_zh != NULL)
@@ -212,7 +254,7 @@ zklock_secure_fail_request(int idx)
 bool
 zklock_secure_may_open(void)
 {
-	return !zklock_secure_failed() || GetCurrentTimestamp() >= secure_retry_at;
+	return !zklock_secure_failed() || zklock_mono_now() >= secure_retry_at;
 }
 
 /*
@@ -224,15 +266,18 @@ zklock_secure_connected(void)
 {
 	ZklockShared *sh = zklock_shared;
 
-	if (zklock_secure_failed())
-		ereport(LOG,
-				(errmsg("zklock: connected to zookeeper again after: %s",
-						secure_failure)));
 	secure_failure[0] = '\0';
 	secure_failed_state = ZKC_NONE;
 	sasl_why[0] = '\0';
 	sh->conn_failure[0] = '\0';
 	sh->conn_tls = zklock_tls;
+	sh->tls_cert_expires = 0;
+	sh->tls_server_cert_expires = 0;
+	sh->tls_warning[0] = '\0';
+#if ZKLOCK_HAVE_ZK_TLS
+	if (zklock_tls)
+		zklock_tls_connected(zklock_zh ? zoo_get_current_server(zklock_zh) : NULL);
+#endif
 	if (zklock_uses_sasl())
 	{
 		const char *asked = zklock_sasl_principal[0] != '\0' ?
@@ -256,6 +301,21 @@ zklock_secure_connected(void)
 }
 
 /*
+ * A server answered a request of this connection: a failure said before
+ * is over, and said so.
+ */
+void
+zklock_secure_proven(void)
+{
+	if (secure_logged[0] == '\0')
+		return;
+	ereport(LOG,
+			(errmsg("zklock: connected to zookeeper again after: %s",
+					secure_logged)));
+	secure_logged[0] = '\0';
+}
+
+/*
  * Did the servers refuse the SASL login?  The single-threaded client
  * tells no watcher: the call that read the refusal returns it
  * (ZAUTHFAILED) and leaves the handle in ZOO_AUTH_FAILED_STATE.  Says so
@@ -272,61 +332,6 @@ sasl_refused(zhandle_t *zzh, int rc)
 }
 
 #if ZKLOCK_HAVE_ZK_TLS
-/*
- * Check that the TLS files load as the C client loads them (the same
- * OpenSSL calls) and that the client certificate is in its validity
- * period, so that a wrong file is named here rather than found by a
- * handshake that only says it failed.  On failure fills why and returns
- * false.
- */
-static bool
-tls_files_ok(char *why, size_t len)
-{
-	SSL_CTX    *ctx;
-	X509	   *cert = NULL;
-	char		what[ZKLOCK_CONN_FAILURE_LEN] = "";
-	unsigned long e;
-	const char *reason;
-
-	if (zklock_tls_ca_file[0] == '\0' || zklock_tls_cert_file[0] == '\0' ||
-		zklock_tls_key_file[0] == '\0')
-	{
-		snprintf(why, len, "zklock.tls is on but zklock.tls_ca_file, zklock.tls_cert_file or zklock.tls_key_file is empty (the zookeeper C client needs all three)");
-		return false;
-	}
-	ERR_clear_error();
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (ctx == NULL)
-		snprintf(what, sizeof(what), "could not make a TLS context");
-	else if (SSL_CTX_load_verify_locations(ctx, zklock_tls_ca_file, NULL) != 1)
-		snprintf(what, sizeof(what), "could not load zklock.tls_ca_file \"%s\"",
-				 zklock_tls_ca_file);
-	else if (SSL_CTX_use_certificate_chain_file(ctx, zklock_tls_cert_file) != 1)
-		snprintf(what, sizeof(what), "could not load zklock.tls_cert_file \"%s\"",
-				 zklock_tls_cert_file);
-	else if (SSL_CTX_use_PrivateKey_file(ctx, zklock_tls_key_file, SSL_FILETYPE_PEM) != 1)
-		snprintf(what, sizeof(what), "could not load zklock.tls_key_file \"%s\"",
-				 zklock_tls_key_file);
-	else if (SSL_CTX_check_private_key(ctx) != 1)
-		snprintf(what, sizeof(what), "zklock.tls_key_file \"%s\" is not the key of zklock.tls_cert_file \"%s\"",
-				 zklock_tls_key_file, zklock_tls_cert_file);
-	else if ((cert = SSL_CTX_get0_certificate(ctx)) != NULL &&
-			 X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
-		snprintf(what, sizeof(what), "the client certificate of zklock.tls_cert_file \"%s\" has expired",
-				 zklock_tls_cert_file);
-	else if (cert != NULL && X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
-		snprintf(what, sizeof(what), "the client certificate of zklock.tls_cert_file \"%s\" is not valid yet",
-				 zklock_tls_cert_file);
-	e = ERR_peek_last_error();
-	reason = e != 0 ? ERR_reason_error_string(e) : NULL;
-	if (what[0] != '\0')
-		snprintf(why, len, "%s%s%s", what, reason ? ": " : "", reason ? reason : "");
-	ERR_clear_error();
-	if (ctx != NULL)
-		SSL_CTX_free(ctx);
-	return what[0] == '\0';
-}
-
 /*
  * zookeeper_interest or zookeeper_process returned rc (not ZOK): a SASL
  * login refused (sasl_refused), or, when the connection is TLS and not
@@ -366,6 +371,16 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 	}
 	if (rc != ZSSLCONNECTIONERROR && ERR_peek_error() == 0)
 		return;
+	if (zklock_tls_refusal()[0] != '\0')
+	{
+		/* the context or the verification of the server's chain said why */
+		ERR_clear_error();
+		secure_fail(false, ZKC_TLS_FAILED,
+					"TLS handshake with zookeeper server %s failed: %s",
+					server ? server : "?", zklock_tls_refusal());
+		zklock_tls_refusal_clear();
+		return;
+	}
 	while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0)
 	{
 		last = e;
@@ -564,6 +579,30 @@ login_refused(zhandle_t *zzh, bool locked)
 }
 
 /*
+ * A server answered ZSESSIONCLOSEDREQUIRESASLAUTH and closed the
+ * connection: it requires a SASL login (zookeeper.enforce.auth.enabled
+ * with sasl, or sessionRequireClientSASLAuth) that this session has not
+ * made.  A failure stands, so that the worker does not reconnect in a
+ * loop the server cuts at its first request, and requests fail with 08006
+ * saying why.  Caller does not hold the lock.
+ */
+void
+zklock_secure_sasl_required(zhandle_t *zzh)
+{
+	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
+
+	if (zklock_uses_sasl())
+		secure_fail(false, ZKC_SASL_FAILED,
+					"zookeeper server %s requires a SASL login and closed the connection: it did not count the SASL %s login of \"%s\"",
+					server ? server : "?", zklock_sasl_mechanism,
+					zklock_sasl_principal[0] != '\0' ? zklock_sasl_principal : zklock_sasl_user);
+	else
+		secure_fail(false, ZKC_SASL_FAILED,
+					"zookeeper server %s requires a SASL login (zookeeper.enforce.auth.enabled, or sessionRequireClientSASLAuth) and closed the connection: zklock.sasl_mechanism is not set",
+					server ? server : "?");
+}
+
+/*
  * The session watcher was told ZOO_AUTH_FAILED_STATE with a SASL login
  * asked: the servers refused it.  Caller holds the lock.
  */
@@ -575,8 +614,9 @@ zklock_secure_login_refused(zhandle_t *zzh)
 
 /*
  * Open a handle as zklock.tls and zklock.sasl_mechanism ask: plain
- * zookeeper_init, zookeeper_init_ssl with the client's "ca,cert,key"
- * string, or zookeeper_init_sasl.  NULL when it cannot be had: a failure
+ * zookeeper_init, zookeeper_init_ssl_ctx with the context each connection
+ * is to have (and a SASL login inside TLS when one is asked), or
+ * zookeeper_init_sasl.  NULL when it cannot be had: a failure
  * then stands (said in the log and zk_status), and nothing is sent.
  */
 zhandle_t *
@@ -591,29 +631,32 @@ zklock_secure_init_handle(watcher_fn watcher, int timeout, const clientid_t *cid
 	secure_settings_seen = secure_settings_string();
 	MemoryContextSwitchTo(old);
 
-	if (zklock_tls && zklock_uses_sasl())
-	{
-		/* the C client (3.8, 3.9) has no call that does both */
-		secure_fail(false, ZKC_TLS_FAILED,
-					"zklock.tls and zklock.sasl_mechanism cannot be combined: the zookeeper C client makes either a TLS or a SASL connection");
-		return NULL;
-	}
 	if (zklock_tls)
 	{
 #if ZKLOCK_HAVE_ZK_TLS
 		char		why[ZKLOCK_CONN_FAILURE_LEN];
-		char	   *cert;
+		void	   *sasl = NULL;
 
-		if (!tls_files_ok(why, sizeof(why)))
+		if (!zklock_tls_files_ok(why, sizeof(why)))
 		{
 			secure_fail(false, ZKC_TLS_FAILED, "%s", why);
 			return NULL;
 		}
-		cert = psprintf("%s,%s,%s", zklock_tls_ca_file, zklock_tls_cert_file,
-						zklock_tls_key_file);
+		if (zklock_uses_sasl())
+		{
+#if ZKLOCK_HAVE_ZK_SASL
+			/* the SASL login is made inside the TLS connection */
+			if ((sasl = sasl_params()) == NULL)
+				return NULL;
+#else
+			secure_fail(false, ZKC_SASL_FAILED,
+						"zklock.sasl_mechanism is set but zklock was built with a zookeeper C client without SASL (see README, \"TLS and SASL\")");
+			return NULL;
+#endif
+		}
 		ERR_clear_error();
-		zh = zookeeper_init_ssl(zklock_hosts, cert, watcher, timeout, cid, NULL, 0);
-		pfree(cert);
+		zh = zookeeper_init_ssl_ctx(zklock_hosts, zklock_tls_connection_context, NULL,
+									watcher, timeout, cid, NULL, 0, sasl);
 #else
 		secure_fail(false, ZKC_TLS_FAILED,
 					"zklock.tls is on but zklock was built with a zookeeper C client without TLS (see README, \"TLS and SASL\")");

@@ -40,7 +40,8 @@ typedef struct DeleteLocal
 	bool		inflight;		/* a delete or listing is on its way */
 	bool		logged;			/* a refusal by the server was logged */
 	int			attempts;		/* refusals by the server so far */
-	TimestampTz retry_at;		/* not before this time; 0: at once */
+	ZklockMonoTime retry_at;	/* not before this time (monotonic); 0: at
+								 * once */
 	bool		batched;		/* in the queue of deletes sent together at
 								 * the end of the pass (worker/batch.c);
 								 * inflight is set meanwhile */
@@ -105,8 +106,8 @@ typedef struct ZklockLoopFlags
 {
 	bool		rescan;			/* look at every slot, not only the posted */
 	bool		deletes_scan;	/* send every due pending delete */
-	TimestampTz deletes_next_retry; /* earliest end of a delete's pause, 0:
-									 * none */
+	ZklockMonoTime deletes_next_retry;	/* earliest end of a delete's pause
+										 * (monotonic), 0: none */
 	bool		need_reconnect; /* close the handle, open a new one */
 	bool		wes_rebuild;	/* the client's socket may have changed */
 } ZklockLoopFlags;
@@ -148,7 +149,7 @@ zklock_request_deletes_scan(void)
  * earlier one.
  */
 static inline void
-zklock_request_delete_retry(TimestampTz at)
+zklock_request_delete_retry(ZklockMonoTime at)
 {
 	if (zklock_loop.deletes_next_retry == 0 || at < zklock_loop.deletes_next_retry)
 		zklock_loop.deletes_next_retry = at;
@@ -206,9 +207,9 @@ extern int	zklock_pathidx_first(const char *base);
 extern int	zklock_pathidx_next(int i);
 extern int	zklock_pathidx_check(void);
 
-/* worker/waits.c: the deadlock detection across clusters */
-extern void zklock_dlx_asked(int idx);
-extern void zklock_dlx_pass(void);
+/* worker/deadlock_records.c, deadlock_check.c: deadlocks across clusters */
+extern void zklock_dlx_rec_asked(int idx);
+extern void zklock_dlx_check_pass(void);
 
 /* worker/zkio.c */
 extern const void *zklock_make_tag(int idx, uint32 serial);
@@ -238,7 +239,7 @@ extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
 extern void zklock_delete_send_alone(int i);
 extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
 extern bool zklock_delete_guard(const char *path, const char *guard);
-extern bool zklock_deletes_due(TimestampTz now);
+extern bool zklock_deletes_due(ZklockMonoTime now);
 extern void zklock_deletes_load(void);
 extern void zklock_send_deletes(void);
 
@@ -293,11 +294,22 @@ extern void zklock_revoke_watch(int idx);
 extern void zklock_worker_log_init(void);
 extern void zklock_worker_log_flush(void);
 
+/* worker/tls_context.c: each TLS connection's context */
+#if ZKLOCK_HAVE_ZK_TLS
+extern void *zklock_tls_connection_context(zhandle_t *zh, int sock, void *arg);
+extern bool zklock_tls_files_ok(char *why, size_t len);
+extern const char *zklock_tls_refusal(void);
+extern void zklock_tls_refusal_clear(void);
+extern void zklock_tls_connected(const char *server);
+#endif
+
 /* worker/secure.c: TLS and SASL */
 extern zhandle_t *zklock_secure_init_handle(watcher_fn watcher, int timeout,
 											const clientid_t *cid);
 extern void zklock_secure_call_failed(zhandle_t *zzh, int rc);
 extern void zklock_secure_login_refused(zhandle_t *zzh);
+extern void zklock_secure_sasl_required(zhandle_t *zzh);
+extern void zklock_secure_proven(void);
 extern void zklock_secure_connected(void);
 extern bool zklock_secure_failed(void);
 extern ZklockConnState zklock_secure_failed_state(ZklockConnState otherwise);
@@ -314,7 +326,7 @@ extern ZklockConnState zklock_not_connected_state(void);
 extern bool zklock_handle_may_open(void);
 extern void zklock_auth_retry_later(void);
 extern void zklock_auth_retry_now(void);
-extern long zklock_auth_wakeup_ms(TimestampTz now, long max_ms);
+extern long zklock_auth_wakeup_ms(ZklockMonoTime now, long max_ms);
 
 /* worker/lease.c: the lease, its heartbeats and the kind of server */
 extern void zklock_lease_connected(zhandle_t *zzh);
@@ -330,11 +342,12 @@ extern bool zklock_attempt_cut;
 
 /* worker/connection.c */
 extern void zklock_open_handle(void);
+extern void zklock_connect_failed(int rc, int err);
 
 /* worker/lock_cache.c */
 extern bool zklock_cache_take(int idx, const LockTarget *t);
 extern void zklock_cache_keep(int idx, const LockTarget *t, int handed_over);
-extern void zklock_cache_tick(TimestampTz now);
+extern void zklock_cache_tick(ZklockMonoTime now);
 extern void zklock_cache_connection_lost(void);
 extern void zklock_cache_session_lost(void);
 extern void zklock_cache_worker_start(void);

@@ -64,6 +64,7 @@ zklock_rc_sqlstate(int rc)
 		case ZAUTHFAILED:
 			return ERRCODE_INSUFFICIENT_PRIVILEGE;
 		case ZCONNECTIONLOSS:
+		case ZSESSIONCLOSEDREQUIRESASLAUTH:
 		case ZOPERATIONTIMEOUT:
 		case ZSESSIONEXPIRED:
 		case ZSESSIONMOVED:
@@ -89,14 +90,17 @@ zklock_rc_sqlstate(int rc)
  * closed its socket after a send error or an out-of-order reply (the
  * 3.8 client reports that as a runtime inconsistency); the server
  * rejected zklock.auth on this connection and closed it (the session
- * watcher fails the waiting requests then).
+ * watcher fails the waiting requests then); the server requires a SASL
+ * login the session has not made, refused the request unapplied and
+ * closed the connection (worker/secure.c says why and fails the waiting
+ * requests).
  */
 bool
 zklock_rc_retryable(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
 		rc == ZSESSIONMOVED || rc == ZRUNTIMEINCONSISTENCY ||
-		rc == ZAUTHFAILED;
+		rc == ZAUTHFAILED || rc == ZSESSIONCLOSEDREQUIRESASLAUTH;
 }
 
 /*

@@ -51,7 +51,9 @@
  *                               waitOnBarrier on ID's thread -> "barrier ID true|false"
  *   denter ID PATH QTY TIMEOUT_MS
  *                               DistributedDoubleBarrier(PATH, QTY).enter on ID's
- *                               thread -> "entered ID true|false"
+ *                               thread -> "entered ID true|false"; "entered ID
+ *                               false curator-GH-1290:..." when Curator's
+ *                               timed enter hung in an untimed wait (see GH1290)
  *   dleave ID TIMEOUT_MS        leave of ID's double barrier -> "left ID true|false"
  *   tcas ID PATH NEW            on ID's thread: DistributedAtomicLong(PATH).get,
  *                               then compareAndSet(the value read, NEW)
@@ -568,7 +570,25 @@ public class CuratorPeer {
                     o.dbarrier.enter();
                     ok = true;
                 } else {
-                    ok = o.dbarrier.enter(ms, TimeUnit.MILLISECONDS);
+                    AtomicBoolean hung = new AtomicBoolean();
+                    Thread self = Thread.currentThread();
+                    java.util.concurrent.ScheduledFuture<?> dog = WATCHDOG.schedule(() -> {
+                        if (untimedWaitIn(self, "DistributedDoubleBarrier", "internalEnter")) {
+                            hung.set(true);
+                            self.interrupt();
+                        }
+                    }, ms + 3000, TimeUnit.MILLISECONDS);
+                    try {
+                        ok = o.dbarrier.enter(ms, TimeUnit.MILLISECONDS);
+                    } catch (InterruptedException e) {
+                        if (!hung.get())
+                            throw e;
+                        /* the member node stays, as after a timed-out enter */
+                        reply("entered " + id + " false " + GH1290);
+                        return;
+                    } finally {
+                        dog.cancel(false);
+                    }
                 }
                 reply("entered " + id + " " + ok);
             });
@@ -817,6 +837,39 @@ public class CuratorPeer {
     }
 
     interface Task { void run(Owner o) throws Exception; }
+
+    /*
+     * Curator before GH-1290 (5.4, 5.7: Debian's) has a timed
+     * DistributedDoubleBarrier.enter that can wait for ever: when the watch on
+     * P/ready fired before internalEnter's check (another member saw enough
+     * members, created P/ready, and left again) and it then counts fewer
+     * members than its quantity, it calls wait() without a timeout.  The
+     * watchdog below names exactly that state (the thread WAITING, untimed,
+     * inside internalEnter, past the enter's timeout), interrupts it and
+     * answers what the fixed Curator answers: false, the member node kept.
+     */
+    static final String GH1290 = "curator-GH-1290:untimed-wait-in-internalEnter";
+    private static final java.util.concurrent.ScheduledExecutorService WATCHDOG =
+        Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "watchdog");
+            t.setDaemon(true);
+            return t;
+        });
+
+    /**
+     * Is thread t in an Object.wait() without a timeout called by cls.method
+     * itself (not in a ZooKeeper request made from it)?
+     */
+    static boolean untimedWaitIn(Thread t, String cls, String method) {
+        if (t.getState() != Thread.State.WAITING)
+            return false;
+        StackTraceElement[] st = t.getStackTrace();
+        int i = 0;
+        while (i < st.length && st[i].getClassName().equals("java.lang.Object"))
+            i++;
+        return i > 0 && i < st.length
+            && st[i].getClassName().endsWith("." + cls) && st[i].getMethodName().equals(method);
+    }
 
     /**
      * Run a task on ID's own thread (created on first use). Exceptions become

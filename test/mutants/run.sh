@@ -1,7 +1,7 @@
 #!/bin/bash
-# run.sh — the adversary (test/t/905_adversary.pl) against mutants of src/
-# (issue 42): does 905 kill each deliberately broken build, and with which
-# check?
+# run.sh — the adversary (test/t/905_adversary.pl), or the tests a mutant
+# names, against mutants of src/ (issues 42, 43): do they kill each
+# deliberately broken build, and with which check?
 #
 #   bash test/mutants/run.sh [--seconds N] [--seeds "S1 S2"]
 #        [--mode standalone|ensemble] [--out FILE] [--results DIR]
@@ -34,6 +34,10 @@
 # run: "zklock-mutant-hit NN" (the mutated code ran) and
 # "zklock-mutant-diff NN" (it decided otherwise than the original would
 # have; n/a when the patch has no such marker).
+#
+# A patch with a "tests:" line (e.g. "tests: 218") is aimed at those TAP
+# tests instead: they run once (make check-tap T="218"), with no seed, and
+# the row says so ("once (tests)").
 #
 # The table (markdown) is printed at the end and written to --out FILE.
 # Each run's output (make's, with prove -v's TAP lines) and 905's own log
@@ -163,16 +167,21 @@ make_tree() {
 	chmod -R o+rX "$dir"
 }
 
-# run_905 TREE LABEL SEED MODE: one run; sets R_RC, R_CHECK, R_SECS, R_LOGDIR, R_OUT
+# run_905 TREE LABEL SEED MODE [TESTS]: one run (of TESTS instead of 905
+# when given); sets R_RC, R_CHECK, R_SECS, R_LOGDIR, R_OUT
 run_905() {
-	local tree=$1 label=$2 seed=$3 mode=$4 t0
+	local tree=$1 label=$2 seed=$3 mode=$4 tests=${5:-} t0
 	R_OUT=$RESULTS/$label-seed$seed.out
 	t0=$(date +%s)
 	(
 		cd "$tree" &&
-			ZKLOCK_KEEP_LOGS=1 ZKLOCK_ADVERSARY_SEED=$seed ZKLOCK_ADVERSARY_MODE=$mode \
-			ZKLOCK_ADVERSARY_SECONDS=$SECONDS_LOAD \
-			exec timeout -k 60 $((SECONDS_LOAD + 1500)) make check-tap T=905
+			if [ -n "$tests" ]; then
+				ZKLOCK_KEEP_LOGS=1 exec timeout -k 60 1500 make check-tap T="$tests"
+			else
+				ZKLOCK_KEEP_LOGS=1 ZKLOCK_ADVERSARY_SEED=$seed ZKLOCK_ADVERSARY_MODE=$mode \
+				ZKLOCK_ADVERSARY_SECONDS=$SECONDS_LOAD \
+				exec timeout -k 60 $((SECONDS_LOAD + 1500)) make check-tap T=905
+			fi
 	) > "$R_OUT" 2>&1 &
 	RUN_PID=$!
 	wait "$RUN_PID"
@@ -200,10 +209,14 @@ markers() {
 # one row: a mutant (or the clean tree) over the seeds
 run_one() {
 	local patch=$1 label nn mode tree seed minutes=0 result="" check="" kseed="" hit=no diff=no has_diff=1 spent=0 tried=""
+	local tests="" seeds=$SEEDS
 	if [ -n "$patch" ]; then
 		label=$(basename "$patch" .patch)
 		nn=${label%%-*}
 		mode=${MODE:-$(sed -n 's/^905-mode: *//p' "$patch" | head -n 1)}
+		# a mutant aimed at other tests (its "tests:" line) runs them once
+		tests=$(sed -n 's/^tests: *//p' "$patch" | head -n 1)
+		[ -z "$tests" ] || { seeds=once; mode=tests; }
 		grep -q 'ZKLOCK_MUTANT_MARK("diff")' "$patch" || has_diff=0
 	else
 		label=clean
@@ -218,19 +231,23 @@ run_one() {
 		rm -rf "$tree"
 		return
 	fi
-	for seed in $SEEDS; do
+	for seed in $seeds; do
 		if [ -n "$DEADLINE" ] && [ $(($(date +%s) + SECONDS_LOAD + 300)) -gt "$DEADLINE" ]; then
 			note "$label: seed $seed not run: it could not end by $UNTIL"
 			[ -n "$result" ] || result="not run (time)"
 			break
 		fi
-		note "$label: 905, seed $seed, $mode, ${SECONDS_LOAD}s of load (output: $RESULTS/$label-seed$seed.out)"
+		if [ -n "$tests" ]; then
+			note "$label: tests $tests (output: $RESULTS/$label-seed$seed.out)"
+		else
+			note "$label: 905, seed $seed, $mode, ${SECONDS_LOAD}s of load (output: $RESULTS/$label-seed$seed.out)"
+		fi
 		if [ $DRY -eq 1 ]; then
 			note "$label: dry run: (cd $tree && ZKLOCK_KEEP_LOGS=1 ZKLOCK_ADVERSARY_SEED=$seed ZKLOCK_ADVERSARY_MODE=$mode ZKLOCK_ADVERSARY_SECONDS=$SECONDS_LOAD make check-tap T=905)"
 			result="dry run"
 			continue
 		fi
-		run_905 "$tree" "$label" "$seed" "$mode"
+		run_905 "$tree" "$label" "$seed" "$mode" "$tests"
 		spent=$((spent + R_SECS))
 		tried="$tried $seed"
 		if [ -n "$R_LOGDIR" ] && [ -f "$R_LOGDIR/tap/tmp_check/log/regress_log_905_adversary" ]; then
@@ -247,18 +264,18 @@ run_one() {
 		fi
 		if [ "$R_RC" -eq 0 ]; then
 			result=$([ -n "$patch" ] && echo survived || echo passed)
-			note "$label: seed $seed: 905 passed in $R_SECS s"
+			note "$label: seed $seed: ${tests:-905} passed in $R_SECS s"
 			continue
 		fi
 		if [ -n "$R_CHECK" ]; then
 			result=$([ -n "$patch" ] && echo killed || echo FAILED)
 			check=$R_CHECK
 			kseed=$seed
-			note "$label: seed $seed: 905 failed in $R_SECS s: $check"
+			note "$label: seed $seed: ${tests:-905} failed in $R_SECS s: $check"
 			break
 		fi
 		result="error (rc $R_RC, no failed check: see $label-seed$seed.out)"
-		note "$label: seed $seed: 905 ended with status $R_RC and no failed check"
+		note "$label: seed $seed: ${tests:-905} ended with status $R_RC and no failed check"
 	done
 	minutes=$(awk -v s="$spent" 'BEGIN { printf "%.1f", s / 60 }')
 	[ $has_diff -eq 1 ] || diff=n/a

@@ -1,4 +1,4 @@
-# ZklockKrb5: a Kerberos realm of the test's own (217): MIT's KDC of
+# ZklockKrb5: a Kerberos realm of the test's own (217, 219): MIT's KDC of
 # Debian's krb5-kdc run by the test user in a temporary directory, with
 # its own krb5.conf and kdc.conf, a database made with kdb5_util and
 # principals and keytabs made with kadmin.local (krb5-admin-server); a
@@ -152,16 +152,19 @@ $section {
 EOF2
 }
 
-# krb5_zk(): a ZooKeeper server with the SASL authentication provider
-# and a JAAS Server section logging in as $ZK_PRINCIPAL from its keytab.
+# krb5_zk($extra): a ZooKeeper server with the SASL authentication
+# provider and a JAAS Server section logging in as $ZK_PRINCIPAL from its
+# keytab; the zoo.cfg lines $extra (optional: a secureClientPort, ...)
+# added, as start_zk_with_config returns it.
 # (GSSAPI works in the "FIPS mode" of ZooKeeper 3.9.6, which refuses only
 # DIGEST-MD5: no -Dzookeeper.fips-mode=false here.)
 sub krb5_zk
 {
+	my ($extra) = @_;
 	my $jaas = jaas('server.jaas', 'Server', $ZK_PRINCIPAL,
 		krb5_keytab($ZK_PRINCIPAL, 'zookeeper.keytab'));
 	return ZklockTest::start_zk_with_config(
-		"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
+		$ZklockSasl::SASL_PROVIDER . ($extra // ''),
 		"-Djava.security.auth.login.config=$jaas",
 		"-Djava.security.krb5.conf=$ENV{KRB5_CONFIG}");
 }

@@ -1,15 +1,18 @@
 # ZklockPki: the certificates, keystores and settings of the TLS tests
-# (212, 215): a CA made here with openssl, certificates for 127.0.0.1
-# signed by it, PKCS#12 keystores and a truststore made with keytool, the
-# server's secureClientPort configuration, the Java client's properties
-# and zklock's settings.
+# (212, 215, 216, 218): a CA made here with openssl, certificates for
+# 127.0.0.1 signed by it (or, for 218, naming whatever host, CN and
+# extendedKeyUsage a test asks), certificate revocation lists of the CA,
+# PKCS#12 keystores and a truststore made with keytool, the server's
+# secureClientPort configuration, the Java client's properties and
+# zklock's settings.
 package ZklockPki;
 use strict;
 use warnings;
+use File::Copy ();
 use IPC::Run;
 use Exporter 'import';
-our @EXPORT = qw(pki_ca pki_cert pki_p12 pki_truststore tls_server_config
-  tls_peer_options tls_conf tls_setup);
+our @EXPORT = qw(pki_ca pki_cert pki_revoke pki_crl pki_p12 pki_truststore
+  tls_server_config tls_peer_options tls_conf tls_setup);
 
 our $PASS = 'zk212pass';
 
@@ -32,22 +35,98 @@ sub pki_ca
 	return;
 }
 
-# pki_cert($pki, $name, $ca, @faketime): a certificate for 127.0.0.1 with
-# the subject CN=$name signed by $ca, $pki/$name.pem and .key; with
-# @faketime (faketime's arguments) it is signed at that time, valid for a day
+# pki_cert($pki, $name, $ca, \%opts, @faketime): a certificate signed by
+# $ca, $pki/$name.pem and .key.  By default it names 127.0.0.1 and
+# localhost (subjectAltName IP:127.0.0.1, DNS:localhost), its subject is
+# CN=$name and its extendedKeyUsage serverAuth, clientAuth.  \%opts
+# (optional) changes that:
+#   san => [ 'DNS:evil.example', 'IP:127.0.0.2' ]   the subjectAltNames;
+#          [] for a certificate without the extension
+#   cn  => 'localhost'                               the subject's CN
+#   eku => 'clientAuth'                              the extendedKeyUsage;
+#          '' for a certificate without the extension
+#   key => 'server'                                  the key of $pki/server.key
+#          (copied to $pki/$name.key) instead of a new one: RSA keys are
+#          slow to make, and a test of names needs no key of its own
+# With @faketime (faketime's arguments) it is signed at that time, valid
+# for a day.
 sub pki_cert
 {
-	my ($pki, $name, $ca, @faketime) = @_;
+	my ($pki, $name, $ca, @rest) = @_;
+	my $o = ref $rest[0] eq 'HASH' ? shift @rest : {};
+	my @faketime = @rest;
+	my $san = exists $o->{san} ? join(', ', @{ $o->{san} }) : 'IP:127.0.0.1, DNS:localhost';
+	my $eku = $o->{eku} // 'serverAuth, clientAuth';
+	my $cn = $o->{cn} // $name;
 	open(my $fh, '>', "$pki/$name.ext") or die $!;
-	print $fh "subjectAltName = IP:127.0.0.1, DNS:localhost\n"
-	  . "extendedKeyUsage = serverAuth, clientAuth\n";
+	print $fh "subjectAltName = $san\n" if $san ne '';
+	print $fh "extendedKeyUsage = $eku\n" if $eku ne '';
 	close $fh;
-	run('openssl', 'req', '-newkey', 'rsa:2048', '-nodes', '-subj', "/CN=$name",
-		'-keyout', "$pki/$name.key", '-out', "$pki/$name.csr");
+	if (defined $o->{key})
+	{
+		File::Copy::copy("$pki/$o->{key}.key", "$pki/$name.key")
+		  or die "cannot copy $pki/$o->{key}.key: $!";
+		run('openssl', 'req', '-new', '-key', "$pki/$name.key", '-subj', "/CN=$cn",
+			'-out', "$pki/$name.csr");
+	}
+	else
+	{
+		run('openssl', 'req', '-newkey', 'rsa:2048', '-nodes', '-subj', "/CN=$cn",
+			'-keyout', "$pki/$name.key", '-out', "$pki/$name.csr");
+	}
 	run(@faketime, 'openssl', 'x509', '-req', '-in', "$pki/$name.csr", '-CA', "$pki/$ca.pem",
 		'-CAkey', "$pki/$ca.key", '-CAcreateserial', '-days', '1',
 		'-extfile', "$pki/$name.ext", '-out', "$pki/$name.pem");
 	return;
+}
+
+# _ca_config($pki, $ca): the openssl ca configuration of $ca (its database
+# of revoked certificates, $pki/$ca.index, made empty on first use), the
+# least `openssl ca -revoke` and `-gencrl` need; returns its path
+sub _ca_config
+{
+	my ($pki, $ca) = @_;
+	my $cnf = "$pki/$ca.ca.cnf";
+	return $cnf if -f $cnf;
+	open(my $ix, '>', "$pki/$ca.index") or die $!;
+	close $ix;
+	open(my $fh, '>', $cnf) or die $!;
+	print $fh <<"EOF2";
+[ ca ]
+default_ca = zklock_test_ca
+
+[ zklock_test_ca ]
+database = $pki/$ca.index
+unique_subject = no
+certificate = $pki/$ca.pem
+private_key = $pki/$ca.key
+crlnumber = $pki/$ca.crlnumber
+default_md = sha256
+default_crl_days = 1
+EOF2
+	close $fh;
+	open(my $num, '>', "$pki/$ca.crlnumber") or die $!;
+	print $num "01\n";
+	close $num;
+	return $cnf;
+}
+
+# pki_revoke($pki, $ca, $name): $ca revokes the certificate $pki/$name.pem
+# (in its database: the next pki_crl lists it)
+sub pki_revoke
+{
+	my ($pki, $ca, $name) = @_;
+	run('openssl', 'ca', '-config', _ca_config($pki, $ca), '-revoke', "$pki/$name.pem");
+	return;
+}
+
+# pki_crl($pki, $ca, $name): $pki/$name.pem, a CRL of $ca (valid for a day)
+# listing the certificates pki_revoke revoked so far; returns its path
+sub pki_crl
+{
+	my ($pki, $ca, $name) = @_;
+	run('openssl', 'ca', '-config', _ca_config($pki, $ca), '-gencrl', '-out', "$pki/$name.pem");
+	return "$pki/$name.pem";
 }
 
 # pki_p12($pki, $name): $pki/$name.p12, the certificate and key as a

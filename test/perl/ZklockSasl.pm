@@ -1,12 +1,16 @@
 # ZklockSasl: a ZooKeeper server that logs clients in with SASL DIGEST-MD5
 # (its JAAS Server section) and the JAAS Client files of Curator peers and
-# ZkTool (213, 214); what a SASL login lets SQL and Curator share (213,
-# 217).
+# ZkTool (213, 214, 219); what a SASL login lets SQL and Curator share
+# (213, 217, 219).
 package ZklockSasl;
 use strict;
 use warnings;
 use Exporter 'import';
-our @EXPORT = qw(sasl_zk sasl_client_jaas sasl_jvm_options sql_and_peer_exclude_ok);
+our @EXPORT = qw(sasl_zk sasl_server_jaas sasl_client_jaas sasl_jvm_options
+  sql_and_peer_exclude_ok $SASL_PROVIDER);
+
+# the zoo.cfg line of the SASL authentication provider
+our $SASL_PROVIDER = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n";
 
 # ZooKeeper 3.9.6 (forky) runs in "FIPS mode" by default, in which its
 # server refuses DIGEST-MD5 (SaslServer is not made: every login fails);
@@ -23,22 +27,29 @@ sub write_file
 	return $path;
 }
 
+# sasl_server_jaas($dir, user => password, ...): a JAAS Server file of
+# these users ($dir/server.jaas, $dir an absolute path), for a server's
+# -Djava.security.auth.login.config (sasl_jvm_options)
+sub sasl_server_jaas
+{
+	my ($dir, %users) = @_;
+	my $list = join("\n", map { qq{  user_$_="$users{$_}"} } sort keys %users);
+	return write_file("$dir/server.jaas", <<"EOF2");
+Server {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+$list;
+};
+EOF2
+}
+
 # sasl_zk($dir, user => password, ...): a ZooKeeper server with the SASL
 # authentication provider and a JAAS Server section of these users
 # (written in $dir, an absolute path)
 sub sasl_zk
 {
 	my ($dir, %users) = @_;
-	my $list = join("\n", map { qq{  user_$_="$users{$_}"} } sort keys %users);
-	my $jaas = write_file("$dir/server.jaas", <<"EOF2");
-Server {
-  org.apache.zookeeper.server.auth.DigestLoginModule required
-$list;
-};
-EOF2
-	return ZklockTest::start_zk_with_config(
-		"authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n",
-		"-Djava.security.auth.login.config=$jaas", @NO_FIPS);
+	return ZklockTest::start_zk_with_config($SASL_PROVIDER,
+		sasl_jvm_options(sasl_server_jaas($dir, %users)));
 }
 
 # sasl_client_jaas($dir, $user, $password): a JAAS Client file logging in

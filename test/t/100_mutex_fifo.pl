@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t001/mutex';
+my $path = '/t100/mutex';
 my $nwaiters = 5;
 
 my $zk = start_zk();

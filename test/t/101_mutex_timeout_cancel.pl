@@ -14,7 +14,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use ZklockTest;
 
-my $path = '/t002/mutex';
+my $path = '/t101/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('timeout', $zk);
@@ -100,7 +100,7 @@ subtest 'lock_timeout ends a wait with 55P03 and leaves no node' => sub {
 subtest 'bad input is rejected with 22023 before anything reaches ZooKeeper' => sub {
 	my $r = $s->query("SELECT zk_mutex_acquire('$path', '-1s')");
 	is($r->{sqlstate}, '22023', 'negative timeout: SQLSTATE 22023');
-	$r = $s->query("SELECT zk_mutex_acquire('t002/no-slash')");
+	$r = $s->query("SELECT zk_mutex_acquire('t101/no-slash')");
 	is($r->{sqlstate}, '22023', 'path without leading slash: SQLSTATE 22023');
 	only_holder_left('invalid input', $s->pid);
 };

@@ -25,7 +25,7 @@ my ($p1, $s1, $p2, $h, $s2, $s3, @queue);    # shared by the parts below
 # 1. Curator holds -> SQL acquire with timeout returns false; a SQL waiter
 #    gets the lock when Curator releases.
 subtest 'a Curator holder excludes SQL (timeout, try_acquire leave no node); a SQL waiter gets the lock when Curator releases' => sub {
-	$p1 = '/t010/curator_first';
+	$p1 = '/t102/curator_first';
 	$peer->acquire('c1', $p1, -1);
 	is($peer->acquire_result('c1'), 'acquired', 'Curator acquires');
 	push @curator_nodes, @{ $peer->children($p1) };
@@ -67,7 +67,7 @@ subtest 'a SQL holder excludes Curator (its timeout leaves no node); a Curator w
 # 3. Mixed queue: SQL holder, then Curator, SQL, Curator, SQL waiters in
 #    that arrival order, each queued (node visible) before the next starts.
 subtest 'a mixed queue of SQL and Curator waiters is served in arrival order, one at a time' => sub {
-	$p2 = '/t010/mixed';
+	$p2 = '/t102/mixed';
 	$h = ZklockTest::Session->new($node, 'h');
 	is($h->value("SELECT zk_mutex_acquire('$p2')"), 't', 'SQL holder acquires');
 	$s2 = ZklockTest::Session->new($node, 's2');

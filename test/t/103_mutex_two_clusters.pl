@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t011/mutex';
+my $path = '/t103/mutex';
 
 my $zk = start_zk();
 my $na = new_zklock_node('cluster_a', $zk);
@@ -33,8 +33,8 @@ is($sb->value("SELECT zk_mutex_acquire('$path', '700ms')"), 'f',
 is($sb->value("SELECT zk_mutex_try_acquire('$path')"), 'f', 'B try_acquire returns false');
 
 # Different paths do not interfere.
-is($sb->value("SELECT zk_mutex_acquire('/t011/other', '5s')"), 't', 'B acquires another path at once');
-is($sb->value("SELECT zk_mutex_release('/t011/other')"), 't', 'B releases it');
+is($sb->value("SELECT zk_mutex_acquire('/t103/other', '5s')"), 't', 'B acquires another path at once');
+is($sb->value("SELECT zk_mutex_release('/t103/other')"), 't', 'B releases it');
 
 # B waits; each cluster's zk_locks shows only its own backends.
 $sb->start("SELECT zk_mutex_acquire('$path')");

@@ -33,7 +33,7 @@ my $w;    # the waiting session, in both parts
 # 1. A timeout of 290000 years
 ############################################################################
 subtest 'a timeout of 290000 years is a timeout, not an overflow into the past' => sub {
-	my $p = '/t048/long';
+	my $p = '/t104/long';
 	$peer->acquire('c1', $p, -1);
 	is($peer->acquire_result('c1'), 'acquired', "Curator holds $p");
 	$w = ZklockTest::Session->new($node, 'w');
@@ -53,7 +53,7 @@ subtest 'a timeout of 290000 years is a timeout, not an overflow into the past' 
 # 2. A wait without timeout while the worker is stopped
 ############################################################################
 subtest 'a wait without timeout while the worker is stopped ends with 08006 once the lease ran out' => sub {
-	my $q = '/t048/stall';
+	my $q = '/t104/stall';
 	$peer->acquire('c2', $q, -1);
 	is($peer->acquire_result('c2'), 'acquired', "Curator holds $q");
 	$w->start(qq{SELECT zk_mutex_acquire('$q')});

@@ -19,6 +19,14 @@
 #      zklock.check_session_locks_at_commit — since COMMIT PREPARED may run
 #      after the lock was released and a Curator client took it: nothing
 #      is prepared, and the row it wrote never becomes visible.
+#   3. On a server that can prepare transactions (max_prepared_transactions
+#      above 0, which the pg_regress suite's server, with PostgreSQL's
+#      defaults, is not): a transaction holding an _xact lock is refused
+#      PREPARE and nothing is prepared, its lock gone with it; a session
+#      lock taken before the transaction does not stop PREPARE: the
+#      transaction is prepared and committed, and the lock stays held
+#      until it is released.  (The refusals' messages are checked by
+#      sql/zklock_mutex.sql too.)
 #
 # Without the features: 1. the _xact hold was released from the
 # transaction callback, before PostgreSQL released its locks; with the
@@ -76,16 +84,16 @@ sub pgbench_run
 
 my $b_script = q{
 BEGIN;
-SELECT zk_mutex_acquire_xact('/t064/m', '60s');
+SELECT zk_mutex_acquire_xact('/t105/m', '60s');
 INSERT INTO misses SELECT :'way', 'advisory 42' WHERE NOT pg_try_advisory_xact_lock(42);
 INSERT INTO misses SELECT :'way', 'table t' WHERE NOT try_table_lock();
 COMMIT;
 };
 
 my %a_end = (
-	commit => "BEGIN;\nSELECT zk_mutex_acquire_xact('/t064/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nCOMMIT;\n",
-	rollback => "BEGIN;\nSELECT zk_mutex_acquire_xact('/t064/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK;\n",
-	savepoint => "BEGIN;\nSAVEPOINT s;\nSELECT zk_mutex_acquire_xact('/t064/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK TO SAVEPOINT s;\nCOMMIT;\n",
+	commit => "BEGIN;\nSELECT zk_mutex_acquire_xact('/t105/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nCOMMIT;\n",
+	rollback => "BEGIN;\nSELECT zk_mutex_acquire_xact('/t105/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK;\n",
+	savepoint => "BEGIN;\nSAVEPOINT s;\nSELECT zk_mutex_acquire_xact('/t105/m', '60s');\nSELECT pg_advisory_xact_lock(42);\nLOCK t IN EXCLUSIVE MODE;\nROLLBACK TO SAVEPOINT s;\nCOMMIT;\n",
 );
 subtest 'the next holder never finds the previous _xact holder\'s advisory or table lock still held (COMMIT, ROLLBACK, ROLLBACK TO SAVEPOINT; local handover)' => sub {
 	my $handovers0 = $node->safe_psql('postgres', 'SELECT handovers FROM zk_status()');
@@ -102,7 +110,7 @@ subtest 'the next holder never finds the previous _xact holder\'s advisory or ta
 	}
 	cmp_ok($node->safe_psql('postgres', 'SELECT handovers FROM zk_status()') - $handovers0, '>', 0,
 		'the mutex went from A to B by local handover (the fast path the order matters for)');
-	ok(wait_until(sub { @{ lock_children($peer, '/t064/m') } == 0 }, 10), 'no node left under /t064/m');
+	ok(wait_until(sub { @{ lock_children($peer, '/t105/m') } == 0 }, 10), 'no node left under /t105/m');
 };
 
 my $p;    # the session of part 2
@@ -112,20 +120,53 @@ subtest 'PREPARE of a transaction relying on a session lock is refused, and its 
 	$p = ZklockTest::Session->new($node, 'p');
 	$p->value('SET zklock.check_session_locks_at_commit = on');
 	$p->value('BEGIN');
-	is($p->value(q{SELECT zk_mutex_acquire('/t064/p')}), 't', 'p takes a session lock in its transaction');
+	is($p->value(q{SELECT zk_mutex_acquire('/t105/p')}), 't', 'p takes a session lock in its transaction');
 	$p->value(q{INSERT INTO work_done VALUES ('prepared')});
 	my $r = $p->query(q{PREPARE TRANSACTION 't064'});
 	is($r->{sqlstate}, '0A000', 'PREPARE TRANSACTION is refused with 0A000') or diag($r->{err});
 	like($r->{err}, qr/relies on a zookeeper lock/, '... saying that it relies on a zookeeper lock');
 	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '... nothing is prepared');
-	is($p->value(q{SELECT zk_mutex_release('/t064/p')}), 't', 'p releases the session lock');
-	$peer->acquire('cp', '/t064/p', 5000);
-	is($peer->acquire_result('cp'), 'acquired', 'a Curator client takes /t064/p');
+	is($p->value(q{SELECT zk_mutex_release('/t105/p')}), 't', 'p releases the session lock');
+	$peer->acquire('cp', '/t105/p', 5000);
+	is($peer->acquire_result('cp'), 'acquired', 'a Curator client takes /t105/p');
 	$r = $node->psql('postgres', q{COMMIT PREPARED 't064'});
 	isnt($r, 0, 'COMMIT PREPARED has nothing to commit');
 	is($node->safe_psql('postgres', q{SELECT count(*) FROM work_done WHERE tag = 'prepared'}), '0',
 		'the row written under the lock never becomes visible');
 	$peer->release('cp');
+};
+
+# 3. PREPARE on a server that prepares transactions (from
+#    sql/zklock_mutex.sql, whose server does not).
+subtest 'an _xact lock refuses PREPARE, nothing prepared; a session lock taken before the transaction does not stop PREPARE and stays held' => sub {
+	my $q = ZklockTest::Session->new($node, 'q');
+	$q->value('BEGIN');
+	is($q->value(q{SELECT zk_mutex_acquire_xact('/t105/x')}), 't', 'q takes an _xact lock in its transaction');
+	my $r = $q->query(q{PREPARE TRANSACTION 't064x'});
+	is($r->{sqlstate}, '0A000', 'PREPARE TRANSACTION is refused with 0A000') or diag($r->{err});
+	like($r->{err}, qr/It holds a zklock transaction-level lock/, '... saying that it holds a transaction-level lock');
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts}), '0', '... nothing is prepared');
+	is($q->value(q{SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid()}), '0',
+		'the _xact lock went with the transaction');
+
+	is($q->value(q{SELECT zk_mutex_acquire('/t105/s')}), 't', 'q takes a session lock, then begins a transaction');
+	$q->value('BEGIN');
+	$q->value(q{INSERT INTO work_done VALUES ('prepared-ok')});
+	$r = $q->query(q{PREPARE TRANSACTION 't064s'});
+	unlike($r->{err}, qr/ERROR/, 'PREPARE TRANSACTION succeeds: the transaction does not rely on the session lock')
+	  or diag($r->{err});
+	is($node->safe_psql('postgres', q{SELECT gid FROM pg_prepared_xacts}), 't064s', '... it is prepared');
+	$r = $q->query(q{COMMIT PREPARED 't064s'});
+	unlike($r->{err}, qr/ERROR/, 'COMMIT PREPARED commits it') or diag($r->{err});
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM work_done WHERE tag = 'prepared-ok'}), '1',
+		'... its row is visible');
+	is($q->value(q{SELECT path || ' ' || scope || ' ' || state FROM zk_locks WHERE pid = pg_backend_pid()}),
+		'/t105/s session held', 'the session lock is still held');
+	is($q->value(q{SELECT zk_mutex_release('/t105/s')}), 't', '... and released by zk_mutex_release');
+	is($q->value(q{SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid()}), '0', 'q holds nothing');
+	$q->quit;
+	ok(wait_until(sub { @{ lock_children($peer, '/t105/x') } == 0 && @{ lock_children($peer, '/t105/s') } == 0 }, 10),
+		'no node left under /t105/x or /t105/s');
 };
 
 $p->quit;

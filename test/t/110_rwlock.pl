@@ -28,7 +28,7 @@ sub base { my ($p) = @_; return $p =~ s{^.*/}{}r; }
 # 1. 20 readers (10 SQL, 10 Curator) hold; 8 writers (4 SQL, 4 Curator) wait.
 ############################################################################
 subtest '20 readers (SQL and Curator) hold together while 8 writers wait; the writers are then served one at a time' => sub {
-	my $p1 = '/t020/many';
+	my $p1 = '/t110/many';
 	my (@sql_readers, @sql_writers);
 	for my $i (1 .. 10)
 	{
@@ -127,7 +127,7 @@ my ($s1, $s2, $p2, $p3, @loaders);    # shared by the parts below and the end
 # 2. No upgrade; a read held elsewhere blocks a writer.
 ############################################################################
 subtest 'no upgrade: a reader\'s write acquire times out or fails with 55006; a read held elsewhere blocks a writer' => sub {
-	$p2 = '/t020/upgrade';
+	$p2 = '/t110/upgrade';
 	$s1 = ZklockTest::Session->new($node, 's1');
 	$s2 = ZklockTest::Session->new($node, 's2');
 	is($s1->value("SELECT zk_read_lock_acquire('$p2')"), 't', 's1 takes the read lock');
@@ -180,7 +180,7 @@ subtest 'no writer starvation: a reader arriving after a queued writer waits beh
 #    blocked until the downgraded read lock is released.
 ############################################################################
 subtest 'a downgrade (write, then read) keeps the queued writers out until the read lock is released' => sub {
-	$p3 = '/t020/downgrade';
+	$p3 = '/t110/downgrade';
 	is($s1->value("SELECT zk_write_lock_acquire('$p3')"), 't', 's1 takes the write lock');
 	my $wnode = zk_lock_rows($node, $p3)->{ $s1->pid }{node};
 	my $t0 = time;
@@ -234,7 +234,7 @@ subtest 'Curator\'s own downgrade: zklock follows the queue it finds (Curator 5.
 	my $cv = join('.', @cv);
 	my $new_downgrade = $cv[0] > 5 || ($cv[0] == 5 && $cv[1] >= 5);
 	note("Curator $cv: " . ($new_downgrade ? 'read node at the writer\'s sequence' : 'new sequential read node'));
-	my $p3b = '/t020/curator_downgrade';
+	my $p3b = '/t110/curator_downgrade';
 	$peer->lock('write', 'cdg', $p3b, 5000);
 	is($peer->acquire_result('cdg'), 'acquired', 'Curator takes the write lock');
 	my ($cw) = @{ $peer->children($p3b) };
@@ -273,7 +273,7 @@ subtest 'Curator\'s own downgrade: zklock follows the queue it finds (Curator 5.
 # Reentrancy: each acquire needs its release; a downgraded backend may
 # also give its read lock back first and keep the write lock.
 subtest 'reentrancy: each acquire needs its release, also after a downgrade' => sub {
-	my $pr = '/t020/reentrant';
+	my $pr = '/t110/reentrant';
 	is($s1->value("SELECT zk_read_lock_acquire('$pr')"), 't', 'read');
 	is($s1->value("SELECT zk_read_lock_acquire('$pr')"), 't', 'read again (reentrant)');
 	is(scalar @{ $peer->children($pr) }, 1, 'one read node for both');
@@ -312,7 +312,7 @@ subtest 'a reader that exits lets the queued writer in' => sub {
 
 # The _xact variants are released at the end of the transaction.
 subtest 'the _xact variants are released at the end of the transaction' => sub {
-	my $px = '/t020/xact';
+	my $px = '/t110/xact';
 	$s1->value('BEGIN');
 	is($s1->value("SELECT zk_write_lock_acquire_xact('$px', '5s')"), 't', 'write lock for the transaction');
 	$peer->lock('read', 'cx', $px, 300);
@@ -338,7 +338,7 @@ $s2->quit;
 #    within the real one); no write may overlap any other operation.
 ############################################################################
 subtest 'mixed load of SQL and Curator: no write overlaps any other operation, readers share' => sub {
-	my $p4 = '/t020/load';
+	my $p4 = '/t110/load';
 	my $nops = 100;
 	my $hold_ms = 2;    # the work done inside each critical section
 	$node->safe_psql('postgres',

@@ -20,7 +20,7 @@ require_functions($node, qw(zk_semaphore_mutex_acquire zk_semaphore_mutex_releas
   zk_semaphore_mutex_acquire_xact));
 my $peer = new_peer($zk);
 
-my $p = '/t021/semmutex';
+my $p = '/t120/semmutex';
 my $s1 = ZklockTest::Session->new($node, 's1');
 my $s2 = ZklockTest::Session->new($node, 's2');
 

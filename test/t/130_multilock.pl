@@ -18,7 +18,7 @@ my $node = new_zklock_node('multilock', $zk);
 require_functions($node, qw(zk_multi_lock_acquire zk_multi_lock_release));
 my $peer = new_peer($zk);
 
-my ($pa, $pb) = ('/t022/a', '/t022/b');
+my ($pa, $pb) = ('/t130/a', '/t130/b');
 my $s1 = ZklockTest::Session->new($node, 's1');
 
 # 1. The second path is held by Curator: false, and the first is given back.

@@ -33,7 +33,7 @@ sub leases_of
 #    it is checked every time a grant is seen.
 ############################################################################
 subtest '10 clients (SQL and Curator) on a semaphore of 5: every one gets a lease, never more than 5 out' => sub {
-	my $p1 = '/t023/ten';
+	my $p1 = '/t140/ten';
 	my @clients;
 	for my $i (1 .. 5)
 	{
@@ -112,7 +112,7 @@ my ($p2, $s1, $s2, $s3, $s4, $l1, $l2);    # shared by the parts below and the e
 # 2. max 3: the 4th acquire is NULL until a lease is returned.
 ############################################################################
 subtest 'max_leases is a bound: the 4th lease of 3 is NULL until one is returned' => sub {
-	$p2 = '/t023/three';
+	$p2 = '/t140/three';
 	($s1, $s2, $s3, $s4) = map { ZklockTest::Session->new($node, "s$_") } 1 .. 4;
 	$l1 = leases_of($s1->value("SELECT zk_semaphore_acquire('$p2', 3)"));
 	is(scalar @{ $l1 // [] }, 1, 's1 takes one lease');
@@ -183,7 +183,7 @@ subtest 'a lease node deleted from outside does not wedge the semaphore' => sub 
 # 5. The _xact variant returns its lease at commit.
 ############################################################################
 subtest 'the _xact variant returns its lease at commit' => sub {
-	my $px = '/t023/xact';
+	my $px = '/t140/xact';
 	$s1->value('BEGIN');
 	is(scalar @{ leases_of($s1->value("SELECT zk_semaphore_acquire_xact('$px', 1, 1, '5s')")) // [] }, 1,
 		'a lease for the transaction');
@@ -199,7 +199,7 @@ subtest 'the _xact variant returns its lease at commit' => sub {
 # 6. Several leases in one call: all or none.
 ############################################################################
 subtest 'several leases in one call: all or none' => sub {
-	my $pq = '/t023/qty';
+	my $pq = '/t140/qty';
 	$peer->lease('cm', $pq, 3, 2, 5000);
 	is(ref($peer->lease_result('cm')), 'ARRAY', 'Curator takes 2 of 3 leases');
 	is($s1->value("SELECT zk_semaphore_acquire('$pq', 3, 2, '700ms')"), '',
@@ -219,24 +219,24 @@ subtest 'several leases in one call: all or none' => sub {
 # 7. zk_release_all gives back every kind of hold of the session.
 ############################################################################
 subtest 'zk_release_all gives back every kind of hold of the session' => sub {
-	is($s1->value("SELECT zk_mutex_acquire('/t023/all/mutex', '5s')"), 't', 'a mutex');
-	is($s1->value("SELECT zk_read_lock_acquire('/t023/all/rw', '5s')"), 't', 'a read lock');
-	is($s1->value("SELECT zk_semaphore_mutex_acquire('/t023/all/sm', '5s')"), 't', 'a semaphore mutex');
-	is(scalar @{ leases_of($s1->value("SELECT zk_semaphore_acquire('/t023/all/sem', 2, 2, '5s')")) // [] }, 2,
+	is($s1->value("SELECT zk_mutex_acquire('/t140/all/mutex', '5s')"), 't', 'a mutex');
+	is($s1->value("SELECT zk_read_lock_acquire('/t140/all/rw', '5s')"), 't', 'a read lock');
+	is($s1->value("SELECT zk_semaphore_mutex_acquire('/t140/all/sm', '5s')"), 't', 'a semaphore mutex');
+	is(scalar @{ leases_of($s1->value("SELECT zk_semaphore_acquire('/t140/all/sem', 2, 2, '5s')")) // [] }, 2,
 		'two semaphore leases');
 	is($s1->value('SELECT zk_release_all()'), '5', 'zk_release_all releases them all: mutex, read lock, semaphore mutex, two leases');
 	ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'zk_locks is empty');
-	ok(wait_children_count($peer, '/t023/all/mutex', 0), 'no mutex node');
-	ok(wait_children_count($peer, '/t023/all/rw', 0), 'no read lock node');
-	ok(wait_children_count($peer, '/t023/all/sm/leases', 0), 'no semaphore mutex lease');
-	ok(wait_children_count($peer, '/t023/all/sem/leases', 0), 'no semaphore lease');
+	ok(wait_children_count($peer, '/t140/all/mutex', 0), 'no mutex node');
+	ok(wait_children_count($peer, '/t140/all/rw', 0), 'no read lock node');
+	ok(wait_children_count($peer, '/t140/all/sm/leases', 0), 'no semaphore mutex lease');
+	ok(wait_children_count($peer, '/t140/all/sem/leases', 0), 'no semaphore lease');
 };
 
 ############################################################################
 # 8. The leases of a backend that exits are returned.
 ############################################################################
 subtest 'the leases of a backend that exits are returned' => sub {
-	my $pe = '/t023/exit';
+	my $pe = '/t140/exit';
 	my $s5 = ZklockTest::Session->new($node, 's5');
 	is(scalar @{ leases_of($s5->value("SELECT zk_semaphore_acquire('$pe', 2, 2)")) // [] }, 2,
 		's5 takes both leases');

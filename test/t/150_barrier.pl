@@ -18,7 +18,7 @@ my $node = new_zklock_node('barrier', $zk);
 require_functions($node, qw(zk_barrier_set zk_barrier_remove zk_barrier_wait));
 my $peer = new_peer($zk);
 
-my $p = '/t024/barrier';
+my $p = '/t150/barrier';
 my ($s1, $s2, $s3) = map { ZklockTest::Session->new($node, "s$_") } 1 .. 3;
 
 sub waiting_in_zklock

@@ -45,7 +45,7 @@ sub member_of
 # 1a. zk_barrier_wait with a zero timeout looks
 ############################################################################
 subtest 'zk_barrier_wait with a zero timeout looks instead of refusing' => sub {
-	my $bp = '/t052/barrier';
+	my $bp = '/t152/barrier';
 	is($a->value("SELECT zk_barrier_wait('$bp', '0')"), 't',
 		"zk_barrier_wait(p, '0') with no barrier set: true");
 	is($a->value("SELECT zk_barrier_set('$bp')"), 't', 'the barrier is set');
@@ -58,7 +58,7 @@ subtest 'zk_barrier_wait with a zero timeout looks instead of refusing' => sub {
 # 1b. double barrier enter and leave with a zero timeout look
 ############################################################################
 subtest 'double barrier enter and leave with a zero timeout look' => sub {
-	my $p1 = '/t052/one';
+	my $p1 = '/t152/one';
 	is($a->value("SELECT zk_double_barrier_enter('$p1', 1, '0')"), 't',
 		"enter(p, 1, '0'): the quorum of one is there at once: true");
 	my $m1 = member_of($a, $p1);
@@ -68,7 +68,7 @@ subtest 'double barrier enter and leave with a zero timeout look' => sub {
 		"leave(p, '0') with nobody else in: true");
 	is(kids($p1), '', '... and right after it neither our member node nor P/ready is left');
 
-	my $p2 = '/t052/two';
+	my $p2 = '/t152/two';
 	is($a->value("SELECT zk_double_barrier_enter('$p2', 2, '0')"), 'f',
 		"enter(p, 2, '0') alone: false");
 	is(kids($p2), '', '... and its member node is gone');
@@ -79,7 +79,7 @@ subtest 'double barrier enter and leave with a zero timeout look' => sub {
 # 2. a leave returns only once P/ready is deleted (two members)
 ############################################################################
 subtest 'a leave returns true only once P/ready is deleted' => sub {
-	my $p3 = '/t052/pair';
+	my $p3 = '/t152/pair';
 	$b->start("SELECT zk_double_barrier_enter('$p3', 2, '20s')");
 	is($a->value("SELECT zk_double_barrier_enter('$p3', 2, '20s')"), 't', 'a enters the pair');
 	is($b->result(20)->{out}, 't', 'b enters the pair');
@@ -98,7 +98,7 @@ my (%node_of, $low, $high, $lown, $highn);    # the two members of parts 3a and 
 # 3a. the lowest member leaves with a zero timeout while another is in
 ############################################################################
 subtest 'the lowest member leaving with a zero timeout deletes its node, so the other leaves' => sub {
-	my $p4 = '/t052/zero';
+	my $p4 = '/t152/zero';
 	$b->start("SELECT zk_double_barrier_enter('$p4', 2, '20s')");
 	is($a->value("SELECT zk_double_barrier_enter('$p4', 2, '20s')"), 't', 'a enters');
 	is($b->result(20)->{out}, 't', 'b enters');
@@ -123,7 +123,7 @@ subtest 'the lowest member leaving with a zero timeout deletes its node, so the 
 # 3b. the highest member's timed leave waits for the lowest, who stays
 ############################################################################
 subtest 'a timed leave that gives up deletes its member node, so the lowest member leaves' => sub {
-	my $p6 = '/t052/timed';
+	my $p6 = '/t152/timed';
 	$b->start("SELECT zk_double_barrier_enter('$p6', 2, '20s')");
 	is($a->value("SELECT zk_double_barrier_enter('$p6', 2, '20s')"), 't', 'a enters');
 	is($b->result(20)->{out}, 't', 'b enters');
@@ -142,7 +142,7 @@ subtest 'a timed leave that gives up deletes its member node, so the lowest memb
 # 3c. a leave cancelled before the worker picked it up
 ############################################################################
 subtest 'a leave cancelled before the worker picked it up deletes its member node' => sub {
-	my $p5 = '/t052/cancel';
+	my $p5 = '/t152/cancel';
 	$b->start("SELECT zk_double_barrier_enter('$p5', 2, '20s')");
 	is($a->value("SELECT zk_double_barrier_enter('$p5', 2, '20s')"), 't', 'a enters');
 	is($b->result(20)->{out}, 't', 'b enters');

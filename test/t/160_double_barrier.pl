@@ -118,20 +118,20 @@ my (@m5, $s, $s2, $p3);    # members, sessions and a path shared by the parts be
 
 # 1. 5 members (3 SQL, 2 Curator) on a barrier of 5.
 subtest '5 members (SQL and Curator) on a barrier of 5 all enter and leave together' => sub {
-	@m5 = members('/t025/five', 3, 2);
-	run_barrier('/t025/five', 5, @m5);
+	@m5 = members('/t160/five', 3, 2);
+	run_barrier('/t160/five', 5, @m5);
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0', 'zk_locks is empty');
 };
 
 # 2. 6 members (3 SQL, 3 Curator) on a barrier of 5: all enter and leave.
 subtest '6 members on a barrier of 5: all enter and leave' => sub {
 	my @m6 = (@m5, { kind => 'curator', id => 'c3', name => 'c3' });
-	run_barrier('/t025/six', 5, @m6);
+	run_barrier('/t160/six', 5, @m6);
 };
 
 # 3. A timed enter with too few members returns false, leaving no node.
 subtest 'a timed enter with too few members returns false and leaves no node' => sub {
-	$p3 = '/t025/few';
+	$p3 = '/t160/few';
 	$s = $m5[0]{s};
 	$peer->denter('cf', $p3, 3, 30000);
 	ok(wait_until(sub { @{ member_nodes($p3) } == 1 }, 10), 'one Curator member waits');
@@ -149,7 +149,7 @@ subtest 'a timed enter with too few members returns false and leaves no node' =>
 #     without a quorum (Curator <= 5.9 could report success after one
 #     wake-up; zklock must not).
 subtest 'a member that comes and goes does not let a waiting member through without a quorum' => sub {
-	my $p4 = '/t025/quorum';
+	my $p4 = '/t160/quorum';
 	my $sq = $m5[4]{s};    # m3
 	$sq->start("SELECT zk_double_barrier_enter('$p4', 3, '20s')");
 	ok(wait_until(sub { @{ member_nodes($p4) } == 1 }, 10), 'a SQL member waits for 3');
@@ -170,7 +170,7 @@ subtest 'a member that comes and goes does not let a waiting member through with
 
 # 4. A cancelled enter leaves no member node.
 subtest 'a cancelled enter leaves no member node' => sub {
-	my $p5 = '/t025/cancel';
+	my $p5 = '/t160/cancel';
 	$s->start("SELECT zk_double_barrier_enter('$p5', 3)");
 	ok(wait_until(sub { @{ member_nodes($p5) } == 1 }, 10), 'SQL member waits to enter');
 	$node->safe_psql('postgres', 'SELECT pg_cancel_backend(' . $s->pid . ')');
@@ -182,7 +182,7 @@ subtest 'a cancelled enter leaves no member node' => sub {
 # 5. A timed leave while another member stays in: false, and the member
 #    that gave up is not a member any more; the other then leaves alone.
 subtest 'a timed leave that gives up is no member any more; the other then leaves alone' => sub {
-	my $p6 = '/t025/leave_timeout';
+	my $p6 = '/t160/leave_timeout';
 	$s2 = $m5[2]{s};
 	$s->start("SELECT zk_double_barrier_enter('$p6', 2, '10s')");
 	is($s2->value("SELECT zk_double_barrier_enter('$p6', 2, '10s')"), 't', 'second of 2 members enters');
@@ -198,7 +198,7 @@ subtest 'a timed leave that gives up is no member any more; the other then leave
 # 6. A member whose backend exits is no member any more: the other one
 #    can leave.
 subtest 'a member whose backend exits is no member any more: the other one can leave' => sub {
-	my $p7 = '/t025/exit';
+	my $p7 = '/t160/exit';
 	my $s3 = ZklockTest::Session->new($node, 'gone');
 	$s3->start("SELECT zk_double_barrier_enter('$p7', 2, '10s')");
 	is($s2->value("SELECT zk_double_barrier_enter('$p7', 2, '10s')"), 't', 'two members entered');
@@ -224,7 +224,7 @@ subtest 'leaving without having entered fails with 55000' => sub {
 #    member only enters with a real quorum (3b.).
 subtest 'Curator\'s own timed enter leaves its member node until leave(), for comparison' => sub {
 	my $cv = join('.', curator_version());
-	my $p8 = '/t025/curator_timeout';
+	my $p8 = '/t160/curator_timeout';
 	$peer->denter('ct', $p8, 2, 500);
 	is($peer->entered_result('ct'), 'false', "Curator $cv: a timed enter with too few members returns false");
 	is(scalar @{ member_nodes($p8) }, 1, "Curator $cv: its member node stays after the timeout");

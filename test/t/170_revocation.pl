@@ -49,7 +49,7 @@ sub wait_requested
 
 # 1. Curator revokes a revocable SQL mutex holder.
 subtest 'Curator revokes a revocable SQL mutex holder, which is told' => sub {
-	my $p1 = '/t026/sql_holder';
+	my $p1 = '/t170/sql_holder';
 	is($s1->value("SELECT zk_mutex_acquire('$p1', NULL, true)"), 't', 's1 takes a revocable mutex');
 	my $n1 = zk_lock_rows($node, $p1)->{ $s1->pid }{node};
 	is($peer->get("$p1/$n1"), '', "a revocable holder's node has empty data (Curator's convention)");
@@ -71,7 +71,7 @@ subtest 'Curator revokes a revocable SQL mutex holder, which is told' => sub {
 # 2. zk_revoke asks a revocable Curator holder, which releases; the SQL
 #    waiter gets the lock. The waiter's own node is not written.
 subtest 'zk_revoke asks a revocable Curator holder, which releases; the SQL waiter gets the lock' => sub {
-	my $p2 = '/t026/curator_holder';
+	my $p2 = '/t170/curator_holder';
 	$peer->lock('mutex', 'c2', $p2, -1, 'revocable');
 	is($peer->acquire_result('c2'), 'acquired', 'Curator holds a revocable mutex');
 	$s2->start("SELECT zk_mutex_acquire('$p2')");
@@ -91,7 +91,7 @@ subtest 'zk_revoke asks a revocable Curator holder, which releases; the SQL wait
 #    reader; zk_revoke asks all three; the Curator readers release, the SQL
 #    reader is told, and a SQL writer gets in once it releases too.
 subtest 'zk_revoke on a read lock asks every reader; a SQL writer gets in once they released' => sub {
-	my $p3 = '/t026/rw';
+	my $p3 = '/t170/rw';
 	$peer->lock('read', "cr$_", $p3, 5000, 'revocable') for 1 .. 2;
 	is($peer->acquire_result("cr$_"), 'acquired', "Curator revocable reader cr$_") for 1 .. 2;
 	is($s1->value("SELECT zk_read_lock_acquire('$p3', '5s', true)"), 't', 's1 takes a revocable read lock');
@@ -109,11 +109,11 @@ subtest 'zk_revoke on a read lock asks every reader; a SQL writer gets in once t
 
 # 4. zk_revoke on a zklock holder from another SQL session.
 subtest 'zk_revoke reaches a zklock holder from another SQL session' => sub {
-	my $p4 = '/t026/sql_to_sql';
+	my $p4 = '/t170/sql_to_sql';
 	is($s1->value("SELECT zk_mutex_acquire('$p4', '5s', true)"), 't', 's1 takes a revocable mutex');
 	is($s3->value("SELECT zk_revoke('$p4')"), '1', 's3 revokes it');
 	ok(wait_requested($s1, $p4), 's1 sees the request');
-	is($s3->value("SELECT zk_revoke('/t026/nobody')"), '0', 'zk_revoke on a path with no holder returns 0');
+	is($s3->value("SELECT zk_revoke('/t170/nobody')"), '0', 'zk_revoke on a path with no holder returns 0');
 	is($s1->value('SELECT zk_release_all()'), '1', 's1 releases everything');
 	ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'zk_locks is empty');
 };
@@ -122,7 +122,7 @@ subtest 'zk_revoke reaches a zklock holder from another SQL session' => sub {
 #    read node with the same sequence number): zk_revoke asks both, and
 #    not the reader queued behind.
 subtest 'a downgraded write holder is asked on both of its nodes, the reader queued behind is not' => sub {
-	my $p5 = '/t026/downgrade';
+	my $p5 = '/t170/downgrade';
 	is($s1->value("SELECT zk_write_lock_acquire('$p5', '5s', true)"), 't', 's1 takes a revocable write lock');
 	is($s1->value("SELECT zk_read_lock_acquire('$p5', '5s', true)"), 't', '... and downgrades (read lock too)');
 	$s2->start("SELECT zk_read_lock_acquire('$p5')");

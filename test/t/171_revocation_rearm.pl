@@ -89,7 +89,7 @@ my ($s1, $s2, $pc, $pm, $pw, $session, $old, $new);    # shared by the parts bel
 ############################################################################
 subtest 'control: a revocation is seen without any fault' => sub {
 	$s1 = ZklockTest::Session->new($node, 's1');
-	$pc = '/t044/control';
+	$pc = '/t171/control';
 	is($s1->value("SELECT zk_mutex_acquire('$pc', NULL, true)"), 't', 's1 holds a revocable mutex');
 	my $nc = zk_lock_rows($node, $pc)->{ $s1->pid }{node};
 	is(requested($s1), '', 'no revocation requested yet');
@@ -104,7 +104,7 @@ subtest 'control: a revocation is seen without any fault' => sub {
 ############################################################################
 subtest 'a revocation is still seen after a worker restart' => sub {
 	$s2 = ZklockTest::Session->new($node, 's2');
-	($pm, $pw) = ('/t044/mutex', '/t044/write');
+	($pm, $pw) = ('/t171/mutex', '/t171/write');
 	is($s2->value("SELECT zk_mutex_acquire('$pm', NULL, true)"), 't', 's2 holds a revocable mutex');
 	is($s2->value("SELECT zk_write_lock_acquire('$pw', NULL, true)"), 't', 's2 holds a revocable write lock');
 	my $nm = zk_lock_rows($node, $pm)->{ $s2->pid }{node};
@@ -149,7 +149,7 @@ subtest 'a revocation is still seen after a worker restart' => sub {
 ############################################################################
 subtest 'a revocation is still seen after a failed read of the node' => sub {
 	my $s3 = ZklockTest::Session->new($node, 's3');
-	my $pa = '/t044/acl';
+	my $pa = '/t171/acl';
 	is($s3->value("SELECT zk_mutex_acquire('$pa', NULL, true)"), 't', 's3 holds a revocable mutex');
 	my $na = zk_lock_rows($node, $pa)->{ $s3->pid }{node};
 	my ($rc, $lines) = zktool('setacl', $zk, "$pa/" . ($na // 'none'), 'wa');

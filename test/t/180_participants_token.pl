@@ -29,7 +29,7 @@ my ($pt, @tokens);    # the token path and the tokens seen, shared by parts 2 an
 # 1. zk_participants on a mixed mutex queue.
 ############################################################################
 subtest 'zk_participants lists a mixed mutex queue as Curator sees it' => sub {
-	my $p = '/t027/queue';
+	my $p = '/t180/queue';
 	is($s1->value("SELECT zk_mutex_acquire('$p')"), 't', 's1 holds');
 	$peer->acquire('c1', $p, -1);
 	ok(wait_children_count($peer, $p, 2), 'Curator queued');
@@ -59,7 +59,7 @@ subtest 'zk_participants lists a mixed mutex queue as Curator sees it' => sub {
 #    parent deleted and recreated in between.
 ############################################################################
 subtest 'fencing tokens increase across SQL and Curator holders, also when the parent is recreated' => sub {
-	$pt = '/t027/token';
+	$pt = '/t180/token';
 	@tokens = ();    # [who, token]
 
 	sub sql_round
@@ -119,7 +119,7 @@ subtest 'fencing tokens increase across SQL and Curator holders, also when the p
 # 3. Tokens of the other recipes; no token without a hold.
 ############################################################################
 subtest 'the other recipes have tokens too; no token without a hold' => sub {
-	my $prw = '/t027/rw';
+	my $prw = '/t180/rw';
 	is($s1->value("SELECT zk_write_lock_acquire('$prw')"), 't', 'write lock');
 	my $tw = $s1->value("SELECT zk_lock_token('$prw')");
 	is($s1->value("SELECT zk_write_lock_release('$prw')"), 't', 'released');
@@ -130,7 +130,7 @@ subtest 'the other recipes have tokens too; no token without a hold' => sub {
 	ok(Math::BigInt->new($tr) > Math::BigInt->new($tw), 'and it is above the earlier write token');
 	is($s1->value("SELECT zk_read_lock_release('$prw')"), 't', 'released');
 
-	my $psm = '/t027/semmutex';
+	my $psm = '/t180/semmutex';
 	is($s1->value("SELECT zk_semaphore_mutex_acquire('$psm')"), 't', 'semaphore mutex');
 	my $ts = $s1->value("SELECT zk_lock_token('$psm')");
 	my ($lease) = @{ $peer->children("$psm/leases") };

@@ -33,7 +33,7 @@ sub make_node
 # 1. three lock nodes of 40 kB each: 120 kB of answer
 ############################################################################
 subtest 'an answer over the first 64 kB buffer comes whole, each node with its own data' => sub {
-	my $p = '/t054/big';
+	my $p = '/t181/big';
 	my @names = map { sprintf('_c_%08d-0000-4000-8000-000000000000-lock-%010d', $_, $_) } 1 .. 3;
 	for my $i (0 .. $#names)
 	{
@@ -59,7 +59,7 @@ subtest 'both nodes of a downgraded write holder hold, whatever the order' => su
 	for my $case ([ 'writer_first', 'a', 'b' ], [ 'reader_first', 'b', 'a' ])
 	{
 		my ($name, $wl, $rl) = @$case;
-		my $q = "/t054/$name";
+		my $q = "/t181/$name";
 		# the writer's and its downgraded read node share sequence number 7;
 		# the first letter of their ids decides which sorts first
 		my $w = "_c_${wl}aaaaaaa-0000-4000-8000-000000000000-__WRIT__0000000007";

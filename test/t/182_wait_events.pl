@@ -36,23 +36,23 @@ sub wait_event_is
 
 # A backend queued behind a holder.
 my $holder = ZklockTest::Session->new($node, 'holder');
-is($holder->value(q{SELECT zk_mutex_acquire('/t007/mutex')}), 't', 'holder takes the mutex');
+is($holder->value(q{SELECT zk_mutex_acquire('/t182/mutex')}), 't', 'holder takes the mutex');
 my $waiter = ZklockTest::Session->new($node, 'waiter');
-$waiter->start(q{SELECT zk_mutex_acquire('/t007/mutex')});
-ok(wait_waiting($node, $waiter->pid, '/t007/mutex'), 'waiter is queued');
+$waiter->start(q{SELECT zk_mutex_acquire('/t182/mutex')});
+ok(wait_waiting($node, $waiter->pid, '/t182/mutex'), 'waiter is queued');
 wait_event_is($waiter->pid, expected_wait_event($node, 'ZkLockAcquire'), 'a queued mutex waiter');
 
 # A semaphore lease waiter is an acquire too.
-is($holder->value(q{SELECT array_length(zk_semaphore_acquire('/t007/sem', 1), 1)}), '1',
+is($holder->value(q{SELECT array_length(zk_semaphore_acquire('/t182/sem', 1), 1)}), '1',
 	'holder takes the only lease');
 my $leaser = ZklockTest::Session->new($node, 'leaser');
-$leaser->start(q{SELECT zk_semaphore_acquire('/t007/sem', 1)});
+$leaser->start(q{SELECT zk_semaphore_acquire('/t182/sem', 1)});
 wait_event_is($leaser->pid, expected_wait_event($node, 'ZkLockAcquire'), 'a queued lease waiter');
 
 # A backend waiting for a barrier to come down.
-is($holder->value(q{SELECT zk_barrier_set('/t007/barrier')}), 't', 'barrier is set');
+is($holder->value(q{SELECT zk_barrier_set('/t182/barrier')}), 't', 'barrier is set');
 my $bwaiter = ZklockTest::Session->new($node, 'bwaiter');
-$bwaiter->start(q{SELECT zk_barrier_wait('/t007/barrier')});
+$bwaiter->start(q{SELECT zk_barrier_wait('/t182/barrier')});
 wait_event_is($bwaiter->pid, expected_wait_event($node, 'ZkLockRequest'), 'a barrier waiter');
 
 # The worker, between events.
@@ -61,16 +61,16 @@ ok($wpid ne '', 'the worker runs');
 wait_event_is($wpid, expected_wait_event($node, 'ZkLockWorkerMain'), 'the zklock worker');
 
 # Everyone gets through once the holder lets go.
-is($holder->value(q{SELECT zk_barrier_remove('/t007/barrier')}), 't', 'barrier removed');
+is($holder->value(q{SELECT zk_barrier_remove('/t182/barrier')}), 't', 'barrier removed');
 is($bwaiter->result->{out}, 't', 'barrier waiter passes');
-is($holder->value(q{SELECT zk_mutex_release('/t007/mutex')}), 't', 'holder releases the mutex');
+is($holder->value(q{SELECT zk_mutex_release('/t182/mutex')}), 't', 'holder releases the mutex');
 is($waiter->result->{out}, 't', 'waiter gets the mutex');
-is($holder->value(q{SELECT zk_semaphore_release_all('/t007/sem')}), '1', 'holder returns its lease');
+is($holder->value(q{SELECT zk_semaphore_release_all('/t182/sem')}), '1', 'holder returns its lease');
 like($leaser->result->{out}, qr/^\{_c_[0-9a-f-]{36}-lease-\d{10}\}$/, 'lease waiter gets a lease');
 
 $_->quit for ($holder, $waiter, $leaser, $bwaiter);
-ok(wait_no_zklock_rows($node, '/t007/mutex'), 'no zklock row left for the mutex');
-ok(wait_no_zklock_rows($node, '/t007/sem'), 'no zklock row left for the semaphore');
+ok(wait_no_zklock_rows($node, '/t182/mutex'), 'no zklock row left for the mutex');
+ok(wait_no_zklock_rows($node, '/t182/sem'), 'no zklock row left for the semaphore');
 
 $node->stop;
 stop_zk($zk);

@@ -40,7 +40,7 @@ subtest '\'no worker\' while no worker runs, and an acquire fails with 08006' =>
 	ok(kill('STOP', $postmaster), "the postmaster (pid $postmaster) is stalled");
 	ok(kill('TERM', $worker), "the worker (pid $worker) is told to exit");
 	ok(wait_until(sub { state_in($s) eq 'no worker' }, 10, "'no worker'"), "zk_status() says 'no worker'");
-	my $r = $s->query(q{SELECT zk_mutex_acquire('/t055/a', '1min')});
+	my $r = $s->query(q{SELECT zk_mutex_acquire('/t183/a', '1min')});
 	is($r->{sqlstate}, '08006', 'an acquire fails with 08006 (within connect_timeout, not its 1 min)');
 	like($r->{err}, qr/no worker/, '... saying no worker runs');
 	ok(kill('CONT', $postmaster), 'the postmaster goes on');
@@ -52,21 +52,21 @@ subtest '\'no worker\' while no worker runs, and an acquire fails with 08006' =>
 # 2. expired
 ############################################################################
 subtest '\'expired\' after the session was lost, and an acquire works again once reconnected' => sub {
-	is($s->value(q{SELECT zk_mutex_acquire('/t055/b')}), 't', 's holds /t055/b');
+	is($s->value(q{SELECT zk_mutex_acquire('/t183/b')}), 't', 's holds /t183/b');
 	stop_zk($zk);
 	ok(wait_until(sub { state_in($s) eq 'expired' }, 15, "'expired'"),
 		"with ZooKeeper down longer than the session timeout, zk_status() says 'expired'");
-	is($s->value(q{SELECT state FROM zk_locks WHERE path = '/t055/b'}), 'lost', 'the lock is lost');
+	is($s->value(q{SELECT state FROM zk_locks WHERE path = '/t183/b'}), 'lost', 'the lock is lost');
 	hold_for(2, "ZooKeeper still down: the state stays 'expired'");
 	is(state_in($s), 'expired', "... and stays 'expired' while no new session can be made");
 	restart_zk($zk);
 	ok(wait_until(sub { state_in($s) eq 'connected' }, 20, 'connected'), 'once ZooKeeper is back, zklock connects');
 	isnt($s->value('SELECT session_id FROM zk_status()'), $session, '... in a new session');
-	my $r = $s->query(q{SELECT zk_mutex_release('/t055/b')});
+	my $r = $s->query(q{SELECT zk_mutex_release('/t183/b')});
 	is($r->{out}, 'f', 'releasing the lost lock returns false');
 	like($r->{err}, qr/was lost/, '... and says it was lost');
-	is($s->value(q{SELECT zk_mutex_acquire('/t055/b', '10s')}), 't', 'the lock can be taken again');
-	is($s->value(q{SELECT zk_mutex_release('/t055/b')}), 't', '... and released');
+	is($s->value(q{SELECT zk_mutex_acquire('/t183/b', '10s')}), 't', 'the lock can be taken again');
+	is($s->value(q{SELECT zk_mutex_release('/t183/b')}), 't', '... and released');
 
 };
 $s->quit;

@@ -6,8 +6,8 @@
 # the way Curator creates it, and both sides read and write the same 4-byte
 # value and version; try_set succeeds only at the version last read; a
 # DistributedAtomicLong's adds from SQL sessions and Curator threads lose
-# no increment; compare_and_set is false on a missing node and on a value
-# that changed; bad input and a node of another shape get a clear error
+# no increment; compare_and_set is false on a counter with no value
+# (missing, or an empty node) as Curator's, and on a value that changed; bad input and a node of another shape get a clear error
 # and leave nothing behind.  With two PostgreSQL clusters on the same
 # ZooKeeper (each its own session) the counter is one: adds from both
 # clusters' sessions and two Curator clients lose no increment, and
@@ -72,6 +72,41 @@ subtest 'DistributedAtomicLong: the same 8-byte value on both sides' => sub {
 	my ($state) = psql_error($node, "SELECT zk_atomic_long_add('$p', 1)");
 	is($state, '22003', 'an add past bigint is 22003, not a wrapped value');
 	is(peer_long($p), '9223372036854775807', '... and nothing was written');
+};
+
+# issue 44 (6): a counter with no value, missing or an empty node (a
+# container Curator or zklock made as a parent), answers the same way from
+# both sides: get reads 0, compare_and_set is false whatever it expects
+# (Curator's DistributedAtomicValue compares the bytes it read with the
+# expected value's 8: none never match, and it creates nothing); add and set
+# give it a value, after which compare_and_set(0, x) succeeds
+subtest 'a counter with no value: get 0 and compare_and_set false, from SQL and from Curator' => sub {
+	my $p = '/t190/none/missing';
+	is(peer_long($p), '0', "Curator's get of a missing counter succeeds with 0");
+	is(sql("SELECT zk_atomic_long_get('$p')"), '0', 'so does SQL');
+	is($peer->cmd("long_cas $p 0 5", qr/^longcas \Q$p\E|^error/), "longcas $p false",
+		"Curator's compareAndSet(0, 5) on it: false");
+	is(sql("SELECT zk_atomic_long_compare_and_set('$p', 0, 5)"), 'f', 'so is SQL');
+	is($peer->exists($p), 0, 'neither created it');
+
+	my $e = '/t190/none/empty';
+	is(sql("SELECT zk_atomic_long_add('$e/child', 1)"), '1', "a counter below $e makes $e a container with no data");
+	is($peer->get($e), '', "$e is there, empty");
+	is(peer_long($e), '0', "Curator's get of the empty node: 0");
+	is(sql("SELECT zk_atomic_long_get('$e')"), '0', 'SQL: 0');
+	is($peer->cmd("long_cas $e 0 5", qr/^longcas \Q$e\E|^error/), "longcas $e false",
+		"Curator's compareAndSet(0, 5) on it: false");
+	is(sql("SELECT zk_atomic_long_compare_and_set('$e', 0, 5)"), 'f', 'SQL: false too');
+	is($peer->get($e), '', 'and nothing was written into it');
+	is(sql("SELECT zk_atomic_long_add('$e', 0)"), '0', 'add(0) gives the empty node the value 0');
+	is(sql("SELECT zk_atomic_long_compare_and_set('$e', 0, 5)"), 't', 'then compare_and_set(0, 5) succeeds');
+	is(peer_long($e), '5', 'Curator reads 5');
+
+	is(sql("SELECT zk_atomic_long_add('$p', 0)"), '0', 'add(0) gives the missing counter the value 0');
+	is($peer->cmd("long_cas $p 0 5", qr/^longcas \Q$p\E|^error/), "longcas $p true",
+		"then Curator's compareAndSet(0, 5) succeeds");
+	is(sql("SELECT zk_atomic_long_compare_and_set('$p', 5, 6)"), 't', "and SQL's (5, 6)");
+	is(peer_long($p), '6', 'Curator reads 6');
 };
 
 subtest 'concurrent adds from SQL sessions and a Curator thread lose no increment' => sub {

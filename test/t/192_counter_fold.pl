@@ -1,7 +1,7 @@
 
 # 192_counter_fold: adds to one DistributedAtomicLong that wait in the
 # worker at the same time are folded into one read and one write of their
-# sum (recipes/counter.c), and each call still gets the answer it would
+# sum (recipes/counter_fold.c), and each call still gets the answer it would
 # have got alone in some serial order.
 #
 # What users rely on:

@@ -31,6 +31,8 @@ my @bad_paths = (
 my @bad_timeouts = (
 	q{'-1 second'::interval}, q{'-1 month'::interval}, q{'1 day -25 hours'::interval},
 	q{'-1 microsecond'::interval}, q{'178000000 years'::interval}, q{'-178000000 years'::interval},
+	# integer milliseconds, and a quoted interval (the text overloads)
+	'-1', '-2147483648', q{'-1 second'}, q{'-1 second'::text}, q{'178000000 years'},
 );
 my @bad_counts = ('0', '-1', '-2147483648', 'NULL::integer');
 my @bad_arrays = (
@@ -51,6 +53,11 @@ for my $p (@bad_paths)
 	  "zk_write_lock_acquire($p, '1s')", "zk_write_lock_acquire_xact($p)", "zk_write_lock_release($p)",
 	  "zk_semaphore_mutex_acquire($p, '1s')", "zk_semaphore_mutex_acquire_xact($p)",
 	  "zk_semaphore_mutex_release($p)",
+	  "zk_mutex_try_acquire_xact($p)", "zk_read_lock_try_acquire($p)",
+	  "zk_read_lock_try_acquire_xact($p)", "zk_write_lock_try_acquire($p)",
+	  "zk_write_lock_try_acquire_xact($p)", "zk_semaphore_mutex_try_acquire($p)",
+	  "zk_semaphore_mutex_try_acquire_xact($p)", "zk_semaphore_try_acquire($p, 2)",
+	  "zk_semaphore_try_acquire_xact($p, 2, 1)",
 	  "zk_multi_lock_acquire(ARRAY[$p], '1s')", "zk_multi_lock_acquire(ARRAY['/ok1', $p])",
 	  "zk_multi_lock_release(ARRAY[$p])",
 	  "zk_semaphore_acquire($p, 2)", "zk_semaphore_acquire_xact($p, 2, 1, '1s')",
@@ -84,7 +91,9 @@ for my $n (@bad_counts)
 	push @calls,
 	  "zk_semaphore_acquire('/ok', $n)", "zk_semaphore_acquire('/ok', 3, $n)",
 	  "zk_semaphore_acquire_xact('/ok', $n)", "zk_semaphore_acquire_xact('/ok', 3, $n)",
-	  "zk_double_barrier_enter('/ok', $n)";
+	  "zk_double_barrier_enter('/ok', $n)",
+	  "zk_semaphore_try_acquire('/ok', $n)", "zk_semaphore_try_acquire('/ok', 3, $n)",
+	  "zk_semaphore_try_acquire_xact('/ok', $n)";
 }
 push @calls,
   "zk_shared_count_get('/ok', -1)", "zk_shared_count_get_versioned('/ok', -2147483648)",
@@ -96,7 +105,7 @@ push @calls,
   "zk_leader_join('/ok', 'id', '')";
 push @calls,
   "zk_semaphore_acquire('/ok', 2, 2147483647)", "zk_semaphore_acquire('/ok', 1, 2)",
-  "zk_semaphore_acquire_xact('/ok', 2, 2147483647)";
+  "zk_semaphore_acquire_xact('/ok', 2, 2147483647)", "zk_semaphore_try_acquire('/ok', 1, 2)";
 for my $a (@bad_arrays)
 {
 	push @calls, "zk_multi_lock_acquire($a)", "zk_multi_lock_acquire($a, '1s')",
@@ -150,7 +159,7 @@ for my $ns (q{'x'}, q{'/a/'}, q{'/a/../b'}, q{'/zookeeper'}, q{E'/a\\x01'})
 	ok(defined $r->{sqlstate} && $r->{sqlstate} ne 'XX000', "SET zklock.namespace = $ns is refused ("
 		  . ($r->{sqlstate} // 'no error') . ')');
 }
-$s->value(q{SET zklock.namespace = '/ns035'});
+$s->value(q{SET zklock.namespace = '/ns200'});
 for my $p (q{'/../x'}, q{'/a/../../x'}, q{'/..'}, q{'//x'})
 {
 	my $r = $s->query("SELECT zk_mutex_acquire($p, '1s')");
@@ -171,22 +180,22 @@ my $log = log_contents($node);
 unlike($log, qr/terminated by signal|was terminated by exception|TRAP:|PANIC:/,
 	'the server log shows no crashed process');
 ok(wait_connected($node, 5), 'zklock is still connected');
-is($s->value(q{SELECT zk_mutex_acquire('/t035/ok', '5s') AND zk_mutex_release('/t035/ok')}), 't',
+is($s->value(q{SELECT zk_mutex_acquire('/t200/ok', '5s') AND zk_mutex_release('/t200/ok')}), 't',
 	'a valid call still works afterwards');
 
 # A lease name that is not a node name can never release anything else,
 # even while this backend holds a lease on the semaphore.
-my $lease = $s->value(q{SELECT (zk_semaphore_acquire('/t035/s', 2))[1]});
+my $lease = $s->value(q{SELECT (zk_semaphore_acquire('/t200/s', 2))[1]});
 like($lease, $CURATOR_LEASE_NODE_RE, "holding lease $lease");
 for my $l (q{'../../x'}, q{'a/b'}, q{'/'}, q{'..'}, qq{'../leases/$lease'}, qq{'$lease/..'})
 {
-	my $r = $s->query("SELECT zk_semaphore_release('/t035/s', $l)");
-	isnt($r->{out}, 't', "zk_semaphore_release('/t035/s', $l) releases nothing ("
+	my $r = $s->query("SELECT zk_semaphore_release('/t200/s', $l)");
+	isnt($r->{out}, 't', "zk_semaphore_release('/t200/s', $l) releases nothing ("
 		  . ($r->{sqlstate} // "out=$r->{out}") . ')');
 }
-is_deeply($peer->children('/t035/s/leases'), [$lease], 'the held lease node is untouched');
-is($s->value(qq{SELECT zk_semaphore_release('/t035/s', '$lease')}), 't', 'the real name releases it');
-ok(wait_children_count($peer, '/t035/s/leases', 0), 'no lease left');
+is_deeply($peer->children('/t200/s/leases'), [$lease], 'the held lease node is untouched');
+is($s->value(qq{SELECT zk_semaphore_release('/t200/s', '$lease')}), 't', 'the real name releases it');
+ok(wait_children_count($peer, '/t200/s/leases', 0), 'no lease left');
 
 $s->quit;
 $peer->quit;

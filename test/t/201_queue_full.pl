@@ -12,7 +12,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use ZklockTest;
 
-my $path = '/t004/mutex';
+my $path = '/t201/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('queue_full', $zk, "zklock.max_requests = 4\n");
@@ -27,7 +27,7 @@ for my $i (1 .. 3)
 }
 
 # The fifth request, on the same path or another one, fails at once.
-for my $p ($path, '/t004/other')
+for my $p ($path, '/t201/other')
 {
 	my $t0 = time;
 	my $r = $s[4]->query("SELECT zk_mutex_acquire('$p', '5s')", 15);
@@ -37,7 +37,7 @@ for my $p ($path, '/t004/other')
 	cmp_ok($el, '<', 4, "it failed without waiting for its timeout ($el s)");
 }
 my $t0 = time;
-my $r = $s[4]->query("SELECT zk_mutex_try_acquire('/t004/other')", 15);
+my $r = $s[4]->query("SELECT zk_mutex_try_acquire('/t201/other')", 15);
 is($r->{sqlstate}, '53400', 'try_acquire also fails with 53400 when the table is full');
 cmp_ok(time - $t0, '<', 4, 'without hanging');
 
@@ -60,13 +60,13 @@ ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'all slots are fre
 is($s[4]->value("SELECT zk_mutex_acquire('$path', '5s')"), 't', 's5 acquires after the releases');
 for my $i (0 .. 2)
 {
-	is($s[$i]->value("SELECT zk_mutex_acquire('/t004/p$i', '5s')"), 't',
-		$s[$i]->name . " acquires /t004/p$i (slot " . ($i + 2) . ')');
+	is($s[$i]->value("SELECT zk_mutex_acquire('/t201/p$i', '5s')"), 't',
+		$s[$i]->name . " acquires /t201/p$i (slot " . ($i + 2) . ')');
 }
-$r = $s[3]->query("SELECT zk_mutex_acquire('/t004/p3', '5s')", 15);
+$r = $s[3]->query("SELECT zk_mutex_acquire('/t201/p3', '5s')", 15);
 is($r->{sqlstate}, '53400', 'the table is full again at 4 held locks');
 is($s[0]->value('SELECT zk_release_all()'), '1', 'zk_release_all releases one lock');
-is($s[3]->value("SELECT zk_mutex_acquire('/t004/p3', '5s')"), 't', 'a freed slot is usable at once');
+is($s[3]->value("SELECT zk_mutex_acquire('/t201/p3', '5s')"), 't', 'a freed slot is usable at once');
 
 $_->quit for @s;
 ok(wait_sql($node, 'SELECT count(*) FROM zk_locks', '0', 10), 'sessions ended: all slots free');

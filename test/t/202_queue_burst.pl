@@ -16,7 +16,7 @@ use Time::HiRes qw(time);
 use ZklockTest;
 use ZklockFault;
 
-my $path = '/t034/m';
+my $path = '/t202/m';
 my $slots = 8;
 my $burst = 20;
 
@@ -86,10 +86,10 @@ ok(wait_sql($node, q{SELECT slots_used FROM zk_status()}, '0', 10), 'zk_status: 
 ok(wait_children_count($peer, $path, 0), "no node left under $path");
 
 my $one = $s[0];
-my @paths = map { "/t034/p$_" } 1 .. $slots;
+my @paths = map { "/t202/p$_" } 1 .. $slots;
 is($one->value('SELECT ' . join(' AND ', map { "zk_mutex_acquire('$_', '5s')" } @paths)), 't',
 	"one backend can hold $slots locks: no slot leaked");
-my $r = $one->query(q{SELECT zk_mutex_acquire('/t034/p9', '1s')});
+my $r = $one->query(q{SELECT zk_mutex_acquire('/t202/p9', '1s')});
 is($r->{sqlstate}, '53400', 'a 9th is refused with 53400 (the limit still holds)');
 is($one->value('SELECT zk_release_all()'), $slots, "zk_release_all releases $slots");
 is($s[1]->value(qq{SELECT zk_mutex_acquire('$path', '5s') AND zk_mutex_release('$path')}), 't',

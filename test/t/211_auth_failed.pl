@@ -63,7 +63,7 @@ subtest 'rejected from the start: auth_failed, 28000, logged once, retried per c
 	$session = status_row($node)->{session_id};
 	note("session $session (made by the handshake before the credentials were refused)");
 
-	my ($state, $err, $out, $secs) = psql_error($node, q{SELECT zk_mutex_acquire('/t050/a', '30s')});
+	my ($state, $err, $out, $secs) = psql_error($node, q{SELECT zk_mutex_acquire('/t211/a', '30s')});
 	is($state, '28000', 'an acquire fails with SQLSTATE 28000') or diag($err);
 	like($err, qr/rejected the credentials of zklock\.auth/, '... saying that zklock.auth was rejected');
 	cmp_ok($secs, '<', 10, sprintf('... at once (%.1f s), not after its 30 s timeout', $secs));
@@ -96,10 +96,10 @@ subtest 'rejected from the start: auth_failed, 28000, logged once, retried per c
 		'once the servers accept the credentials, the worker connects by itself');
 	like(slurp_file($node->logfile), qr/accepted the credentials of zklock\.auth/, 'the log says so');
 	$s = ZklockTest::Session->new($node, 's');
-	is($s->value(q{SELECT zk_mutex_acquire('/t050/a', '10s')}), 't', 'acquires work');
-	is(scalar @{ lock_children($peer, '/t050/a') }, 1, 'Curator sees the lock node');
-	is($s->value(q{SELECT zk_mutex_release('/t050/a')}), 't', '... and releases');
-	ok(wait_children_count($peer, '/t050/a', 0), 'nothing left under /t050/a');
+	is($s->value(q{SELECT zk_mutex_acquire('/t211/a', '10s')}), 't', 'acquires work');
+	is(scalar @{ lock_children($peer, '/t211/a') }, 1, 'Curator sees the lock node');
+	is($s->value(q{SELECT zk_mutex_release('/t211/a')}), 't', '... and releases');
+	ok(wait_children_count($peer, '/t211/a', 0), 'nothing left under /t211/a');
 };
 
 ############################################################################
@@ -114,15 +114,15 @@ subtest 'rejected on a reconnect: a held lock is kept, a waiter waits; fixed, a 
 	$session = status_row($node)->{session_id};
 
 	$h = ZklockTest::Session->new($node, 'holder');
-	is($h->value(q{SELECT zk_mutex_acquire('/t050/h')}), 't', 'holder takes /t050/h');
-	my $hnode = zk_lock_rows($node, '/t050/h')->{ $h->pid }{node};
-	$peer->acquire('cw', '/t050/w', -1);
-	is($peer->acquire_result('cw'), 'acquired', 'Curator holds /t050/w');
-	my ($cnode) = @{ lock_children($peer, '/t050/w') };
+	is($h->value(q{SELECT zk_mutex_acquire('/t211/h')}), 't', 'holder takes /t211/h');
+	my $hnode = zk_lock_rows($node, '/t211/h')->{ $h->pid }{node};
+	$peer->acquire('cw', '/t211/w', -1);
+	is($peer->acquire_result('cw'), 'acquired', 'Curator holds /t211/w');
+	my ($cnode) = @{ lock_children($peer, '/t211/w') };
 	$w = ZklockTest::Session->new($node, 'waiter');
-	$w->start(q{SELECT zk_mutex_acquire('/t050/w')});
-	ok(wait_waiting($node, $w->pid, '/t050/w'), 'a SQL waiter queues behind Curator');
-	my $wnode = zk_lock_rows($node, '/t050/w')->{ $w->pid }{node};
+	$w->start(q{SELECT zk_mutex_acquire('/t211/w')});
+	ok(wait_waiting($node, $w->pid, '/t211/w'), 'a SQL waiter queues behind Curator');
+	my $wnode = zk_lock_rows($node, '/t211/w')->{ $w->pid }{node};
 
 	# ZooKeeper restarts and rejects digest credentials: the worker reconnects,
 	# resumes its session and has its credentials refused.
@@ -134,11 +134,11 @@ subtest 'rejected on a reconnect: a held lock is kept, a waiter waits; fixed, a 
 	is($r->{sqlstate}, '28000', 'the waiting request fails with 28000') or diag($r->{err});
 	like($r->{err}, qr/zklock\.auth/, '... naming zklock.auth');
 	is(rejections(), 2, 'the log says it once more (a second episode)');
-	is($node->safe_psql('postgres', q{SELECT state FROM zk_locks WHERE path = '/t050/h'}), 'held',
+	is($node->safe_psql('postgres', q{SELECT state FROM zk_locks WHERE path = '/t211/h'}), 'held',
 		'the held lock is not lost: the session lives on');
 	cmp_ok($node->safe_psql('postgres', 'SELECT deletes_pending FROM zk_status()'), '>=', 1,
 		"the failed waiter's node waits to be deleted");
-	is_deeply(lock_children($peer, '/t050/w'), [ $cnode, $wnode ], '(its node is still in ZooKeeper)');
+	is_deeply(lock_children($peer, '/t211/w'), [ $cnode, $wnode ], '(its node is still in ZooKeeper)');
 
 	# Fixed on the servers' side; the reload makes the worker try at once.
 	stop_zk($zk);
@@ -149,20 +149,20 @@ subtest 'rejected on a reconnect: a held lock is kept, a waiter waits; fixed, a 
 	my $took = time - $t_reload;
 	cmp_ok($took, '<', 60, sprintf('%.1f s after the reload, long before the 300 s back-off', $took));
 	is(status_row($node)->{session_id}, $session, '... in the same session');
-	is($node->safe_psql('postgres', q{SELECT state FROM zk_locks WHERE path = '/t050/h'}), 'held',
+	is($node->safe_psql('postgres', q{SELECT state FROM zk_locks WHERE path = '/t211/h'}), 'held',
 		'the lock is still held');
-	is_deeply(lock_children($peer, '/t050/h'), [$hnode], "its node $hnode is still the holder's");
-	$peer->acquire('ch', '/t050/h', 500);
+	is_deeply(lock_children($peer, '/t211/h'), [$hnode], "its node $hnode is still the holder's");
+	$peer->acquire('ch', '/t211/h', 500);
 	is($peer->acquire_result('ch'), 'timeout', 'Curator is still excluded');
-	ok(wait_until(sub { my $k = lock_children($peer, '/t050/w'); "@$k" eq $cnode }, 15,
+	ok(wait_until(sub { my $k = lock_children($peer, '/t211/w'); "@$k" eq $cnode }, 15,
 			"the waiter's node to go"),
 		"the failed waiter's node is deleted once the credentials pass");
 	ok(wait_sql($node, 'SELECT deletes_pending FROM zk_status()', '0', 10), 'deletes_pending is 0');
-	is($h->value(q{SELECT zk_mutex_release('/t050/h')}), 't', 'the holder releases');
-	$peer->acquire('ch2', '/t050/h', 5000);
-	is($peer->acquire_result('ch2'), 'acquired', 'then Curator gets /t050/h');
-	is($peer->release('ch2'), 'released', 'Curator releases /t050/h');
-	is($peer->release('cw'), 'released', 'Curator releases /t050/w');
+	is($h->value(q{SELECT zk_mutex_release('/t211/h')}), 't', 'the holder releases');
+	$peer->acquire('ch2', '/t211/h', 5000);
+	is($peer->acquire_result('ch2'), 'acquired', 'then Curator gets /t211/h');
+	is($peer->release('ch2'), 'released', 'Curator releases /t211/h');
+	is($peer->release('cw'), 'released', 'Curator releases /t211/w');
 	unlike(slurp_file($node->logfile), qr/\Q$secret_pw\E/, 'the password was never logged');
 };
 

@@ -24,7 +24,12 @@
 #   - 0.2 updated is a fresh install too, and zk_locks of both versions
 #     reads the one library (0.3 adds the column waits_for); likewise 0.3
 #     updated, and zk_status of both (0.4 adds tls, sasl_identity and
-#     connection_failure);
+#     connection_failure), and 0.4 updated (0.5 adds tls_cert_expires,
+#     tls_server_cert_expires and tls_warning), and 0.5 updated, and
+#     zk_locks and zk_status of both (0.6 adds session_timeout_asked and
+#     pending to zk_status, datid, datname, usesysid, usename and
+#     blocking_pids to zk_locks, the view zk_stat_worker, the try forms
+#     and the integer and text timeout overloads);
 #   - from 0.2 on, zk_leader works whatever the caller's search_path (0.1
 #     called zk_participants unqualified), and CREATE EXTENSION grants and
 #     revokes on the extension's own functions only (0.1 took PUBLIC's
@@ -42,7 +47,7 @@ use ZklockCatalog;
 # Every released version, oldest first; the last is default_version.  A
 # new version is added here, with its full script and an update script
 # from the one before it (src/README, "Versions and upgrades").
-my @VERSIONS = ('0.1', '0.2', '0.3', '0.4');
+my @VERSIONS = ('0.1', '0.2', '0.3', '0.4', '0.5', '0.6');
 my $CURRENT = $VERSIONS[-1];
 
 my $zk = start_zk();
@@ -53,8 +58,9 @@ $node->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 $node->safe_psql('postgres', 'GRANT zklock_user TO app');
 # a: 0.1, then updated with locks held; b: fresh default; c: fresh default
 # for the planted differences; d: 0.1 in a schema of its own; e and f: a
-# user's own zk_ function beside a fresh install of the default and of 0.1
-$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f g h);
+# user's own zk_ function beside a fresh install of the default and of 0.1;
+# g, h, i and j: 0.2, 0.3, 0.4 and 0.5 updated
+$node->safe_psql('postgres', "CREATE DATABASE $_") for qw(a b c d e f g h i j);
 
 sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
 
@@ -74,6 +80,10 @@ subtest 'the installed scripts offer exactly the versions this test lists, each 
 		'0.2--0.3', '0.2 goes to 0.3 by zklock--0.2--0.3.sql');
 	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.3' AND target = '0.4'}),
 		'0.3--0.4', '0.3 goes to 0.4 by zklock--0.3--0.4.sql');
+	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.4' AND target = '0.5'}),
+		'0.4--0.5', '0.4 goes to 0.5 by zklock--0.4--0.5.sql');
+	is(sql('postgres', q{SELECT path FROM pg_extension_update_paths('zklock') WHERE source = '0.5' AND target = '0.6'}),
+		'0.5--0.6', '0.5 goes to 0.6 by zklock--0.5--0.6.sql');
 	is(sql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}),
 		$CURRENT, 'CREATE EXTENSION zklock installs the default version');
 };
@@ -254,8 +264,11 @@ subtest "the updated database's catalog is a fresh ${CURRENT}'s, object by objec
 	my $snap_a = ZklockCatalog::snapshot($node, 'a');
 	my $snap_b = ZklockCatalog::snapshot($node, 'b');
 	my $funcs = grep { /^member function / } keys %$snap_b;
-	is($funcs, 45, 'the snapshot holds the 45 functions of the extension');
-	ok(exists $snap_b->{'member view zk_locks'}, 'and the view');
+	# 45 in 0.5; 0.6 adds zk_blocking_pids, zk_stat_worker, zk_stat_reset
+	# (issue 44 (3)), 9 try forms and 30 timeout overloads (issue 44 (6))
+	is($funcs, 45 + 3 + 9 + 30, 'the snapshot holds the 87 functions of the extension');
+	ok(exists $snap_b->{'member view zk_locks'} && exists $snap_b->{'member view zk_stat_worker'},
+		'and the views');
 	my @diff = ZklockCatalog::compare($snap_a, $snap_b, 'updated', 'fresh');
 	is(scalar @diff, 0, 'updated and fresh databases hold the same catalog facts')
 	  or diag(join("\n", @diff));
@@ -305,8 +318,8 @@ subtest '0.2 updated is a fresh install; zk_locks of 0.2 and of the default read
 	is(sql('g', q{SELECT count(*) FROM zk_locks}), '0', "0.2's zk_locks reads this library");
 	sql('g', 'ALTER EXTENSION zklock UPDATE');
 	is(sql('g', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
-	is(sql('g', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 10}),
-		'revocation_requested,waiting_for,waits_for', "0.3's zk_locks ends with waits_for");
+	is(sql('g', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum BETWEEN 11 AND 13}),
+		'revocation_requested,waiting_for,waits_for', "from 0.3 zk_locks has waits_for after waiting_for");
 	same_as_fresh('g', '0.2');
 };
 
@@ -318,9 +331,52 @@ subtest '0.3 updated to 0.4 is a fresh 0.4; zk_status of 0.3 and of 0.4 read the
 	sql('h', 'ALTER EXTENSION zklock UPDATE');
 	is(sql('h', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
 	is(sql('h', q{SELECT array_to_string(proargnames[25:28], ',') FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
-		'batches_failed,tls,sasl_identity,connection_failure', "0.4's zk_status() ends with tls, sasl_identity, connection_failure");
-	is(sql('h', q{SELECT tls::text FROM zk_status()}), 'false', "0.4's zk_status() says the connection is not TLS");
+		'batches_failed,tls,sasl_identity,connection_failure', "from 0.4 zk_status() has tls, sasl_identity, connection_failure after batches_failed");
+	is(sql('h', q{SELECT tls::text FROM zk_status()}), 'false', "zk_status() says the connection is not TLS");
 	same_as_fresh('h', '0.3');
+};
+
+subtest '0.4 updated to 0.5 is a fresh 0.5; zk_status of 0.4 and of 0.5 read the same library' => sub {
+	sql('i', q{CREATE EXTENSION zklock VERSION '0.4'});
+	is(sql('i', q{SELECT array_length(proallargtypes, 1) FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'28', "0.4's zk_status() has 28 columns");
+	is(sql('i', q{SELECT tls::text, connection_failure IS NULL FROM zk_status()}), 'false|t', "0.4's zk_status() reads this library");
+	sql('i', 'ALTER EXTENSION zklock UPDATE');
+	is(sql('i', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
+	is(sql('i', q{SELECT array_to_string(proargnames[28:31], ',') FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'connection_failure,tls_cert_expires,tls_server_cert_expires,tls_warning',
+		"0.5's zk_status() ends with the certificates' expiry and the warning");
+	is(sql('i', q{SELECT tls_cert_expires IS NULL AND tls_server_cert_expires IS NULL AND tls_warning IS NULL FROM zk_status()}),
+		't', "0.5's zk_status(): no certificate on a plaintext connection");
+	same_as_fresh('i', '0.4');
+};
+
+subtest '0.5 updated to 0.6 is a fresh 0.6; zk_locks and zk_status of 0.5 and 0.6 read the same library; its try forms and integer timeouts work' => sub {
+	sql('j', q{CREATE EXTENSION zklock VERSION '0.5'});
+	is(sql('j', q{SELECT array_length(proallargtypes, 1) FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'31', "0.5's zk_status() has 31 columns");
+	is(sql('j', q{SELECT tls_warning IS NULL FROM zk_status()}), 't', "0.5's zk_status() reads this library");
+	is(sql('j', q{SELECT count(*) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 0}),
+		'13', "0.5's zk_locks has 13 columns");
+	is(sql('j', q{SELECT count(*) FROM zk_locks}), '0', "0.5's zk_locks reads this library");
+	my ($rc, $out, $err) = $node->psql('j', q{SELECT zk_read_lock_try_acquire('/t230/j')},
+		extra_params => [ '-v', 'VERBOSITY=verbose' ], timeout => 30);
+	is(sqlstate_of($err), '42883', '0.5 has no zk_read_lock_try_acquire');
+	sql('j', 'ALTER EXTENSION zklock UPDATE');
+	is(sql('j', q{SELECT extversion FROM pg_extension WHERE extname = 'zklock'}), $CURRENT, "updated to $CURRENT");
+	is(sql('j', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_locks'::regclass AND attnum > 12}),
+		'waits_for,datid,datname,usesysid,usename,blocking_pids',
+		"0.6's zk_locks ends with the database, the role and blocking_pids");
+	is(sql('j', q{SELECT count(*) FROM zk_stat_worker WHERE stats_reset IS NOT NULL}), '1', "0.6's zk_stat_worker reads this library");
+	is(sql('j', q{SELECT array_to_string(proargnames[31:33], ',') FROM pg_proc WHERE oid = 'zk_status()'::regprocedure}),
+		'tls_warning,session_timeout_asked,pending',
+		"0.6's zk_status() ends with the session timeout asked for and a setting pending");
+	is(sql('j', q{SELECT session_timeout_asked > 0 AND pending IS NULL FROM zk_status()}), 't',
+		"0.6's zk_status() reads this library");
+	is(sql('j', q{SELECT zk_read_lock_try_acquire('/t230/j') AND zk_read_lock_release('/t230/j')
+	              AND zk_mutex_acquire('/t230/j', 5000) AND zk_mutex_release('/t230/j')}),
+		't', 'the updated functions: a try form and a timeout in milliseconds');
+	same_as_fresh('j', '0.5');
 };
 
 subtest 'the comparison reports each planted difference, and nothing once it is undone' => sub {

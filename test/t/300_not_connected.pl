@@ -48,8 +48,8 @@ subtest 'zklock.hosts pointing where nothing listens: a clear error, never a han
 		"zklock.connect_timeout = '3s'\n", wait_connected => 0);
 	isnt($n1->safe_psql('postgres', 'SELECT state FROM zk_status()'),
 		'connected', 'zk_status does not claim to be connected to a dead port');
-	acquire_fails_08006($n1, '/t006/x', 'nothing listening');
-	my ($state) = psql_error($n1, "SELECT zk_mutex_try_acquire('/t006/x')", $bound + 20);
+	acquire_fails_08006($n1, '/t300/x', 'nothing listening');
+	my ($state) = psql_error($n1, "SELECT zk_mutex_try_acquire('/t300/x')", $bound + 20);
 	is($state, '08006', 'try_acquire also fails with 08006');
 	is($n1->safe_psql('postgres', 'SELECT count(*) FROM zk_locks'), '0',
 		'failed requests leave nothing in zk_locks');
@@ -60,13 +60,13 @@ subtest 'zklock.hosts pointing where nothing listens: a clear error, never a han
 subtest 'ZooKeeper gone under a connected cluster: a clear error, never a hang' => sub {
 	$zk = start_zk();
 	$n2 = new_zklock_node('zkstops', $zk, "zklock.connect_timeout = '3s'\n");
-	is($n2->safe_psql('postgres', "SELECT zk_mutex_acquire('/t006/warm', '5s'), zk_mutex_release('/t006/warm')"),
+	is($n2->safe_psql('postgres', "SELECT zk_mutex_acquire('/t300/warm', '5s'), zk_mutex_release('/t300/warm')"),
 		't|t', 'locking works while ZooKeeper is up');
 
 	stop_zk($zk);
 	ok( wait_sql($n2, q{SELECT state <> 'connected' FROM zk_status()}, 't', 20),
 		'zk_status leaves the connected state after ZooKeeper stops');
-	acquire_fails_08006($n2, '/t006/x', 'ZooKeeper stopped');
+	acquire_fails_08006($n2, '/t300/x', 'ZooKeeper stopped');
 };
 
 # 3. ZooKeeper comes back on the same port: zklock reconnects by itself.
@@ -74,13 +74,13 @@ subtest 'ZooKeeper back on the same port: zklock reconnects by itself' => sub {
 	restart_zk($zk);
 	ok(wait_connected($n2, 40), 'zklock reconnects after ZooKeeper restarts');
 	$s = ZklockTest::Session->new($n2, 'after');
-	is($s->value("SELECT zk_mutex_acquire('/t006/x', '5s')"), 't',
+	is($s->value("SELECT zk_mutex_acquire('/t300/x', '5s')"), 't',
 		'acquire works again after the reconnect');
 	$peer = new_peer($zk);
-	$peer->acquire('j', '/t006/x', 1000);
+	$peer->acquire('j', '/t300/x', 1000);
 	is($peer->acquire_result('j'), 'timeout', 'and the lock really excludes Curator')
 	  or diag('the SQL lock is not visible to Curator');
-	is($s->value("SELECT zk_mutex_release('/t006/x')"), 't', 'released');
+	is($s->value("SELECT zk_mutex_release('/t300/x')"), 't', 'released');
 };
 $s->quit;
 $peer->quit;

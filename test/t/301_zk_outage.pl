@@ -16,7 +16,7 @@ use Time::HiRes qw(time);
 use ZklockTest;
 use ZklockFault;
 
-my $path = '/t030/mutex';
+my $path = '/t301/mutex';
 my $outage = 3;    # seconds ZooKeeper stays down (session timeout: 10 s)
 
 my $zk = start_zk();

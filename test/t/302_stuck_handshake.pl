@@ -29,9 +29,9 @@ my $node = new_zklock_node('stuck', $proxy->connect,
 	"zklock.session_timeout = '10s'\nzklock.connect_timeout = '30s'\nlog_min_messages = debug1\n");
 
 my $s = ZklockTest::Session->new($node, 's');
-is($s->value(q{SELECT zk_mutex_acquire('/t053/a')}), 't', 's holds /t053/a');
+is($s->value(q{SELECT zk_mutex_acquire('/t302/a')}), 't', 's holds /t302/a');
 my $session = status_row($node)->{session_id};
-my $hnode = zk_lock_rows($node, '/t053/a')->{ $s->pid }{node};
+my $hnode = zk_lock_rows($node, '/t302/a')->{ $s->pid }{node};
 
 $proxy->set_mode('cut');
 ok(wait_sql($node, 'SELECT state FROM zk_status()', 'suspended', 10), 'the connection is lost');
@@ -45,12 +45,12 @@ like(slurp_file($node->logfile), qr/no answer to a connection attempt within \d+
 	'the worker gave up the unanswered attempt');
 is(status_row($node)->{session_id}, $session, 'the same session was resumed');
 is(status_row($node)->{locks_lost}, 0, 'no lock was lost');
-is(zk_lock_rows($node, '/t053/a')->{ $s->pid }{state}, 'held', 's still holds /t053/a');
-is_deeply(lock_children($peer, '/t053/a'), [$hnode], "... with its node, the only one");
-$peer->acquire('c', '/t053/a', 500);
+is(zk_lock_rows($node, '/t302/a')->{ $s->pid }{state}, 'held', 's still holds /t302/a');
+is_deeply(lock_children($peer, '/t302/a'), [$hnode], "... with its node, the only one");
+$peer->acquire('c', '/t302/a', 500);
 is($peer->acquire_result('c'), 'timeout', 'Curator is still excluded');
-is($s->value(q{SELECT zk_mutex_release('/t053/a')}), 't', 's releases');
-ok(wait_children_count($peer, '/t053/a', 0), 'nothing left under /t053/a');
+is($s->value(q{SELECT zk_mutex_release('/t302/a')}), 't', 's releases');
+ok(wait_children_count($peer, '/t302/a', 0), 'nothing left under /t302/a');
 
 $s->quit;
 $peer->quit;

@@ -53,13 +53,13 @@ subtest '\'connecting\' while no server answers, and a reload of zklock.hosts co
 ############################################################################
 subtest 'a reload of zklock.hosts moves the live session: the held lock and the waiter carry on' => sub {
 	my $h = ZklockTest::Session->new($node, 'h');
-	is($h->value(q{SELECT zk_mutex_acquire('/t051/a')}), 't', 'h holds /t051/a');
-	$peer->acquire('c1', '/t051/v', -1);
-	is($peer->acquire_result('c1'), 'acquired', 'Curator holds /t051/v');
+	is($h->value(q{SELECT zk_mutex_acquire('/t303/a')}), 't', 'h holds /t303/a');
+	$peer->acquire('c1', '/t303/v', -1);
+	is($peer->acquire_result('c1'), 'acquired', 'Curator holds /t303/v');
 	my $v = ZklockTest::Session->new($node, 'v');
-	$v->start(q{SELECT zk_mutex_acquire('/t051/v')});
-	ok(wait_waiting($node, $v->pid, '/t051/v'), 'v waits behind Curator');
-	my $vnode = zk_lock_rows($node, '/t051/v')->{ $v->pid }{node};
+	$v->start(q{SELECT zk_mutex_acquire('/t303/v')});
+	ok(wait_waiting($node, $v->pid, '/t303/v'), 'v waits behind Curator');
+	my $vnode = zk_lock_rows($node, '/t303/v')->{ $v->pid }{node};
 	my $worker_before = worker_pid($node);
 	$node->append_conf('postgresql.conf', "zklock.hosts = '" . $p2->connect . "'\n");
 	$node->reload;
@@ -76,18 +76,18 @@ subtest 'a reload of zklock.hosts moves the live session: the held lock and the 
 	like(slurp_file($node->logfile), qr/zklock\.hosts changed to "\Q${\ $p2->connect }\E"/,
 		'the log says why the worker restarted');
 	is(status_row($node)->{session_id}, $session, '... in the same session');
-	is(zk_lock_rows($node, '/t051/a')->{ $h->pid }{state}, 'held', 'h still holds /t051/a');
-	$peer->acquire('c3', '/t051/a', 500);
-	is($peer->acquire_result('c3'), 'timeout', 'Curator is still excluded from /t051/a');
+	is(zk_lock_rows($node, '/t303/a')->{ $h->pid }{state}, 'held', 'h still holds /t303/a');
+	$peer->acquire('c3', '/t303/a', 500);
+	is($peer->acquire_result('c3'), 'timeout', 'Curator is still excluded from /t303/a');
 	ok(!$v->done, 'v is still waiting');
-	is($peer->release('c1'), 'released', 'Curator releases /t051/v');
+	is($peer->release('c1'), 'released', 'Curator releases /t303/v');
 	my $vr = $v->result(20);
 	is($vr->{out}, 't', 'v gets the lock') or diag("err=[$vr->{err}]");
-	is(zk_lock_rows($node, '/t051/v')->{ $v->pid }{node}, $vnode, '... with the node it queued with');
-	is($h->value(q{SELECT zk_mutex_release('/t051/a')}), 't', 'h releases /t051/a');
-	is($v->value(q{SELECT zk_mutex_release('/t051/v')}), 't', 'v releases /t051/v');
-	ok(wait_children_count($peer, '/t051/a', 0), 'nothing left under /t051/a');
-	ok(wait_children_count($peer, '/t051/v', 0), 'nothing left under /t051/v');
+	is(zk_lock_rows($node, '/t303/v')->{ $v->pid }{node}, $vnode, '... with the node it queued with');
+	is($h->value(q{SELECT zk_mutex_release('/t303/a')}), 't', 'h releases /t303/a');
+	is($v->value(q{SELECT zk_mutex_release('/t303/v')}), 't', 'v releases /t303/v');
+	ok(wait_children_count($peer, '/t303/a', 0), 'nothing left under /t303/a');
+	ok(wait_children_count($peer, '/t303/v', 0), 'nothing left under /t303/v');
 	$h->quit;
 	$v->quit;
 };
@@ -96,13 +96,13 @@ subtest 'a reload of zklock.hosts moves the live session: the held lock and the 
 # 3. A waiter carries on across a worker restart
 ############################################################################
 subtest 'a waiter carries on across a worker restart' => sub {
-	$peer->acquire('c2', '/t051/w', -1);
-	is($peer->acquire_result('c2'), 'acquired', 'Curator holds /t051/w');
-	my ($cnode) = @{ lock_children($peer, '/t051/w') };
+	$peer->acquire('c2', '/t303/w', -1);
+	is($peer->acquire_result('c2'), 'acquired', 'Curator holds /t303/w');
+	my ($cnode) = @{ lock_children($peer, '/t303/w') };
 	$w = ZklockTest::Session->new($node, 'w');
-	$w->start(q{SELECT zk_mutex_acquire('/t051/w')});
-	ok(wait_waiting($node, $w->pid, '/t051/w'), 'w waits behind Curator');
-	my $wnode = zk_lock_rows($node, '/t051/w')->{ $w->pid }{node};
+	$w->start(q{SELECT zk_mutex_acquire('/t303/w')});
+	ok(wait_waiting($node, $w->pid, '/t303/w'), 'w waits behind Curator');
+	my $wnode = zk_lock_rows($node, '/t303/w')->{ $w->pid }{node};
 	my $old = worker_pid($node);
 	ok(kill('TERM', $old), "SIGTERM to the worker (pid $old)");
 	my $new;
@@ -111,19 +111,19 @@ subtest 'a waiter carries on across a worker restart' => sub {
 	ok(wait_connected($node, 20), 'the new worker is connected');
 	is(status_row($node)->{session_id}, $session, '... in the same session');
 	ok(!$w->done, 'w is still waiting');
-	is_deeply([ sort @{ lock_children($peer, '/t051/w') } ], [ sort($cnode, $wnode) ],
+	is_deeply([ sort @{ lock_children($peer, '/t303/w') } ], [ sort($cnode, $wnode) ],
 		"the queue still holds Curator's node and w's node");
 	is($peer->release('c2'), 'released', 'Curator releases');
 	my $r = $w->result(20);
 	is($r->{out}, 't', 'w gets the lock') or diag("err=[$r->{err}]");
-	is(zk_lock_rows($node, '/t051/w')->{ $w->pid }{node}, $wnode, '... with the node it queued with');
+	is(zk_lock_rows($node, '/t303/w')->{ $w->pid }{node}, $wnode, '... with the node it queued with');
 };
 
 ############################################################################
 # 4. Smart shutdown closes the session at once
 ############################################################################
 subtest 'a smart shutdown closes the session at once' => sub {
-	ok(wait_children_count($peer, '/t051/w', 1), 'w holds /t051/w (one node)');
+	ok(wait_children_count($peer, '/t303/w', 1), 'w holds /t303/w (one node)');
 	# pg_ctl stop -m smart waits until the last session ends: end w meanwhile
 	my $stopper = IPC::Run::start([ 'pg_ctl', '-D', $node->data_dir, '-m', 'smart', '-w', '-t', '60', 'stop' ],
 		'>', \my $so, '2>', \my $se);
@@ -132,7 +132,7 @@ subtest 'a smart shutdown closes the session at once' => sub {
 		'the smart shutdown completes once the last session ended');
 	my $t0 = time;
 	$stopper->finish;
-	ok(wait_children_count($peer, '/t051/w', 0, 5),
+	ok(wait_children_count($peer, '/t303/w', 0, 5),
 		sprintf('its nodes are gone %.1f s after the shutdown (session timeout 30 s)', time - $t0));
 	$node->_update_pid(0);
 };

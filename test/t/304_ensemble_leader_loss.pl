@@ -26,8 +26,8 @@ use ZklockFault;
 
 my $dur = 40;          # seconds of hammering
 my $kill_at = 14;      # seconds into the run when the leader is killed
-my $mutex = '/t033/mutex';
-my $sem = '/t033/sem';
+my $mutex = '/t304/mutex';
+my $sem = '/t304/sem';
 my $max_leases = 3;
 
 my $zk = start_ensemble(3);
@@ -97,7 +97,7 @@ $_->safe_psql('postgres', $setup) for @nodes;
 
 # Curator: 2 threads on the mutex, 2 on the semaphore (ZkTool hammer).
 my $outdir = PostgreSQL::Test::Utils::tempdir('hammer');
-zktool('tree', $zk, '/t033');    # compiles ZkTool before the clock starts
+zktool('tree', $zk, '/t304');    # compiles ZkTool before the clock starts
 my %cur;
 for my $kind ('mutex', 'semaphore')
 {

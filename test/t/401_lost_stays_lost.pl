@@ -94,20 +94,20 @@ subtest 'lost stays lost: after the loss, re-acquiring, releasing or zk_release_
 	for my $k (sort keys %x)
 	{
 		$x{$k}->value('BEGIN');
-		is($x{$k}->value("SELECT zk_mutex_acquire_xact('/t043/x$k')"), 't', "x$k holds /t043/x$k for its transaction");
+		is($x{$k}->value("SELECT zk_mutex_acquire_xact('/t401/x$k')"), 't', "x$k holds /t401/x$k for its transaction");
 	}
 	$x{again}->value('INSERT INTO work_done VALUES (1)');
 	for my $k (sort keys %s)
 	{
 		$s{$k}->value('SET zklock.check_session_locks_at_commit = on');
 		$s{$k}->value('BEGIN');
-		is($s{$k}->value("SELECT zk_mutex_acquire('/t043/s$k')"), 't', "s$k holds /t043/s$k, taken in its transaction");
+		is($s{$k}->value("SELECT zk_mutex_acquire('/t401/s$k')"), 't', "s$k holds /t401/s$k, taken in its transaction");
 	}
 	for my $k (sort keys %p)
 	{
 		$p{$k}->value('SET zklock.check_session_locks_at_commit = on');
 		$p{$k}->value('BEGIN');
-		is($p{$k}->value("SELECT zk_mutex_acquire('/t043/p$k')"), 't', "p$k holds /t043/p$k, taken in its transaction");
+		is($p{$k}->value("SELECT zk_mutex_acquire('/t401/p$k')"), 't', "p$k holds /t401/p$k, taken in its transaction");
 	}
 	my @pids = map { $_->pid } (values %x, values %s, values %p);
 
@@ -116,10 +116,10 @@ subtest 'lost stays lost: after the loss, re-acquiring, releasing or zk_release_
 		"zk_locks says 'lost' for all " . scalar(@pids) . ' locks');
 
 	# x again: the path is acquired again (granted in the new session).
-	my $r = $x{again}->query(q{SELECT zk_mutex_acquire_xact('/t043/xagain', '10s')});
+	my $r = $x{again}->query(q{SELECT zk_mutex_acquire_xact('/t401/xagain', '10s')});
 	is($r->{out}, 't', 'xagain: acquiring the lost path again in the same transaction succeeds (new session)')
 	  or diag($r->{err});
-	is(zk_lock_rows($node, '/t043/xagain')->{ $x{again}->pid }{state}, 'held', '... zk_locks says held again');
+	is(zk_lock_rows($node, '/t401/xagain')->{ $x{again}->pid }{state}, 'held', '... zk_locks says held again');
 	$r = $x{again}->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'xagain: COMMIT still fails with 40000: the transaction relied on the lost lock')
 	  or diag("COMMIT: err=[$r->{err}]");
@@ -133,30 +133,30 @@ subtest 'lost stays lost: after the loss, re-acquiring, releasing or zk_release_
 	is($r->{sqlstate}, '40000', 'xall: COMMIT fails with 40000') or diag("COMMIT: err=[$r->{err}]");
 
 	# x rel: zk_mutex_release() of the _xact lock.
-	$r = $x{rel}->query(q{SELECT zk_mutex_release('/t043/xrel')});
+	$r = $x{rel}->query(q{SELECT zk_mutex_release('/t401/xrel')});
 	is($r->{out}, 'f', 'xrel: zk_mutex_release() of the lost _xact lock returns false');
 	like($r->{err}, qr/WARNING/, '... with a WARNING');
 	$r = $x{rel}->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'xrel: COMMIT fails with 40000') or diag("COMMIT: err=[$r->{err}]");
 
 	# s again: the session lock's path acquired again.
-	$r = $s{again}->query(q{SELECT zk_mutex_acquire('/t043/sagain', '10s')});
+	$r = $s{again}->query(q{SELECT zk_mutex_acquire('/t401/sagain', '10s')});
 	is($r->{out}, 't', 'sagain: acquiring the lost path again succeeds (new session)') or diag($r->{err});
 	$r = $s{again}->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'sagain: COMMIT still fails with 40000') or diag("COMMIT: err=[$r->{err}]");
 	$s{again}->query('ROLLBACK');
-	is($s{again}->value(q{SELECT zk_mutex_release('/t043/sagain')}), 't',
+	is($s{again}->value(q{SELECT zk_mutex_release('/t401/sagain')}), 't',
 		'sagain: the new session lock survives the rollback and is released');
 
 	# s all: zk_release_all() drops the lost session lock.
 	$r = $s{all}->query('SELECT zk_release_all()');
 	is($r->{sqlstate}, undef, 'sall: zk_release_all() runs') or diag($r->{err});
-	is(zk_lock_rows($node, '/t043/sall')->{ $s{all}->pid }, undef, 'sall: ... and drops the lost lock (no zk_locks row)');
+	is(zk_lock_rows($node, '/t401/sall')->{ $s{all}->pid }, undef, 'sall: ... and drops the lost lock (no zk_locks row)');
 	$r = $s{all}->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'sall: COMMIT still fails with 40000') or diag("COMMIT: err=[$r->{err}]");
 
 	# s rel: zk_mutex_release() drops the lost session lock.
-	$r = $s{rel}->query(q{SELECT zk_mutex_release('/t043/srel')});
+	$r = $s{rel}->query(q{SELECT zk_mutex_release('/t401/srel')});
 	is($r->{out}, 'f', 'srel: zk_mutex_release() of the lost session lock returns false');
 	like($r->{err}, qr/WARNING:.*lost/, '... with a WARNING that it was lost');
 	$r = $s{rel}->query('COMMIT');
@@ -166,14 +166,14 @@ subtest 'lost stays lost: after the loss, re-acquiring, releasing or zk_release_
 	$r = $p{kept}->query(q{PREPARE TRANSACTION 't043_kept'});
 	is($r->{sqlstate}, '0A000', 'pkept: PREPARE TRANSACTION is refused with 0A000 (it relied on a session lock, lost)')
 	  or diag("PREPARE: err=[$r->{err}]");
-	$r = $p{rel}->query(q{SELECT zk_mutex_release('/t043/prel')});
+	$r = $p{rel}->query(q{SELECT zk_mutex_release('/t401/prel')});
 	is($r->{out}, 'f', 'prel: releasing the lost session lock returns false');
 	$r = $p{rel}->query(q{PREPARE TRANSACTION 't043_rel'});
 	is($r->{sqlstate}, '0A000', 'prel: PREPARE TRANSACTION after the release is refused with 0A000 too')
 	  or diag("PREPARE: err=[$r->{err}]");
 	is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 't043%'}), '0',
 		'no transaction was prepared');
-	$r = $p{kept}->query(q{SELECT zk_mutex_release('/t043/pkept')});
+	$r = $p{kept}->query(q{SELECT zk_mutex_release('/t401/pkept')});
 	is($r->{out}, 'f', 'pkept: the lost lock is still registered after the failed PREPARE; releasing it says false');
 };
 
@@ -181,20 +181,20 @@ subtest 'lost stays lost: after the loss, re-acquiring, releasing or zk_release_
 subtest 'controls: a transaction whose lock was not lost commits; one that took no lock prepares' => sub {
 	my $c = $x{again};
 	$c->value('BEGIN');
-	is($c->value(q{SELECT zk_mutex_acquire_xact('/t043/ctl')}), 't', 'control: an _xact lock in the new session');
+	is($c->value(q{SELECT zk_mutex_acquire_xact('/t401/ctl')}), 't', 'control: an _xact lock in the new session');
 	$c->value('INSERT INTO work_done VALUES (2)');
 	my $r = $c->query('COMMIT');
 	is($r->{err}, '', 'control: COMMIT succeeds when the lock was not lost');
 	is($c->value('SELECT count(*) FROM work_done'), '1', 'control: its work is committed');
 	$c = $s{again};
 	$c->value('BEGIN');
-	is($c->value(q{SELECT zk_mutex_acquire('/t043/sctl')}), 't',
+	is($c->value(q{SELECT zk_mutex_acquire('/t401/sctl')}), 't',
 		'control: a session lock taken in a transaction, check_session_locks_at_commit on');
 	$r = $c->query('COMMIT');
 	is($r->{err}, '', 'control: COMMIT succeeds');
-	is($c->value(q{SELECT zk_mutex_release('/t043/sctl')}), 't', 'control: the session lock is released');
+	is($c->value(q{SELECT zk_mutex_release('/t401/sctl')}), 't', 'control: the session lock is released');
 	$c->value('BEGIN');
-	is($c->value(q{SELECT zk_mutex_acquire('/t043/pctl')}), 't', 'control: another one, for PREPARE');
+	is($c->value(q{SELECT zk_mutex_acquire('/t401/pctl')}), 't', 'control: another one, for PREPARE');
 	$r = $c->query(q{PREPARE TRANSACTION 't043_ctl'});
 	is($r->{sqlstate}, '0A000',
 		'control: PREPARE TRANSACTION of a transaction that relies on a session lock (not lost) is refused with 0A000 too')
@@ -205,7 +205,7 @@ subtest 'controls: a transaction whose lock was not lost commits; one that took 
 	$r = $c->query(q{PREPARE TRANSACTION 't043_ctl'});
 	is($r->{err}, '', 'control: PREPARE of a transaction that took no lock succeeds while the session holds one');
 	$node->safe_psql('postgres', q{COMMIT PREPARED 't043_ctl'});
-	is($c->value(q{SELECT zk_mutex_release('/t043/pctl')}), 't', 'control: the session lock is released');
+	is($c->value(q{SELECT zk_mutex_release('/t401/pctl')}), 't', 'control: the session lock is released');
 };
 
 # Clean up any prepared transaction left by a failure above.
@@ -216,7 +216,7 @@ subtest 'nothing of (a) is left in zk_locks or ZooKeeper' => sub {
 		$node->safe_psql('postgres', "ROLLBACK PREPARED '$gid'");
 	}
 
-	my @paths_a = map { "/t043/$_" } qw(xagain xall xrel sagain sall srel pkept prel ctl sctl pctl);
+	my @paths_a = map { "/t401/$_" } qw(xagain xall xrel sagain sall srel pkept prel ctl sctl pctl);
 	is( $node->safe_psql('postgres',
 			'SELECT count(*) FROM zk_locks WHERE path IN (' . join(',', map { "'$_'" } @paths_a) . ')'),
 		'0', '(a) no zk_locks row left');
@@ -230,7 +230,7 @@ my $w;    # the waiter of (b), quit at the end
 ############################################################################
 
 subtest 'a grant lost before its stopped waiter saw it fails at once with 08006, the session stays usable' => sub {
-	my $g = '/t043/g';
+	my $g = '/t401/g';
 	$peer->acquire('cg', $g, -1);
 	is($peer->acquire_result('cg'), 'acquired', "Curator holds $g");
 	$w = ZklockTest::Session->new($node, 'waiter');

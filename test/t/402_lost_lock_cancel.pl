@@ -39,7 +39,7 @@ use Time::HiRes qw(time);
 use ZklockTest;
 use ZklockFault;
 
-my $NS = '/ns059';
+my $NS = '/ns402';
 my $zk = start_zk();
 my $node = new_zklock_node('cancel', $zk,
 	"zklock.session_timeout = '4s'\nzklock.connect_timeout = '20s'\n"
@@ -106,15 +106,15 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 	is($r->{sqlstate}, undef, 'a superuser sets it to 30 s for the session (more than any lease of a 4 s session)')
 	  or diag($r->{err});
 	$s->value('BEGIN');
-	is($s->value(q{SELECT zk_mutex_acquire_xact('/t059/floor', '10s')}), 't', 'an _xact lock on /t059/floor');
+	is($s->value(q{SELECT zk_mutex_acquire_xact('/t402/floor', '10s')}), 't', 'an _xact lock on /t402/floor');
 	$s->value(q{INSERT INTO work_done VALUES ('floor-30s')});
 	$r = $s->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'COMMIT fails with 40000: less lease left than zklock.commit_min_lease')
 	  or diag("COMMIT: err=[$r->{err}]");
 	is(committed($node, 'floor-30s'), '0', '... and the row is not committed');
 	$s->query('ROLLBACK');
-	ok(wait_no_zklock_rows($node, '/t059/floor'), '... and the lock is released');
-	$peer->acquire('cfl', "$NS/t059/floor", 5000);
+	ok(wait_no_zklock_rows($node, '/t402/floor'), '... and the lock is released');
+	$peer->acquire('cfl', "$NS/t402/floor", 5000);
 	is($peer->acquire_result('cfl'), 'acquired', '... a Curator client takes it');
 	$peer->release('cfl');
 
@@ -127,7 +127,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 
 	$s->value('SET zklock.check_session_locks_at_commit = on');
 	$s->value('BEGIN');
-	is($s->value(q{SELECT zk_mutex_acquire('/t059/floorp', '10s')}), 't',
+	is($s->value(q{SELECT zk_mutex_acquire('/t402/floorp', '10s')}), 't',
 		'a session lock taken in a transaction, check_session_locks_at_commit on');
 	$s->value(q{INSERT INTO work_done VALUES ('floor-prepared')});
 	$r = $s->query(q{PREPARE TRANSACTION 't059_floor'});
@@ -146,7 +146,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 	$r = $s->query('SHOW zklock.commit_min_lease');
 	is($r->{out}, '500ms', 'back to the default');
 	$s->value('BEGIN');
-	is($s->value(q{SELECT zk_mutex_acquire_xact('/t059/floor', '10s')}), 't', 'an _xact lock on /t059/floor');
+	is($s->value(q{SELECT zk_mutex_acquire_xact('/t402/floor', '10s')}), 't', 'an _xact lock on /t402/floor');
 	$s->value(q{INSERT INTO work_done VALUES ('floor-default')});
 	$r = $s->query('COMMIT');
 	is($r->{sqlstate}, undef, 'with the default, COMMIT succeeds') or diag("COMMIT: err=[$r->{err}]");
@@ -154,7 +154,7 @@ subtest 'COMMIT and PREPARE need zklock.commit_min_lease of lease left' => sub {
 
 	my ($code, $out, $err) = as_app(q{SET zklock.commit_min_lease = '1s'});
 	is($code, '42501', 'a user who is not a superuser cannot set zklock.commit_min_lease') or diag($err);
-	ok(wait_no_zklock_rows($node, '/t059/floor') && wait_no_zklock_rows($node, '/t059/floorp'),
+	ok(wait_no_zklock_rows($node, '/t402/floor') && wait_no_zklock_rows($node, '/t402/floorp'),
 		'zk_locks has no row left');
 };
 
@@ -175,7 +175,7 @@ subtest 'zklock.lease_margin is at least 100 ms' => sub {
 
 ############################################################################
 subtest 'a reentrant acquire never says true once the lease ran out' => sub {
-	my $p = '/t059/r';
+	my $p = '/t402/r';
 	my $s0 = status_row($node)->{session_id};
 	is($s->value(qq{SELECT zk_mutex_acquire('$p', '10s')}), 't', "s holds $p");
 	$peer->acquire('cr', "$NS$p", -1);
@@ -212,7 +212,7 @@ subtest 'a reentrant acquire never says true once the lease ran out' => sub {
 
 ############################################################################
 subtest 'zklock.cancel_on_loss: a session expiry cancels the running statement of a holder with ZK001' => sub {
-	my ($p, $q) = ('/t059/ca', '/t059/ci');
+	my ($p, $q) = ('/t402/ca', '/t402/ci');
 	my $ha = ZklockTest::Session->new($node, 'ca');     # holds $p, runs pg_sleep
 	my $i = ZklockTest::Session->new($node, 'ci');     # holds $q, idle
 	my $o = ZklockTest::Session->new($node, 'co');     # holds nothing, runs a statement
@@ -288,7 +288,7 @@ subtest 'zklock.cancel_on_loss: a session expiry cancels the running statement o
 
 ############################################################################
 subtest 'zklock.cancel_on_loss: the backend cancels by itself when the lease runs out while the worker is stopped' => sub {
-	my $p = '/t059/cb';
+	my $p = '/t402/cb';
 	my $hb = ZklockTest::Session->new($node, 'cb');
 	my $r = $hb->query('SET zklock.cancel_on_loss = on');
 	is($r->{sqlstate}, undef, 'SET zklock.cancel_on_loss = on') or diag($r->{err});
@@ -337,7 +337,7 @@ subtest 'zklock.cancel_on_loss: the backend cancels by itself when the lease run
 
 ############################################################################
 subtest 'zklock.cancel_on_loss: a PL/pgSQL handler for SQLSTATE ZK001 gets control' => sub {
-	my $p = '/t059/cp';
+	my $p = '/t402/cp';
 	my $c = ZklockTest::Session->new($node, 'cp');
 	my $r = $c->query('SET zklock.cancel_on_loss = on');
 	is($r->{sqlstate}, undef, 'SET zklock.cancel_on_loss = on') or diag($r->{err});
@@ -387,7 +387,7 @@ subtest 'zklock.cancel_on_loss: a PL/pgSQL handler for SQLSTATE ZK001 gets contr
 # that sees the loss lands in one) across the moment the lease runs out
 # (the worker stopped) and for 4 s (40 ticks) after, then pg_sleep(20).
 subtest 'zklock.cancel_on_loss: a cancel dropped as a short statement ends does not spare the next long one' => sub {
-	my $p = '/t059/cl';
+	my $p = '/t402/cl';
 	my $h = ZklockTest::Session->new($node, 'cl');
 	my $r = $h->query('SET zklock.cancel_on_loss = on');
 	is($r->{sqlstate}, undef, 'SET zklock.cancel_on_loss = on') or diag($r->{err});
@@ -445,7 +445,7 @@ subtest 'zklock.cancel_on_loss: a cancel dropped as a short statement ends does 
 
 ############################################################################
 subtest 'without zklock.cancel_on_loss the statement runs on and COMMIT fails' => sub {
-	my $p = '/t059/off';
+	my $p = '/t402/off';
 	my ($code, $out, $err) = as_app(q{SET zklock.cancel_on_loss = on; SHOW zklock.cancel_on_loss});
 	is($code, undef, 'zklock.cancel_on_loss is a user setting: a user who is not a superuser sets it') or diag($err);
 	my $d = ZklockTest::Session->new($node, 'off');

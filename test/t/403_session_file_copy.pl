@@ -29,8 +29,8 @@ use Test::More;
 use ZklockTest;
 use ZklockFault;
 
-my $pm = '/t042/m';    # session-level mutex of the origin
-my $px = '/t042/x';    # transaction-level mutex of the origin
+my $pm = '/t403/m';    # session-level mutex of the origin
+my $px = '/t403/x';    # transaction-level mutex of the origin
 
 my $zk = start_zk();
 my $primary = new_zklock_node('origin', $zk, '', allows_streaming => 1);

@@ -62,25 +62,25 @@ subtest 'a black-holed connection: the lock is called lost before Curator gets i
 	$x = ZklockTest::Session->new($node, 'x');    # _xact holder
 	$h = ZklockTest::Session->new($node, 'h');    # session holder
 	$x->value('BEGIN');
-	is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/p')}), 't', 'x holds /t041/p for its transaction');
-	is($h->value(q{SELECT zk_mutex_acquire('/t041/q')}), 't', 'h holds /t041/q');
-	$peer->acquire('cp', '/t041/p', -1);
-	ok(wait_children_count($peer, '/t041/p', 2), 'Curator waits behind x');
+	is($x->value(q{SELECT zk_mutex_acquire_xact('/t500/p')}), 't', 'x holds /t500/p for its transaction');
+	is($h->value(q{SELECT zk_mutex_acquire('/t500/q')}), 't', 'h holds /t500/q');
+	$peer->acquire('cp', '/t500/p', -1);
+	ok(wait_children_count($peer, '/t500/p', 2), 'Curator waits behind x');
 
 	my $t0 = time;
 	$proxy->set_mode('blackhole');
-	ok(wait_until(sub { lost_rows('/t041/p', '/t041/q') eq '2' }, 15, 'zk_locks to say lost'),
+	ok(wait_until(sub { lost_rows('/t500/p', '/t500/q') eq '2' }, 15, 'zk_locks to say lost'),
 		'zk_locks says lost for both locks');
 	my $t_lost = time - $t0;
 	ok(!$peer->has_reply(qr/^(acquired|error) cp\b/), '... while Curator still waits');
-	is($peer->acquire_result('cp', 20), 'acquired', 'then ZooKeeper expires the session: Curator gets /t041/p');
+	is($peer->acquire_result('cp', 20), 'acquired', 'then ZooKeeper expires the session: Curator gets /t500/p');
 	my $t_curator = time - $t0;
 	note(sprintf('black hole: zklock called the locks lost after %.1f s, Curator got the lock after %.1f s',
 			$t_lost, $t_curator));
 	cmp_ok($t_lost, '<', $t_curator, 'zklock knew first');
 
 	my $r = $x->query('COMMIT');
-	is($r->{sqlstate}, '40000', 'COMMIT of the transaction that relied on /t041/p fails with 40000')
+	is($r->{sqlstate}, '40000', 'COMMIT of the transaction that relied on /t500/p fails with 40000')
 	  or diag($r->{err});
 	$st = status_row($node);
 	cmp_ok($st->{leases_expired}, '>=', 1, "zk_status() counts the expired lease ($st->{leases_expired})");
@@ -88,20 +88,20 @@ subtest 'a black-holed connection: the lock is called lost before Curator gets i
 	is($st->{lease_until}, undef, 'and shows no lease');
 
 	$n = ZklockTest::Session->new($node, 'n');
-	$r = $n->query(q{SELECT zk_mutex_acquire('/t041/r', '1s')});
+	$r = $n->query(q{SELECT zk_mutex_acquire('/t500/r', '1s')});
 	is($r->{sqlstate}, '08006', 'a new acquire fails with 08006 while the path is a black hole') or diag($r->{err});
 
 	$proxy->set_mode('pass');
 	ok(wait_until(sub { status_row($node)->{state} eq 'connected' }, 30, 'reconnect'), 'zklock reconnects once healed');
 	isnt(status_row($node)->{session_id}, $s0, '... in a new session');
-	is($n->value(q{SELECT zk_mutex_acquire('/t041/r', '10s')}), 't', 'new acquires work again');
-	is($n->value(q{SELECT zk_mutex_release('/t041/r')}), 't', '... and releases');
-	$r = $h->query(q{SELECT zk_mutex_release('/t041/q')});
+	is($n->value(q{SELECT zk_mutex_acquire('/t500/r', '10s')}), 't', 'new acquires work again');
+	is($n->value(q{SELECT zk_mutex_release('/t500/r')}), 't', '... and releases');
+	$r = $h->query(q{SELECT zk_mutex_release('/t500/q')});
 	is($r->{out}, 'f', 'releasing the lost session lock returns false');
 	like($r->{err}, qr/WARNING:.*lost/, '... with a WARNING');
-	is($peer->release('cp'), 'released', 'Curator releases /t041/p');
+	is($peer->release('cp'), 'released', 'Curator releases /t500/p');
 	$x->value('BEGIN');
-	is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/p', '10s')}), 't', 'x takes /t041/p again');
+	is($x->value(q{SELECT zk_mutex_acquire_xact('/t500/p', '10s')}), 't', 'x takes /t500/p again');
 	$r = $x->query('COMMIT');
 	is($r->{err}, '', 'and this time COMMIT succeeds');
 };
@@ -112,13 +112,13 @@ subtest 'a black-holed connection: the lock is called lost before Curator gets i
 subtest 'a worker stalled past the session timeout: the lease runs out first, COMMIT fails, a new session afterwards' => sub {
 	my $s1 = status_row($node)->{session_id};
 	$x->value('BEGIN');
-	is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/s')}), 't', 'x holds /t041/s for its transaction');
-	$peer->acquire('cs', '/t041/s', -1);
-	ok(wait_children_count($peer, '/t041/s', 2), 'Curator waits behind x');
+	is($x->value(q{SELECT zk_mutex_acquire_xact('/t500/s')}), 't', 'x holds /t500/s for its transaction');
+	$peer->acquire('cs', '/t500/s', -1);
+	ok(wait_children_count($peer, '/t500/s', 2), 'Curator waits behind x');
 	my $wpid = worker_pid($node);
 	kill 'STOP', $wpid;
 	is($peer->acquire_result('cs', 20), 'acquired',
-		'with the worker stopped, ZooKeeper expires the session: Curator gets /t041/s');
+		'with the worker stopped, ZooKeeper expires the session: Curator gets /t500/s');
 	my $r = $x->query('COMMIT');
 	is($r->{sqlstate}, '40000', 'a COMMIT issued during the stall fails with 40000') or diag($r->{err});
 	kill 'CONT', $wpid;
@@ -126,10 +126,10 @@ subtest 'a worker stalled past the session timeout: the lease runs out first, CO
 			30, 'a new session'),
 		'after the stall the worker opens a new session');
 	like(slurp_file($node->logfile), qr/lease ran out/, 'the log says the lease ran out');
-	is($peer->release('cs'), 'released', 'Curator releases /t041/s');
-	is($x->value(q{SELECT zk_mutex_acquire('/t041/s', '10s')}), 't', 'x takes /t041/s again');
-	is($x->value(q{SELECT zk_mutex_release('/t041/s')}), 't', '... and releases it');
-	ok(wait_no_zklock_rows($node, '/t041/s'), 'zk_locks is clean');
+	is($peer->release('cs'), 'released', 'Curator releases /t500/s');
+	is($x->value(q{SELECT zk_mutex_acquire('/t500/s', '10s')}), 't', 'x takes /t500/s again');
+	is($x->value(q{SELECT zk_mutex_release('/t500/s')}), 't', '... and releases it');
+	ok(wait_no_zklock_rows($node, '/t500/s'), 'zk_locks is clean');
 };
 
 ############################################################################
@@ -143,19 +143,19 @@ subtest 'a worker stalled past the session timeout: the lease runs out first, CO
 subtest 'zklock.commit_confirm: COMMIT fails when a node was deleted from outside, which the lease alone does not see' => sub {
 	$x->value('BEGIN');
 	$x->value(q{SET LOCAL zklock.commit_confirm = on});
-	is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/c')}), 't', 'x holds /t041/c, commit_confirm on');
+	is($x->value(q{SELECT zk_mutex_acquire_xact('/t500/c')}), 't', 'x holds /t500/c, commit_confirm on');
 	my $r = $x->query('COMMIT');
 	is($r->{err}, '', 'COMMIT confirms the node with ZooKeeper and succeeds');
-	ok(wait_until(sub { @{ lock_children($peer, '/t041/c') } == 0 }, 10), '... and the lock is released');
+	ok(wait_until(sub { @{ lock_children($peer, '/t500/c') } == 0 }, 10), '... and the lock is released');
 
 	for my $confirm ('on', 'off')
 	{
 		$x->value('BEGIN');
 		$x->value(qq{SET LOCAL zklock.commit_confirm = $confirm});
-		is($x->value(q{SELECT zk_mutex_acquire_xact('/t041/c')}), 't', "commit_confirm $confirm: x holds /t041/c");
-		my $kids = lock_children($peer, '/t041/c');
+		is($x->value(q{SELECT zk_mutex_acquire_xact('/t500/c')}), 't', "commit_confirm $confirm: x holds /t500/c");
+		my $kids = lock_children($peer, '/t500/c');
 		is(scalar @$kids, 1, "commit_confirm $confirm: one node");
-		like($peer->delete("/t041/c/$kids->[0]"), qr/^deleted/,
+		like($peer->delete("/t500/c/$kids->[0]"), qr/^deleted/,
 			"commit_confirm $confirm: the holder's node is deleted from outside");
 		$r = $x->query('COMMIT');
 		if ($confirm eq 'on')
@@ -170,7 +170,7 @@ subtest 'zklock.commit_confirm: COMMIT fails when a node was deleted from outsid
 				'without it, COMMIT relies on the lease and succeeds (fencing tokens cover this case)');
 		}
 	}
-	ok(wait_no_zklock_rows($node, '/t041/c'), 'zk_locks has nothing left of /t041/c');
+	ok(wait_no_zklock_rows($node, '/t500/c'), 'zk_locks has nothing left of /t500/c');
 };
 
 $_->quit for ($x, $h, $n);

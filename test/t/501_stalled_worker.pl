@@ -36,7 +36,7 @@ use Time::HiRes qw(time usleep);
 use IPC::Run;
 use ZklockTest;
 
-my $hot = '/t063/hot';
+my $hot = '/t501/hot';
 my $zk = start_zk();
 my $node = new_zklock_node('stalled', $zk, "max_connections = 40\nzklock.connect_timeout = '2s'\n");
 my $peer = new_peer($zk);
@@ -65,13 +65,13 @@ ok(wait_sql($node, q{SELECT count(*) >= 24 FROM pg_stat_activity WHERE applicati
 # S holds an _xact lock on its own path; W waits behind Curator on another.
 my $s = ZklockTest::Session->new($node, 's');
 $s->value('BEGIN');
-is($s->value(q{SELECT zk_mutex_acquire_xact('/t063/s')}), 't', 's holds /t063/s for its transaction');
+is($s->value(q{SELECT zk_mutex_acquire_xact('/t501/s')}), 't', 's holds /t501/s for its transaction');
 $s->value(q{INSERT INTO work_done VALUES ('s')});
-$peer->acquire('cw', '/t063/w', 5000);
-is($peer->acquire_result('cw'), 'acquired', 'Curator holds /t063/w');
+$peer->acquire('cw', '/t501/w', 5000);
+is($peer->acquire_result('cw'), 'acquired', 'Curator holds /t501/w');
 my $w = ZklockTest::Session->new($node, 'w');
-$w->start(q{SELECT zk_mutex_acquire('/t063/w')});
-ok(wait_waiting($node, $w->pid, '/t063/w'), 'w waits for /t063/w behind Curator');
+$w->start(q{SELECT zk_mutex_acquire('/t501/w')});
+ok(wait_waiting($node, $w->pid, '/t501/w'), 'w waits for /t501/w behind Curator');
 
 my $worker = worker_pid($node);
 like($worker, qr/^\d+$/, 'the zklock worker runs');
@@ -140,7 +140,7 @@ if ($landed)
 	my $n = ZklockTest::Session->new($node, 'n');
 	$n->value(q{SET statement_timeout = '1s'});
 	$t0 = time;
-	$n->start(q{SELECT zk_mutex_acquire('/t063/n')});
+	$n->start(q{SELECT zk_mutex_acquire('/t501/n')});
 	$r = $n->result(10);
 	ok($r->{done} && ($r->{sqlstate} // '') eq '57014',
 		sprintf('a new zk_mutex_acquire is ended by statement_timeout (%.1f s)', time - $t0))
@@ -152,7 +152,7 @@ if ($landed)
 	# with 08006 after zklock.connect_timeout (2 s)
 	my $z = ZklockTest::Session->new($node, 'z');
 	$t0 = time;
-	$z->start(q{SELECT zk_mutex_acquire('/t063/z')});
+	$z->start(q{SELECT zk_mutex_acquire('/t501/z')});
 	$r = $z->result(25);
 	ok($r->{done} && ($r->{sqlstate} // '') eq '08006',
 		sprintf('an acquire with no timeout fails with 08006 once the lease ran out (%.1f s)', time - $t0))
@@ -169,10 +169,10 @@ kill('CONT', $worker);
 eval { $pgbench->finish; 1 } or eval { $pgbench->kill_kill; };
 $probe->result(30) if $state eq 'hung';
 my $r = $w->done ? undef : $w->result(30);
-ok(wait_sql($node, q{SELECT count(*) FROM zk_locks WHERE path IN ('/t063/hot', '/t063/s', '/t063/w')}, '0', 30),
+ok(wait_sql($node, q{SELECT count(*) FROM zk_locks WHERE path IN ('/t501/hot', '/t501/s', '/t501/w')}, '0', 30),
 	'zk_locks lists nothing of the stopped round once the worker runs');
-is($peer->release('cw'), 'released', 'Curator releases /t063/w');
-for my $p ($hot, '/t063/s', '/t063/w')
+is($peer->release('cw'), 'released', 'Curator releases /t501/w');
+for my $p ($hot, '/t501/s', '/t501/w')
 {
 	ok(wait_until(sub { @{ lock_children($peer, $p) } == 0 }, 30), "no node left under $p");
 }

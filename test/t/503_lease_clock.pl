@@ -77,7 +77,7 @@ sub read_back
 	my $b = backend_clock_offset($node);
 	ok(abs($b - $want) < 2, sprintf('%s: a backend\'s clock reads %+.1f s off the real clock (offset %+d s)', $what, $b, $want));
 	sessions_read_back($what, @sessions);
-	my $w = worker_clock_offset($probe, '/t058/probe');
+	my $w = worker_clock_offset($probe, '/t503/probe');
 	ok(defined $w && abs($w - $want) < 2,
 		sprintf('%s: the worker\'s clock (its stamp on a grant) reads %s s off the real clock', $what,
 			defined $w ? sprintf('%+.1f', $w) : 'nothing'));
@@ -148,7 +148,7 @@ sub clean_up
 sub idle_step
 {
 	my ($delta, $part) = @_;
-	my ($hp, $xp, $pid, $tag) = ("/t058/$part", "/t058/${part}x", 'c' . $part, "idle-$part");
+	my ($hp, $xp, $pid, $tag) = ("/t503/$part", "/t503/${part}x", 'c' . $part, "idle-$part");
 	set_up_holders($hp, $xp, $pid, $tag);
 	my $st0 = status_row($node);
 	my $log_at = -s $node->logfile;
@@ -190,7 +190,7 @@ subtest 'a clock stepped forward 60 s while a lock is held idle changes nothing'
 
 ############################################################################
 subtest 'a clock stepped back 20 s while the worker is stalled does not let COMMIT through once Curator has the lock' => sub {
-	my ($xp, $tag) = ('/t058/stall', 'stalled-back');
+	my ($xp, $tag) = ('/t503/stall', 'stalled-back');
 	my $s0 = status_row($node)->{session_id};
 	$x->value('BEGIN');
 	is($x->value(qq{SELECT zk_mutex_acquire_xact('$xp', '10s')}), 't', "x holds $xp for its transaction");
@@ -233,7 +233,7 @@ subtest 'a clock stepped back 20 s while the worker is stalled does not let COMM
 
 ############################################################################
 subtest 'a clock stepped forward 60 s during a short stall of the worker changes nothing' => sub {
-	my ($hp, $xp, $pid, $tag) = ('/t058/sfwd', '/t058/sfwdx', 'csf', 'stalled-fwd');
+	my ($hp, $xp, $pid, $tag) = ('/t503/sfwd', '/t503/sfwdx', 'csf', 'stalled-fwd');
 	set_up_holders($hp, $xp, $pid, $tag);
 	my $st0 = status_row($node);
 	my $log_at = -s $node->logfile;
@@ -269,7 +269,7 @@ subtest 'a clock stepped forward 60 s during a short stall of the worker changes
 # zklock.cancel_on_loss promises a cancel as soon as the lease runs out
 # (test 402_lost_lock_cancel); a clock stepped back must not put it off by the step.
 subtest 'with zklock.cancel_on_loss, a clock stepped back 20 s does not delay the cancel when the lease runs out' => sub {
-	my ($p, $tag) = ('/t058/cancel', 'cancel-back');
+	my ($p, $tag) = ('/t503/cancel', 'cancel-back');
 	my $c = ZklockTest::Session->new($node, 'c');
 	my $r = $c->query('SET zklock.cancel_on_loss = on');
 	is($r->{sqlstate}, undef, 'SET zklock.cancel_on_loss = on') or diag($r->{err});

@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t003/mutex';
+my $path = '/t600/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('backend_exit', $zk);

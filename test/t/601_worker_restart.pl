@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t005/mutex';
+my $path = '/t601/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('worker_restart', $zk);

@@ -96,7 +96,7 @@ sub lose_create_reply
 # A. Lost create reply, the session survives: the node is adopted.
 ############################################################################
 
-my $pa = '/t037/a';
+my $pa = '/t700/a';
 $peer->acquire('ca', $pa, -1);
 is($peer->acquire_result('ca'), 'acquired', "Curator holds $pa");
 my ($cnode_a) = @{ lock_children($peer, $pa) };
@@ -148,7 +148,7 @@ is(status_row($node)->{session_id}, $s0, 'still the first session');
 # B. Lost create reply, then the session expires: nothing is adopted.
 ############################################################################
 
-my $pb = '/t037/b';
+my $pb = '/t700/b';
 $peer->acquire('cb', $pb, -1);
 is($peer->acquire_result('cb'), 'acquired', "Curator holds $pb");
 my ($cnode_b) = @{ lock_children($peer, $pb) };

@@ -76,7 +76,7 @@ subtest 'a release into a black hole is deleted in the same session after a work
 	for my $how ('TERM', 'cancel')
 	{
 		my $what = $how eq 'TERM' ? 'SIGTERM' : 'pg_cancel_backend';
-		my $p = '/t046/release_' . lc $how;
+		my $p = '/t701/release_' . lc $how;
 		my $s = ZklockTest::Session->new($node, "holder_$how");
 		is($s->value("SELECT zk_mutex_acquire('$p')"), 't', "$what: holder takes $p");
 		my $held = zk_lock_rows($node, $p)->{ $s->pid }{node};
@@ -103,7 +103,7 @@ subtest 'a release into a black hole is deleted in the same session after a work
 ############################################################################
 subtest 'a wait that times out into a black hole has its node deleted after the heal' => sub {
 	{
-		my $p = '/t046/withdrawn';
+		my $p = '/t701/withdrawn';
 		$peer->acquire('cw', $p, -1);
 		is($peer->acquire_result('cw'), 'acquired', "Curator holds $p");
 		my ($cnode) = @{ lock_children($peer, $p) };
@@ -133,7 +133,7 @@ subtest 'a wait that times out into a black hole has its node deleted after the 
 ############################################################################
 subtest 'a semaphore acquire taken over in its P/locks phase finds its node instead of making a second one' => sub {
 	{
-		my $p = '/t046/sem';
+		my $p = '/t701/sem';
 		my $locks = "$p/locks";
 		# Curator holds the semaphore's internal mutex: the SQL acquire queues
 		# in P/locks (an InterProcessMutex on P/locks is exactly that mutex).

@@ -142,7 +142,7 @@ sub ready_deleted
 ############################################################################
 subtest 'a held-back P/ready delete survives a crash-restart and is applied once ZooKeeper is back' => sub {
 	{
-		my $p = '/t060/crash';
+		my $p = '/t702/crash';
 		pending_ready($p);
 		crash_restart();
 		ok($peer->exists("$p/ready"), 'crash: P/ready is still there during the fault');
@@ -157,7 +157,7 @@ subtest 'a held-back P/ready delete survives a crash-restart and is applied once
 ############################################################################
 subtest 'a held-back P/ready delete survives pg_ctl stop -m immediate and start' => sub {
 	{
-		my $p = '/t060/restart';
+		my $p = '/t702/restart';
 		pending_ready($p);
 		$node->stop('immediate');
 		$node->start;
@@ -174,7 +174,7 @@ subtest 'a held-back P/ready delete survives pg_ctl stop -m immediate and start'
 ############################################################################
 subtest 'a later round\'s P/ready is never deleted' => sub {
 	{
-		my $p = '/t060/new_round';
+		my $p = '/t702/new_round';
 		my $old = pending_ready($p);
 		# another member removes P/ready; a new round of two Curator members
 		# (barrier of 2) makes a new one and stays in
@@ -214,9 +214,9 @@ subtest 'a damaged file of pending deletes is ignored with a WARNING' => sub {
 		is(deletes_pending($node), '0', 'damaged file: nothing pending');
 		ok(!-e $f, 'damaged file: replaced by what the table holds (nothing)');
 		my $s = ZklockTest::Session->new($node, 'after');
-		is($s->value("SELECT zk_double_barrier_enter('/t060/after', 1, '5s')"), 't', 'damaged file: a barrier of one enters');
-		is($s->value("SELECT zk_double_barrier_leave('/t060/after', '5s')"), 't', '... and leaves');
-		ok(!$peer->exists('/t060/after/ready'), '... and its P/ready is gone');
+		is($s->value("SELECT zk_double_barrier_enter('/t702/after', 1, '5s')"), 't', 'damaged file: a barrier of one enters');
+		is($s->value("SELECT zk_double_barrier_leave('/t702/after', '5s')"), 't', '... and leaves');
+		ok(!$peer->exists('/t702/after/ready'), '... and its P/ready is gone');
 		$s->quit;
 	}
 };
@@ -231,7 +231,7 @@ subtest 'a damaged file of pending deletes is ignored with a WARNING' => sub {
 # delete recorded for the old ensemble must not remove it.
 subtest 'an ensemble rebuilt from nothing: a P/ready with the same path and creation zxid is not deleted' => sub {
 	{
-		my $p = '/t060/rebuilt';
+		my $p = '/t702/rebuilt';
 		my $czxid = pending_ready($p);
 		$node->stop('immediate');
 		$peer->quit;

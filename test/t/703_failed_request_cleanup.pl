@@ -96,8 +96,8 @@ sub nothing_pending
 # A. Mutex behind a creator-only predecessor.
 ############################################################################
 {
-	my $p = '/t047/mutex';
-	createnode('/t047', 'persistent', 'cdrwa');
+	my $p = '/t703/mutex';
+	createnode('/t703', 'persistent', 'cdrwa');
 	createnode($p, 'persistent', 'cdrwa');
 	my $b = blocker($p, 'lock-');
 	fails_noauth("SELECT zk_mutex_acquire('$p', '10s')", 'A. a mutex acquire queued behind it');
@@ -114,7 +114,7 @@ sub nothing_pending
 # B. Read/write lock behind a creator-only writer.
 ############################################################################
 {
-	my $p = '/t047/rw';
+	my $p = '/t703/rw';
 	createnode($p, 'persistent', 'cdrwa');
 	my $b = blocker($p, '__WRIT__');
 	fails_noauth("SELECT zk_write_lock_acquire('$p', '10s')", 'B. a write lock acquire queued behind it');
@@ -132,7 +132,7 @@ sub nothing_pending
 # C. Semaphore, first phase: a creator-only node ahead in P/locks.
 ############################################################################
 {
-	my $p = '/t047/sem';
+	my $p = '/t703/sem';
 	createnode($p, 'persistent', 'cdrwa');
 	createnode("$p/locks", 'persistent', 'cdrwa');
 	my $b = blocker("$p/locks", 'lock-');
@@ -151,7 +151,7 @@ sub nothing_pending
 # D. Semaphore, second phase: P/leases cannot be read.
 ############################################################################
 {
-	my $p = '/t047/lease';
+	my $p = '/t703/lease';
 	createnode($p, 'persistent', 'cdrwa');
 	# anybody may create and delete in P/leases, and change its ACL, but
 	# not list it
@@ -173,7 +173,7 @@ sub nothing_pending
 # E. Double barrier: P cannot be read.
 ############################################################################
 {
-	my $p = '/t047/dbarrier';
+	my $p = '/t703/dbarrier';
 	createnode($p, 'persistent', 'cda');
 	fails_noauth("SELECT zk_double_barrier_enter('$p', 2, '10s')",
 		'E. a double barrier enter whose member count is refused');
@@ -187,7 +187,7 @@ sub nothing_pending
 # F. A create whose outcome is unknown, taken over by a restarted worker.
 ############################################################################
 {
-	my $p = '/t047/lost';
+	my $p = '/t703/lost';
 	$peer->acquire('cf', $p, -1);
 	is($peer->acquire_result('cf'), 'acquired', "F. Curator holds $p");
 	my ($cnode) = @{ lock_children($peer, $p) };

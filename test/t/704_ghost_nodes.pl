@@ -83,7 +83,7 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 # A. A ghost that sorts first, found by the listing of a waiter.
 ############################################################################
 {
-	my $p = '/t061/a';
+	my $p = '/t704/a';
 	# sequence 0 goes to a lock Curator takes and gives back at once
 	$peer->acquire('c0', $p, -1);
 	is($peer->acquire_result('c0'), 'acquired', 'A. Curator takes the lock once');
@@ -137,7 +137,7 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 # B. A delete by prefix meets a node that appears after its first listing.
 ############################################################################
 {
-	my $p = '/t061/b';
+	my $p = '/t704/b';
 	$peer->acquire('cb', $p, -1);
 	is($peer->acquire_result('cb'), 'acquired', "B. Curator holds $p");
 	my ($cnode) = @{ lock_children($peer, $p) };
@@ -192,7 +192,7 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 # C. A ghost that appears after the last listing of a recovered holder.
 ############################################################################
 {
-	my $p = '/t061/c';
+	my $p = '/t704/c';
 	$peer->acquire('cc', $p, -1);
 	is($peer->acquire_result('cc'), 'acquired', "C. Curator holds $p");
 	my ($cnode) = @{ lock_children($peer, $p) };
@@ -231,7 +231,7 @@ sub prefix_of { return substr($_[0] // '', 0, 40); }
 # D. A ghost lease of a live request, found by the next acquirer's listing.
 ############################################################################
 {
-	my $p = '/t061/d';
+	my $p = '/t704/d';
 	my $h = ZklockTest::Session->new($node, 'hd');
 	is($h->value("SELECT zk_semaphore_acquire('$p', 2) IS NOT NULL"), 't', 'D. SQL holds one of 2 leases');
 	my $kids = $peer->children("$p/leases") // [];

@@ -87,7 +87,7 @@ my ($P, $sa, $sb, $sd, $h0, @w, $rows, @loaders, $s0, $s1, $s2, $s3, $l, $kids, 
 # 1. Curator between local waiters: a (holds), b, Curator c1, d.
 ############################################################################
 subtest 'a Curator waiter between local waiters keeps its turn; no local waiter passes it' => sub {
-	$P = '/t056/m';
+	$P = '/t800/m';
 	($sa, $sb, $sd) = map { ZklockTest::Session->new($node, $_) } qw(a b d);
 	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
 	queue_sessions($P, 1, $sb);
@@ -139,7 +139,7 @@ subtest 'a Curator waiter between local waiters keeps its turn; no local waiter 
 #    ZooKeeper's queue order.
 ############################################################################
 subtest 'a chain of local waiters is granted in queue order, each by a handover' => sub {
-	$P = '/t056/chain';
+	$P = '/t800/chain';
 	@w = map { ZklockTest::Session->new($node, "w$_") } 1 .. 5;
 	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the chain mutex');
 	queue_sessions($P, 1, @w);
@@ -185,9 +185,9 @@ DECLARE
   tok bigint;
 BEGIN
   WHILE clock_timestamp() < stop LOOP
-    IF zk_mutex_acquire_xact('/t056/load', '10s') THEN
+    IF zk_mutex_acquire_xact('/t800/load', '10s') THEN
       t0 := clock_timestamp();
-      tok := zk_lock_token('/t056/load');
+      tok := zk_lock_token('/t800/load');
       PERFORM pg_sleep(hold);
       INSERT INTO history VALUES (client, tok, us(t0), us(clock_timestamp()));
     END IF;
@@ -197,7 +197,7 @@ END $$;
 });
 	$h0 = handovers();
 	my $LOAD_SECS = 8;
-	$peer->send("mxloop cl /t056/load " . ($LOAD_SECS * 1000) . " 5");
+	$peer->send("mxloop cl /t800/load " . ($LOAD_SECS * 1000) . " 5");
 	@loaders = map { ZklockTest::Session->new($node, "l$_") } 1 .. 4;
 	$_->start("CALL sections('" . $_->name . "', $LOAD_SECS, 0.005)") for @loaders;
 	for my $l (@loaders)
@@ -219,7 +219,7 @@ END $$;
 	my ($overlaps, $backwards) = mutex_section_faults(\@sections);
 	is($overlaps, 0, 'no two sections overlap (SQL and Curator, by their clocks)');
 	is($backwards, 0, 'fencing tokens strictly increase in section order');
-	ok(wait_children_count($peer, '/t056/load', 0), 'nothing left under the loaded mutex');
+	ok(wait_children_count($peer, '/t800/load', 0), 'nothing left under the loaded mutex');
 
 	# hold_then_handover_queue($path, $curator_id): a holds $path, b waits for
 	# it in a transaction, Curator waits behind b.
@@ -246,7 +246,7 @@ END $$;
 #    waiter behind it gets its turn after it.
 ############################################################################
 subtest 'the connection dropped at a release: the waiter holds at once, the released node keeps Curator out until it goes' => sub {
-	$P = '/t056/drop';
+	$P = '/t800/drop';
 	$s0 = status_row($node)->{session_id};
 	hold_then_handover_queue($P, 'c2');
 	my $na = zk_lock_rows($node, $P)->{ $sa->pid }{node};
@@ -282,7 +282,7 @@ subtest 'the connection dropped at a release: the waiter holds at once, the rele
 #    waiter's COMMIT fails and keeps nothing.
 ############################################################################
 subtest 'the session expired at a release: the waiter held only under the lease, Curator after it, the COMMIT fails' => sub {
-	$P = '/t056/expire';
+	$P = '/t800/expire';
 	$node->safe_psql('postgres', 'CREATE TABLE IF NOT EXISTS expire_work(tag text)');
 	hold_then_handover_queue($P, 'c3');
 	$s0 = status_row($node)->{session_id};
@@ -315,7 +315,7 @@ subtest 'the session expired at a release: the waiter held only under the lease,
 #    behind on P/locks gets it in its turn.
 ############################################################################
 subtest 'the semaphore\'s P/locks is handed over to the next local acquirer, a Curator acquirer gets it in its turn' => sub {
-	$P = '/t056/sem';
+	$P = '/t800/sem';
 	($s1, $s2, $s3) = map { ZklockTest::Session->new($node, $_) } qw(s1 s2 s3);
 	isnt($s1->value(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '10s')}), '', 's1 has the only lease');
 	$s2->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});
@@ -350,7 +350,7 @@ subtest 'the semaphore\'s P/locks is handed over to the next local acquirer, a C
 # 7. Read/write lock: readers behind a released writer, a writer behind the
 #    last reader; never past a Curator writer, never into a downgrade.
 ############################################################################
-$P = '/t056/rw';
+$P = '/t800/rw';
 my ($rw1, $rw2, $rw3, $rw4) = map { ZklockTest::Session->new($node, $_) } qw(rw1 rw2 rw3 rw4);
 
 # rw_queue($session, $mode, $n): start a $mode lock of $P, wait for its node
@@ -444,7 +444,7 @@ subtest 'read/write handover: never into a downgrade sorted ahead of a queued wr
 #    waiter looks at pg_locks the moment it has the lock.
 ############################################################################
 subtest 'a holder terminated while it holds hands over only once PostgreSQL released its locks' => sub {
-	$P = '/t056/exit';
+	$P = '/t800/exit';
 	for my $round (1 .. 8)
 	{
 		my $xact = $round % 2 == 0;
@@ -565,11 +565,11 @@ sub deleted_waiter
 
 subtest 'a waiter whose node was deleted from outside never holds while the Curator waiter behind it does; only work under a lock really held commits' => sub {
 	$node->safe_psql('postgres', 'CREATE TABLE t056_done(tag text)');
-	deleted_waiter('/t056/deleted', 0);
+	deleted_waiter('/t800/deleted', 0);
 };
 
 subtest '... and so with its backend stopped while the lock is handed to it' => sub {
-	deleted_waiter('/t056/deleted-stalled', 1);
+	deleted_waiter('/t800/deleted-stalled', 1);
 };
 
 ############################################################################
@@ -579,7 +579,7 @@ subtest '... and so with its backend stopped while the lock is handed to it' => 
 #     out, in queue order; behind a Curator reader it lists.  Under load
 #     with Curator writers, no write overlaps any read.
 ############################################################################
-$P = '/t056/join';
+$P = '/t800/join';
 sub read_joins { return status_row($node)->{read_joins}; }
 
 # 10a. rw1 reads; rw2's node comes right after rw1's: it reads at once.
@@ -630,7 +630,7 @@ subtest 'a reader behind a Curator reader lists (and reads)' => sub {
 #      when it entered and left, from inside; no write may overlap any
 #      other section.
 subtest 'SQL readers back to back with Curator readers and writers: no write overlaps anything' => sub {
-	$P = '/t056/joinload';
+	$P = '/t800/joinload';
 	my $JOIN_OPS = 300;
 	my $CUR_OPS = 120;
 	$node->safe_psql('postgres',

@@ -80,7 +80,7 @@ sub other_holder
 #    revocation and participants name the real holder.
 ############################################################################
 subtest 'while the released node\'s delete is held back nobody holds; revocation and participants name the real holder' => sub {
-	my $P = '/t062/revoke';
+	my $P = '/t801/revoke';
 	my $s0 = status_row($node)->{session_id};
 	is($sa->value(qq{SELECT zk_mutex_acquire('$P', NULL, true)}), 't', 'a holds a revocable mutex');
 	$sb->start(qq{SELECT zk_mutex_acquire('$P', '60s', true)});
@@ -125,7 +125,7 @@ subtest 'while the released node\'s delete is held back nobody holds; revocation
 #     asks nothing of a Curator holder that did not make its lock revocable.
 ############################################################################
 subtest 'a waiter that is not revocable holds at once; the released node keeps Curator out until it goes' => sub {
-	my $P = '/t062/fast';
+	my $P = '/t801/fast';
 	my $s0 = status_row($node)->{session_id};
 	$node->safe_psql('postgres', 'DELETE FROM work_done');
 	is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', 'a holds the mutex');
@@ -171,7 +171,7 @@ subtest 'a waiter that is not revocable holds at once; the released node keeps C
 subtest 'a waiter whose node was deleted from outside is never believed to hold across a connection loss or worker restart while Curator holds' => sub {
 	for my $how (qw(cut restart))
 	{
-		my $P = "/t062/gone_$how";
+		my $P = "/t801/gone_$how";
 		my $s0 = status_row($node)->{session_id};
 		is($sa->value(qq{SELECT zk_mutex_acquire('$P')}), 't', "$how: a holds the mutex");
 		$sb->value('BEGIN');
@@ -225,7 +225,7 @@ subtest 'a waiter whose node was deleted from outside is never believed to hold 
 #    P/locks node goes after that, and nothing is left.
 ############################################################################
 subtest 'a lease request whose P/locks node was deleted from outside fails instead of taking a lease' => sub {
-	my $P = '/t062/sem';
+	my $P = '/t801/sem';
 	my ($s1, $s2, $s3) = map { ZklockTest::Session->new($node, $_) } qw(s1 s2 s3);
 	isnt($s1->value(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '10s')}), '', 's1 has the only lease');
 	$s2->start(qq{SELECT zk_semaphore_acquire('$P', 1, 1, '60s') IS NOT NULL});

@@ -554,6 +554,9 @@ sub actor_reply
 		}
 		elsif ($got) { $c->{ok}++; }
 		else { $c->{timeout}++; }
+		# Debian's Curator (before GH-1290) can wait for ever in a timed
+		# enter; the peer names that state, interrupts it and answers false
+		$c->{gh1290}++ if $verb eq 'entered' && ($rest // '') =~ /curator-GH-1290/;
 		# A double barrier is always left (a timed-out Curator enter keeps its
 		# node), without a timeout: Curator 5.4's lowest member keeps its node
 		# when its leave times out, which would stall every later leave on
@@ -1047,10 +1050,11 @@ note("example message of $_: $last_err{$_}") for sort keys %last_err;
 for my $id (sort keys %cur)
 {
 	my $c = $cur{$id};
-	note(sprintf('Curator %-4s ops %4d  ok %4d  timeouts %4d  errors %s  revoked %d  left-false %d  longest %.1f s',
+	note(sprintf('Curator %-4s ops %4d  ok %4d  timeouts %4d  errors %s  revoked %d  left-false %d  longest %.1f s%s',
 			$id, $c->{ops} // 0, $c->{ok} // 0, $c->{timeout} // 0,
 			join(' ', map { "$_=$c->{errors}{$_}" } sort keys %{ $c->{errors} // {} }) || '-',
-			$c->{revoked} // 0, $c->{left_false} // 0, $c->{maxdur} // 0));
+			$c->{revoked} // 0, $c->{left_false} // 0, $c->{maxdur} // 0,
+			$c->{gh1290} ? "  (of the timeouts, enters Curator's GH-1290 hung: $c->{gh1290})" : ''));
 }
 
 ############################################################################
