@@ -795,6 +795,7 @@ CREATE FUNCTION zk_stat_worker(
     OUT batched_creates bigint,
     OUT batches_failed bigint,
     OUT cache_grants bigint,
+    OUT connection_attempts bigint,
     OUT stats_reset timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_stat_worker'

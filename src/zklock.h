@@ -472,6 +472,7 @@ typedef struct ZklockWorkerCounters
 	int64		batched_creates;
 	int64		batches_failed;
 	int64		cache_grants;
+	int64		connection_attempts;
 } ZklockWorkerCounters;
 
 typedef struct ZklockShared
@@ -560,6 +561,7 @@ typedef struct ZklockShared
 	bool		deletes_full_logged;	/* "table full" was logged */
 	/* lock caching (worker/lock_cache.c) */
 	int64		cache_grants;	/* locks granted from a cached node, ever */
+	int64		connection_attempts;	/* handles the worker opened, ever */
 	/*
 	 * zk_stat_worker: the counters above as they were at the last
 	 * zk_stat_reset() (zeros at startup), and when that was; the view shows

@@ -70,19 +70,20 @@ static SlotLook look_at_slot(int idx, uint32 serial, bool give_up,
 							 const ZklockDeadlock *dl, SlotAnswer *ans,
 							 ZklockConnState *cs);
 static void fail_at_once_if_down(void);
-static const char *down_state(ZklockConnState cs);
-
 /* pause between two looks for a slot the worker is giving back (ms) */
 #define CLAIM_RETRY_MS	5
 
 /*
- * What a backend that finds the worker down says of its connection: its
- * state, or, connected, that the lease ran out (a stalled worker cannot
- * say that itself).
+ * What a backend that finds the worker down says of its connection, after
+ * "The zklock worker's connection is": its state, that no worker runs, or,
+ * connected, that the lease ran out (a stalled worker cannot say that
+ * itself).
  */
-static const char *
-down_state(ZklockConnState cs)
+const char *
+zklock_down_state_name(ZklockConnState cs)
 {
+	if (cs == ZKC_NONE)
+		return "down (no worker is running)";
 	return cs == ZKC_CONNECTED ? "without proof of its session (lease ran out)" :
 		zklock_conn_state_name(cs);
 }
@@ -117,7 +118,7 @@ fail_at_once_if_down(void)
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("zookeeper is not reachable"),
 			 errdetail("The zklock worker's connection is %s since %s: %s.",
-					   down_state(cs),
+					   zklock_down_state_name(cs),
 					   since != 0 ? timestamptz_to_str(since) : "its start", failure),
 			 errhint("A call that waits for no other client fails at once until the worker is connected; zk_status() shows the connection.")));
 }
@@ -490,14 +491,14 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
 							 errmsg("zookeeper did not answer while writing counter \"%s\": the write may or may not have been applied",
 									user_path),
 							 errdetail("The write had been sent when this backend stopped waiting for its answer; the zklock worker's connection is %s (zklock.hosts = \"%s\").",
-									   down_state(cs), zklock_hosts),
+									   zklock_down_state_name(cs), zklock_hosts),
 							 errhint("Read the counter to see whether the write was applied.")));
 				if (give_up == GIVE_UP_UNREACHABLE)
 					ereport(ERROR,
 							(errcode(ERRCODE_CONNECTION_FAILURE),
 							 errmsg("zookeeper is not reachable"),
 							 errdetail("The zklock worker's connection is %s (zklock.hosts = \"%s\") and did not come back within %ld ms.",
-									   down_state(cs), zklock_hosts,
+									   zklock_down_state_name(cs), zklock_hosts,
 									   (long) ((now - down_since) / 1000)),
 							 errhint("Check that ZooKeeper is running and zklock.hosts is right; zk_status() shows the connection.")));
 				if (give_up == GIVE_UP_LOCK_TIMEOUT)

@@ -47,6 +47,7 @@ read_counters(const ZklockShared *sh, ZklockWorkerCounters *c)
 	c->batched_creates = sh->batched_creates;
 	c->batches_failed = sh->batches_failed;
 	c->cache_grants = sh->cache_grants;
+	c->connection_attempts = sh->connection_attempts;
 }
 
 /*

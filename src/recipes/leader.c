@@ -427,7 +427,7 @@ latch_wait_joined(int idx, uint32 serial, const char *user_path, bool cluster)
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("zookeeper is not reachable"),
 						 errdetail("The zklock worker's connection is %s and did not come back within %d ms.",
-								   zklock_conn_state_name(cs), zklock_connect_timeout),
+								   zklock_down_state_name(cs), zklock_connect_timeout),
 						 errhint("Join again when zk_status() shows the connection.")));
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 LATCH_POLL_MS, zklock_wait_event(ZKLOCK_WAIT_REQUEST));

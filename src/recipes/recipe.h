@@ -524,6 +524,7 @@ extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
 								int user_off, int *idx, uint32 *serial);
 
 /* backend/channel.c */
+extern const char *zklock_down_state_name(ZklockConnState cs);
 extern bool zklock_down_too_long(ZklockConnState cs, TimestampTz now,
 								 TimestampTz *down_since);
 extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);

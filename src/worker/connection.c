@@ -217,6 +217,7 @@ zklock_open_handle(void)
 		zklock_auth_retry_later();
 	}
 	handle_gen++;
+	sh->connection_attempts++;
 	sh->timeout_asked = zklock_session_timeout;
 	LWLockRelease(sh->lock);
 

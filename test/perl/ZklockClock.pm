@@ -66,6 +66,16 @@
 # A real clock step has no such split.  A test of what a signal handler
 # does after a step must catch the backend computing (an endless PL/pgSQL
 # loop), not sleeping.
+#
+# Pitfall 3, the same cause: the PostgreSQL 15 postmaster notes when a
+# background worker exited in its SIGCHLD handler (the real clock) and
+# restarts it from its main loop once bgw_restart_time has passed on the
+# faked clock.  Under a negative offset the restart waits until a signal
+# handler looks again (the autovacuum launcher's every naptime, 60 s), so
+# a worker restarted there (a new zklock.hosts, a SIGTERM) stays away for
+# up to a minute.  PostgreSQL 16 and later do this outside signal
+# handlers.  A test that restarts the worker and waits for it sets the
+# offset to 0 first.
 package ZklockClock;
 
 use strict;

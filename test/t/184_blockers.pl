@@ -192,7 +192,7 @@ subtest 'blocking_pids of a read/write lock and of a semaphore' => sub {
 subtest 'zk_stat_worker: the counters since stats_reset; zk_stat_reset for superusers only' => sub {
 	my @cols = qw(connected_count suspended_count expired_count locks_lost
 	  leases_expired handovers read_joins listings_skipped batches
-	  batched_deletes batched_creates batches_failed cache_grants stats_reset);
+	  batched_deletes batched_creates batches_failed cache_grants connection_attempts stats_reset);
 	is(sql('postgres', q{SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'zk_stat_worker'::regclass AND attnum > 0}),
 		join(',', @cols), 'zk_stat_worker has the counters and stats_reset');
 	my $t0 = sql('postgres', 'SELECT stats_reset FROM zk_stat_worker');

@@ -69,10 +69,13 @@ subtest 'rejected from the start: auth_failed, 28000, logged once, retried per c
 	cmp_ok($secs, '<', 10, sprintf('... at once (%.1f s), not after its 30 s timeout', $secs));
 
 	# The worker tries again every zklock.connect_timeout: time three tries,
-	# counted as the handshakes that resume its session (a connection of
-	# another test's client, still calling at this port, is no try)
-	my $tries = sub { return $proxy->stats->{"hs_$session"} // 0; };
-	my $a0 = $tries->();
+	# counted as the handles it opens (zk_stat_worker.connection_attempts).
+	# Each try resumes its session at the proxy (hs_0x<session>), once or
+	# more: a client that reads the server's close before the rejection
+	# calls again by itself within the same try.
+	my $tries = sub { return $node->safe_psql('postgres', 'SELECT connection_attempts FROM zk_stat_worker') };
+	my $handshakes = sub { return $proxy->stats->{"hs_$session"} // 0; };
+	my ($a0, $h0) = ($tries->(), $handshakes->());
 	my ($t1, $t3);
 	ok(wait_until(sub { $tries->() >= $a0 + 1 }, 20, 'a try'), 'the worker tries again');
 	$t1 = time;
@@ -83,6 +86,9 @@ subtest 'rejected from the start: auth_failed, 28000, logged once, retried per c
 	cmp_ok($gap, '>=', 2 * $connect_timeout * 0.75,
 		sprintf('two tries took %.1f s: not more often than every zklock.connect_timeout (%d s)',
 			$gap, $connect_timeout));
+	ok(wait_until(sub { $handshakes->() >= $h0 + 3 }, 10, 'the handshakes of three tries'),
+		sprintf('each try resumed the session at the proxy (%d handshakes since the count began)',
+			$handshakes->() - $h0));
 	is(status_row($node)->{state}, 'auth_failed', 'zk_status() still says auth_failed');
 	is(status_row($node)->{session_id}, $session, 'every try resumes the same session (no new session per try)');
 	is(rejections(), 1, 'the log says it once for the whole episode');

@@ -588,9 +588,9 @@ sub fault_touches
 	return $f->[0] =~ /^(\Q$c\E|ZooKeeper): / && $f->[0] !~ /skipped|aimed|already|nothing to change/;
 }
 
-# wait_connected($c): wait (up to 60 s) until cluster $c's worker is
+# wait_cluster_connected($c): wait (up to 60 s) until cluster $c's worker is
 # connected again
-sub wait_connected
+sub wait_cluster_connected
 {
 	my ($c) = @_;
 	return wait_until(sub { my $s = try_status($node{$c}); return $s && $s->{state} eq 'connected'; }, 60, "cluster $c connected again");
@@ -1448,6 +1448,14 @@ my $COMMIT_DELAY_MS = 100;
 my (%probe, @floor);
 {
 	my $n = $node{$PROBE_C};
+	# the reload restarts the worker: under a negative clock offset the
+	# PostgreSQL 15 postmaster would restart it up to a minute late
+	# (ZklockClock, pitfall 3), and its session could end meanwhile
+	if (clock_offset($n) != 0)
+	{
+		push @clock_steps, [ time, $PROBE_C, -clock_offset($n) ];
+		set_clock_offset($n, 0);
+	}
 	my $to_before = $conf_now{$PROBE_C}{session_timeout};
 	$hosts_ix{$PROBE_C} = 1 - $hosts_ix{$PROBE_C};
 	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '10s';\nALTER SYSTEM SET fsync = on;\nALTER SYSTEM SET zklock.lock_cache = on;\nALTER SYSTEM SET zklock.hosts = '"
@@ -1523,7 +1531,7 @@ my (%probe, @floor);
 	my $r = $sess->result(60);
 	finish_sql_op($pc, $r) if $r->{done};
 	$sess->quit;
-	wait_connected($PROBE_C);
+	wait_cluster_connected($PROBE_C);
 	try_sql($n, "ALTER SYSTEM SET zklock.session_timeout = '$to_before';\nALTER SYSTEM RESET fsync;\nSELECT pg_reload_conf();");
 	$conf_now{$PROBE_C}{session_timeout} = $to_before;
 	%probe = (%probe, op => $op, held => $held, done => $r->{done}, timeout => $to);
@@ -1616,7 +1624,7 @@ sub probe_finish
 	%probe2 = (%probe2, add_lost => $lost, add_done => $done, add => $cc->{op});
 	note(sprintf('the counter probe on %s: write relayed and reply lost: %s; the add said %s', $CNT[0], $lost ? 'yes' : 'no',
 			$done ? ($cc->{op}{errmsg} // $cc->{op}{out}) : 'nothing (no answer)'));
-	wait_connected($PROBE_C);
+	wait_cluster_connected($PROBE_C);
 
 	# an add whose read is answered late: the proxies hold every reply back
 	# while an add is asked; once its getData went to the server, Curator
@@ -1645,7 +1653,7 @@ sub probe_finish
 		%probe2 = (%probe2, stale_ready => $read && defined $cv, stale_cur => $cv // '', stale_done => $vdone, stale_add => $ca->{op});
 		note(sprintf('the stale read probe on %s: getData relayed while replies were held: %s; Curator\'s add said %s; the add said %s',
 				$CNT[1], $read ? 'yes' : 'no', $cl || 'nothing', $vdone ? ($ca->{op}{errmsg} // $ca->{op}{out}) : 'nothing (no answer)'));
-		wait_connected($PROBE_C);
+		wait_cluster_connected($PROBE_C);
 	}
 
 	# the local handover: a holder and a waiter of this cluster, a waiter
@@ -1703,7 +1711,7 @@ sub probe_finish
 	note(sprintf('the lock cache probe: waiter queued %s, waiter got the lock: %s after %.1f s (%s); the loop: %s',
 			$queued ? 'yes' : 'no', $probe2{cache_got} ? 'yes' : 'no', $t_got - $t_ask,
 			substr($wr->{err} // '', 0, 200), $lr->{sqlstate} // 'ok'));
-	wait_connected($PROBE_C);
+	wait_cluster_connected($PROBE_C);
 
 	# Revocation with a waiter queued behind the holder: zk_revoke of the
 	# other cluster asks a SQL holder of a revocable mutex, with a waiter
@@ -1819,7 +1827,7 @@ sub probe_finish
 			$to + 4, $dw && $dg_pending ? 'yes' : 'no', $b_held ? 'yes' : 'no', $d->{op}{errmsg} // $d->{op}{out} // '?',
 			defined $k_at ? sprintf('%.1f s into the stall', $k_at) : 'after it', $kres->{sqlstate} // 'no error',
 			$scr->{sqlstate} // ($scr->{out} eq 'committed' ? 'committed' : '?')));
-	wait_connected($PROBE_C);
+	wait_cluster_connected($PROBE_C);
 }
 
 # Curator's mutex loop and its sections
