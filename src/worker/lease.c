@@ -504,11 +504,13 @@ zklock_check_lease(ZklockMonoTime now)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockMonoTime until;
+	int			lease_timeout;
 
 	if (zklock_lease_valid(now, &until) || until == 0)
 		return;
 
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
+	lease_timeout = sh->lease_timeout;
 	zklock_lease_forget();
 	sh->lease_expired_count++;
 	zklock_connected = false;
@@ -528,7 +530,7 @@ zklock_check_lease(ZklockMonoTime now)
 			(errmsg("zklock: the zookeeper session's lease ran out %ld ms ago without proof from the leader; treating the session as expired",
 					(long) ((now - until) / 1000)),
 			 errdetail("No heartbeat proved the session alive on the leader in time (session timeout %d ms, zklock.lease_margin %d ms, zklock.server_tick_time %d ms, server %s).",
-					   sh->negotiated_timeout, zklock_lease_margin, zklock_server_tick_time,
+					   lease_timeout, zklock_lease_margin, zklock_server_tick_time,
 					   sh->server_mode == ZKLOCK_SERVER_STANDALONE ? "standalone" :
 					   sh->server_mode == ZKLOCK_SERVER_OBSERVER ? "an observer" : "of an ensemble")));
 }
