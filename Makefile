@@ -2,7 +2,7 @@
 
 MODULE_big = zklock
 # one folder per layer (src/README, "Layers"); test/callgraph.pl checks
-# which folder may call which
+# which folder may call and include which
 CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
 	lease_rules.o handover_rules.o deadlock_rules.o recipe_guard.o)
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)

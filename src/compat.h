@@ -18,7 +18,7 @@
  *	ZKLOCK_HAVE_ZK_TLS				the client has zookeeper_init_ssl_ctx (zklock's patch)
  *	ZKLOCK_HAVE_ZK_SASL				the client has zookeeper_init_sasl
  *
- * src/zklock.h includes this file.
+ * A file that uses one of these macros includes this file itself.
  *
  *-------------------------------------------------------------------------
  */

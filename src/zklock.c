@@ -16,6 +16,9 @@
 #include "storage/ipc.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
+#include "common/session_file.h"
 #include "recipes/recipe.h"
 
 PG_MODULE_MAGIC;

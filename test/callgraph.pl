@@ -17,7 +17,14 @@
 #   - a file exports a function or variable no other file uses (it should
 #     be static), SQL functions and the worker's entry point aside;
 #   - a file uses a zklock_ symbol no file defines (an object missing
-#     from the Makefile's OBJS would only fail when the library loads).
+#     from the Makefile's OBJS would only fail when the library loads);
+#   - a file (.c or .h) includes a header of ours that its folder may not
+#     use: the same %MAY_USE, read from the #include "..." lines of the
+#     sources rather than from the objects.  The top-level headers
+#     (zklock.h, compat.h) are everyone's but core/'s: the pure cores
+#     include core/ headers only.  Of recipes/, the two sides include the
+#     contract, recipes/recipe.h, which declares the registry's lookups
+#     (%MAY_INCLUDE below).
 #
 #   perl test/callgraph.pl [srcdir]     (default: src, after make)
 use strict;
@@ -47,6 +54,14 @@ my %MAY_USE = (
 	'.' => [ 'core', 'common', 'backend', 'worker', 'recipes' ],
 );
 
+# The headers a file of a folder may include besides those of the folders
+# %MAY_USE allows it: recipes/recipe.h declares the registry's lookups
+# that backend/ and worker/ call, and the contract they implement.
+my %MAY_INCLUDE = (
+	backend => ['recipes/recipe.h'],
+	worker => ['recipes/recipe.h'],
+);
+
 # folder_of($file): the folder of a file named by its path under src/
 sub folder_of { return $_[0] =~ m{^(\w+)/} ? $1 : '.'; }
 
@@ -57,6 +72,18 @@ sub may_use
 	my ($ff, $tf) = (folder_of($from), folder_of($to));
 	return 1 if $ff eq $tf;
 	return scalar grep { $_ eq $tf || $_ eq $to } @{ $MAY_USE{$ff} // [] };
+}
+
+# may_include($from, $header): whether file $from may include $header (both
+# by their paths under src/)
+sub may_include
+{
+	my ($from, $hdr) = @_;
+	my ($ff, $hf) = (folder_of($from), folder_of($hdr));
+	return 1 if $ff eq $hf;
+	return $ff ne 'core' if $hf eq '.';
+	return 1 if grep { $_ eq $hdr } @{ $MAY_INCLUDE{$ff} // [] };
+	return may_use($from, $hdr =~ s/\.h$//r);
 }
 
 my (%defines, %uses, %exported, %used_by);
@@ -137,12 +164,36 @@ for my $sym (sort keys %used_by)
 	  join(',', sort keys %{ $used_by{$sym} }), $sym;
 	$fail = 1;
 }
+# the #include "..." lines of every source: a header is ours when it is
+# a file under $dir (by its path there, or beside the including file)
+my @sources = sort map { s{^\Q$dir\E/}{}r } split /\n/,
+  `find "$dir" -name '*.[ch]' | sort`;
+my $includes = 0;
+for my $src (@sources)
+{
+	open my $fh, '<', "$dir/$src" or die "$dir/$src: $!\n";
+	while (<$fh>)
+	{
+		next unless /^\s*#\s*include\s+"([^"]+)"/;
+		my $inc = $1;
+		(my $here = $src) =~ s{[^/]*$}{};
+		my $hdr = -f "$dir/$inc" ? $inc : -f "$dir/$here$inc" ? "$here$inc" : next;
+		$includes++;
+		next if may_include($src, $hdr);
+		printf "%s:%d includes \"%s\": folder %s/ may not include %s\n",
+		  $src, $., $inc, folder_of($src), $hdr;
+		$fail = 1;
+	}
+	close $fh;
+}
+
 my $edges = 0;
 $edges += keys %{ $edge{$_} } for keys %edge;
-printf "%d files, %d calls between files, %d cycle group(s)\n", scalar(keys %uses), $edges, scalar(@sccs);
+printf "%d files, %d calls between files, %d cycle group(s); %d sources, %d includes of ours\n",
+  scalar(keys %uses), $edges, scalar(@sccs), scalar(@sources), $includes;
 if ($fail)
 {
-	print "callgraph: failed; make calls go one way and only to the folders allowed (src/README, Layers) and keep file-local names static\n";
+	print "callgraph: failed; make calls and includes go one way and only to the folders allowed (src/README, Layers) and keep file-local names static\n";
 	exit 1;
 }
 exit 0;

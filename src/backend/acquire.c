@@ -15,7 +15,8 @@
 #include "storage/latch.h"
 #include "miscadmin.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 static bool await_provable_hold(ZklockAsk *ask, const LocalLockKey *key,

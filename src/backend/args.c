@@ -18,6 +18,8 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 /*

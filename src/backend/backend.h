@@ -16,7 +16,7 @@
 #include "nodes/pg_list.h"
 #include "utils/hsearch.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 /* One transaction-level hold, remembered for commit, abort and savepoints */

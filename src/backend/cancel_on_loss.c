@@ -55,6 +55,9 @@
 #include "tcop/utility.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 #define LOSS_CHECK_MS	100

@@ -26,6 +26,9 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 /* the identity written into our nodes, and the application_name in it */

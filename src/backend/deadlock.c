@@ -115,6 +115,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "backend/backend.h"
 
 /* most processes one check walks through */

@@ -38,6 +38,8 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 
+#include "zklock.h"
+#include "common/shmem.h"
 #include "backend/backend.h"
 
 /* at most this many sessions are named in the DETAIL */

@@ -25,7 +25,8 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 
-#include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
 #include "backend/backend.h"
 
 HTAB *zklock_local_locks = NULL;

@@ -20,7 +20,7 @@
 #include "funcapi.h"
 #include "utils/timestamp.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "backend/backend.h"
 
 /* the columns of zk_stat_worker(): the counters, then stats_reset */

@@ -17,6 +17,8 @@
 
 #include "zklock.h"
 #include "core/lease_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 

@@ -31,6 +31,8 @@
 
 #include "zklock.h"
 #include "core/lease_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "backend/backend.h"
 
 static List *xact_holds = NIL;

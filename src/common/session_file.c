@@ -50,7 +50,8 @@
 #include "postmaster/postmaster.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
+#include "common/settings.h"
+#include "common/session_file.h"
 
 /* relative to the data directory, which is every process's cwd */
 #define SESSION_FILE		"zklock.session"

@@ -21,6 +21,8 @@
 
 #include "zklock.h"
 #include "core/lease_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 
 char	   *zklock_hosts = NULL;
 int			zklock_session_timeout = 30000;

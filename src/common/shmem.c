@@ -65,7 +65,11 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "compat.h"
 #include "core/lease_rules.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 
 static bool give_back_slot(int idx);
 static void slot_release(ZklockSlot *slot);

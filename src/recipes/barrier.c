@@ -9,7 +9,7 @@
  */
 #include "postgres.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 #include "utils/builtins.h"
 

@@ -25,7 +25,8 @@
  */
 #include "postgres.h"
 
-#include "zklock.h"
+#include "core/value_codec.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 #include "recipes/counter.h"
 

@@ -12,7 +12,7 @@
 #ifndef ZKLOCK_COUNTER_H
 #define ZKLOCK_COUNTER_H
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 /* recipes/counter_fence.c: what every write passes */

@@ -52,7 +52,8 @@
  */
 #include "postgres.h"
 
-#include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 #include "recipes/counter.h"
 

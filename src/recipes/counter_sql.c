@@ -17,7 +17,7 @@
 #include "access/htup_details.h"
 #include "funcapi.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,

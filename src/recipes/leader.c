@@ -58,6 +58,10 @@
 #include "utils/guc.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "recipes/recipe.h"
 
 /* how often a wait for leadership looks again without a wake-up (ms) */

@@ -11,7 +11,7 @@
 
 #include "utils/guc.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);

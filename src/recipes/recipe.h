@@ -2,9 +2,12 @@
  *
  * recipes/recipe.h
  *	  The recipe contract: the whole of what a recipe may use of zklock
- *	  besides zklock.h, and the descriptor by which the generic layers
+ *	  besides the limits (zklock.h), the shared-memory table
+ *	  (common/shmem.h), the settings (common/settings.h), compat.h and the
+ *	  pure cores (core/), and the descriptor by which the generic layers
  *	  reach it.  A recipe file includes postgres.h, PostgreSQL's own
- *	  headers, zklock.h and this header, nothing else of ours.
+ *	  headers, this header and those of the others it reads, nothing else
+ *	  of ours.
  *
  * A recipe is one file (more when it is long: the counter's are counter.c,
  * counter_fold.c, counter_fence.c and counter_sql.c) that ends with its
@@ -38,9 +41,10 @@
  *	  use, by the file of backend/ that offers them.
  *
  * State a recipe keeps lives in three places, each a per-recipe member
- * the recipe owns: its arguments in ZklockRecipeArgs (zklock.h, the ask's
- * and the slot's), its shared state in ZklockRecipeState (zklock.h, the
- * slot's rstate: only the member of the slot's op is valid), its
+ * the recipe owns: its arguments in ZklockRecipeArgs
+ * (common/recipe_fields.h, the ask's and the slot's), its shared state in
+ * ZklockRecipeState (common/recipe_fields.h, the slot's rstate: only the
+ * member of the slot's op is valid), its
  * worker-only state in WorkerReq.rcp.  Its nodes are the slot's node
  * record (ZklockSlot.nodes: ZKN_MAIN, and ZKN_LEASE_LOCK for a lease).
  *
@@ -66,6 +70,7 @@
 #include "core/deadlock_rules.h"
 #include "core/handover_rules.h"
 #include "core/recipe_guard.h"
+#include "common/shmem.h"
 
 struct ZklockAsk;
 struct LocalLockKey;

@@ -25,7 +25,7 @@
  */
 #include "postgres.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 #define ZKLOCK_RECIPE_ENTRY(name) &zklock_recipe_##name,

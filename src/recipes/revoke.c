@@ -10,6 +10,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 #include "funcapi.h"
 

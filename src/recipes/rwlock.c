@@ -8,7 +8,7 @@
  */
 #include "postgres.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,

@@ -12,6 +12,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"

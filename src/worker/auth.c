@@ -20,6 +20,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 
 /*

@@ -92,6 +92,7 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 /* creates waiting for the end of the pass; more are sent alone at once */

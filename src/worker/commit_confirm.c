@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void confirm_stat_done(int rc, const struct Stat *stat, const void *data);

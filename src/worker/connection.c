@@ -19,8 +19,11 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
-#include "worker/worker.h"
 #include "core/lease_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
+#include "common/session_file.h"
+#include "worker/worker.h"
 
 static uint32 handle_gen = 0;	/* bumped for every handle opened */
 

@@ -76,6 +76,7 @@
 
 #include "zklock.h"
 #include "core/deadlock_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 #include "worker/deadlock_records.h"
 

@@ -87,6 +87,9 @@
 #include "zklock.h"
 #include "core/deadlock_rules.h"
 #include "core/names.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 #include "worker/deadlock_records.h"
 

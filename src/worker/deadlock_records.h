@@ -13,7 +13,7 @@
 #ifndef ZKLOCK_DEADLOCK_RECORDS_H
 #define ZKLOCK_DEADLOCK_RECORDS_H
 
-#include "zklock.h"
+#include "common/shmem.h"
 
 /* the first line of a record: the format's version */
 #define DLX_MAGIC		"zklock-wait 1"

@@ -21,7 +21,7 @@
 #include "utils/elog.h"
 #include "utils/memutils.h"
 
-#include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 /* messages kept back at most between two flushes */

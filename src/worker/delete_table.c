@@ -26,6 +26,9 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
+#include "common/session_file.h"
 #include "worker/worker.h"
 
 static int	delete_hint = 0;	/* where to look for a free entry */

@@ -48,6 +48,10 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
+#include "common/session_file.h"
 #include "worker/worker.h"
 
 /*

@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void resume(int idx);

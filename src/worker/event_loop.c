@@ -37,6 +37,10 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
+#include "common/settings.h"
+#include "common/session_file.h"
 #include "worker/worker.h"
 
 zhandle_t *zklock_zh = NULL;

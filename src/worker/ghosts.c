@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 

@@ -112,6 +112,8 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void handover_check_done(int rc, const struct Stat *stat,

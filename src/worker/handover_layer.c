@@ -29,6 +29,8 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void lk_placed(int idx);

@@ -38,6 +38,7 @@
 
 #include "zklock.h"
 #include "core/handover_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 /* paths the worker keeps knowledge of */

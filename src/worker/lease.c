@@ -26,8 +26,11 @@
 #include <sys/socket.h>
 
 #include "zklock.h"
-#include "worker/worker.h"
 #include "core/lease_rules.h"
+#include "common/shmem.h"
+#include "common/settings.h"
+#include "common/session_file.h"
+#include "worker/worker.h"
 
 /* ZooKeeper's default maxSessionTimeout, in tickTimes */
 #define ZKLOCK_DEFAULT_MAX_TICKS	20

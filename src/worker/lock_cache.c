@@ -5,7 +5,7 @@
  *	  after its last local release, granted again to the next local acquire
  *	  of the same path with no ZooKeeper request, and given up as soon as
  *	  anyone else may want the lock.  The table is in shared memory
- *	  (ZklockShared.cache, zklock.h says what each state means).
+ *	  (ZklockShared.cache, common/shmem.h says what each state means).
  *
  *	  zklock_cache_take		the first step of a lock engine request: a
  *							grant from the kept node of its path, or the
@@ -72,6 +72,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 
 static ZklockCacheEntry *cache_find(const char *base);

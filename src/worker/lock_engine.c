@@ -52,6 +52,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void lk_create_done(int rc, const char *value, const struct Stat *stat,

@@ -51,6 +51,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 typedef struct PathIdxEntry

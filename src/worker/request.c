@@ -12,6 +12,8 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "core/curator_rules.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static bool record_slot_deletes(int idx, bool can_wait);

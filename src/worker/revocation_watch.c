@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
 #include "worker/worker.h"
 
 static void revoke_data_done(int rc, const char *value, int value_len,

@@ -38,6 +38,9 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 
 #include "common/hashfn.h"

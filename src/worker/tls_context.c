@@ -35,6 +35,9 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "compat.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 
 #if ZKLOCK_HAVE_ZK_TLS

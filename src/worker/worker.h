@@ -20,7 +20,9 @@
 #include "utils/timestamp.h"
 
 #include "zklock.h"
+#include "compat.h"
 #include "core/handover_rules.h"
+#include "common/shmem.h"
 #include "recipes/recipe.h"
 
 /* most readers one release hands the lock to at once */

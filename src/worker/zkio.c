@@ -10,6 +10,8 @@
 #include "postgres.h"
 
 #include "zklock.h"
+#include "common/shmem.h"
+#include "common/settings.h"
 #include "worker/worker.h"
 
 static void container_done(int rc, const char *value, const void *data);
