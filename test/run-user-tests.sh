@@ -58,7 +58,7 @@ trap cleanup EXIT
 # measured on Debian 12, doc/testing.md), so that files running side by
 # side end at about the same time; the others keep their order
 slow_first() {
-	local slow="905 195 900 901 833 304 502 405 503 400" n f
+	local slow="905 195 900 901 603 304 502 405 503 400" n f
 	for n in $slow; do
 		for f in "$@"; do
 			case "$(basename "$f")" in "${n}"_*) echo "$f" ;; esac

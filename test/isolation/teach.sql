@@ -6,7 +6,7 @@
 -- waiting for a zklock lock waits on its latch, not in the lock manager,
 -- so the tester would take it for a slow step and wait for it to end.
 -- This script, run as a superuser in the database the specs run in (test
--- 832 makes one for them), replaces that function there, and only there
+-- 602 makes one for them), replaces that function there, and only there
 -- (pg_proc is per database), by one that gives the lock manager's answer,
 -- or true when zk_locks shows the backend queued behind a node of one of
 -- the tester's sessions:
@@ -37,7 +37,7 @@
 -- never reaches the built-in.  The two functions it calls are ordinary
 -- ones: the original, reachable as zklock_test_lock_manager_blocked (a
 -- LANGUAGE internal function naming the same built-in), and
--- zklock_test_zklock_blocked, the look at zk_locks.  Test 832 checks that
+-- zklock_test_zklock_blocked, the look at zk_locks.  Test 602 checks that
 -- a session queued for a zklock lock is seen as blocked before it runs
 -- a spec.
 CREATE FUNCTION public.zklock_test_lock_manager_blocked(integer, integer[])

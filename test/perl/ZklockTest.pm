@@ -358,7 +358,7 @@ push @EXPORT, qw(lease_left lock_state committed finish_statement);
 # $only_first); returns their results by session name, each with
 # {elapsed}: seconds since $t0 when the result was seen (polled every
 # 20 ms), and {session}.  For tests where one of several waits must end
-# first (a deadlock's victim, 830 and 831).
+# first (a deadlock's victim, 600 and 601).
 sub outcomes
 {
 	my ($ss, $t0, $only_first) = @_;

@@ -1,7 +1,7 @@
 # 215_tls_faults: the lease, the heartbeat and the fault handling hold when
 # the connection to ZooKeeper is TLS.
 #
-# What users rely on (as 400, 500 and 601 check over plaintext): over TLS,
+# What users rely on (as 400, 500 and 307 check over plaintext): over TLS,
 #   - heartbeats renew the lease while idle;
 #   - when the connection becomes a black hole (a TCP proxy in front of
 #     the secureClientPort stops passing bytes: TLS records go through it

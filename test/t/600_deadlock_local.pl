@@ -1,5 +1,5 @@
 
-# 830_deadlock_local: deadlocks inside one cluster are detected and broken
+# 600_deadlock_local: deadlocks inside one cluster are detected and broken
 # like PostgreSQL's own (issue 33, item 1).
 #
 # What users rely on:
@@ -104,19 +104,19 @@ subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, t
 	my $before = $node->safe_psql('postgres', $deadlocks);
 	my ($sa, $sb) = sessions('a', 'b');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
-	is(ok_value($sa, acquire('/t830/a'), 'a takes /t830/a'), 't', 'a holds /t830/a');
-	is(ok_value($sb, acquire('/t830/b'), 'b takes /t830/b'), 't', 'b holds /t830/b');
-	$sa->start(acquire('/t830/b'));
-	ok(wait_waiting($node, $sa->pid, '/t830/b'), 'a waits for /t830/b');
+	is(ok_value($sa, acquire('/t600/a'), 'a takes /t600/a'), 't', 'a holds /t600/a');
+	is(ok_value($sb, acquire('/t600/b'), 'b takes /t600/b'), 't', 'b holds /t600/b');
+	$sa->start(acquire('/t600/b'));
+	ok(wait_waiting($node, $sa->pid, '/t600/b'), 'a waits for /t600/b');
 	my $t0 = time;
-	$sb->start(acquire('/t830/a'));
+	$sb->start(acquire('/t600/a'));
 
 	my $ended = until_victim([ $sa, $sb ], $t0);
 	my ($victim_name, $v) = victim($ended, 'a and b');
 	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	detail_has($v->{err}, $sa, 'zookeeper lock "/t830/b"', $sb, 'DETAIL: a waits for /t830/b, blocked by b');
-	detail_has($v->{err}, $sb, 'zookeeper lock "/t830/a"', $sa, 'DETAIL: b waits for /t830/a, blocked by a');
+	detail_has($v->{err}, $sa, 'zookeeper lock "/t600/b"', $sb, 'DETAIL: a waits for /t600/b, blocked by b');
+	detail_has($v->{err}, $sb, 'zookeeper lock "/t600/a"', $sa, 'DETAIL: b waits for /t600/a, blocked by a');
 
 	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
 	# the victim's transaction is aborted at the error, which gives back
@@ -126,7 +126,7 @@ subtest 'two sessions in opposite order: one 40P01 naming both paths and pids, t
 	isnt($r->{sqlstate} // '', '40P01', 'the other session did not fail');
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
 	ok_value($other, 'COMMIT', 'the other session commits');
-	ok(wait_no_zklock_rows($node, '/t830/a') && wait_no_zklock_rows($node, '/t830/b'),
+	ok(wait_no_zklock_rows($node, '/t600/a') && wait_no_zklock_rows($node, '/t600/b'),
 		'nothing is left held or waiting');
 	ok(wait_until(sub { $node->safe_psql('postgres', $deadlocks) > $before }, 20, 'deadlocks counted'),
 		'counted in pg_stat_database.deadlocks, as PostgreSQL counts its own');
@@ -139,7 +139,7 @@ subtest 'both close the cycle at once: exactly one victim' => sub {
 	for my $round (1 .. 3)
 	{
 		my ($sa, $sb) = sessions("a$round", "b$round");
-		my ($pa, $pb) = ("/t830/r$round/a", "/t830/r$round/b");
+		my ($pa, $pb) = ("/t600/r$round/a", "/t600/r$round/b");
 		ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
 		is(ok_value($sa, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
 		is(ok_value($sb, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
@@ -166,9 +166,9 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 	my ($s1, $s2) = sessions('s1', 's2');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2);
 	ok_value($s1, 'UPDATE rows_t SET v = v + 1 WHERE id = 1', 's1 holds row 1');
-	is(ok_value($s2, acquire('/t830/c'), 's2 takes /t830/c'), 't', 's2 holds /t830/c');
-	$s1->start(acquire('/t830/c'));
-	ok(wait_waiting($node, $s1->pid, '/t830/c'), 's1 waits for /t830/c');
+	is(ok_value($s2, acquire('/t600/c'), 's2 takes /t600/c'), 't', 's2 holds /t600/c');
+	$s1->start(acquire('/t600/c'));
+	ok(wait_waiting($node, $s1->pid, '/t600/c'), 's1 waits for /t600/c');
 	my $t0 = time;
 	$s2->start('UPDATE rows_t SET v = v + 10 WHERE id = 1');
 
@@ -176,7 +176,7 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 	my ($victim_name, $v) = victim($ended, 'row lock');
 	is($victim_name, 's1', 's1, the zklock waiter, is the one that fails with 40P01');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	detail_has($v->{err}, $s1, 'zookeeper lock "/t830/c"', $s2, 'DETAIL: s1 waits for /t830/c, blocked by s2');
+	detail_has($v->{err}, $s1, 'zookeeper lock "/t600/c"', $s2, 'DETAIL: s1 waits for /t600/c, blocked by s2');
 	like($v->{err}, qr/Process ${\ $s2->pid } waits for ShareLock on transaction \d+; blocked by process ${\ $s1->pid }\./,
 		'DETAIL: s2 waits for ShareLock on s1\'s transaction, in PostgreSQL\'s words');
 	like($v->{err}, qr/HINT:\s+See server log for query details\./, 'HINT as PostgreSQL gives it');
@@ -192,17 +192,17 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 
 	# the same with an advisory lock
 	ok_value($_, 'BEGIN', $_->name . ' begins again') for ($s1, $s2);
-	ok_value($s1, 'SELECT pg_advisory_xact_lock(830)', 's1 holds advisory lock 830');
-	is(ok_value($s2, acquire('/t830/e'), 's2 takes /t830/e'), 't', 's2 holds /t830/e');
-	$s1->start(acquire('/t830/e'));
-	ok(wait_waiting($node, $s1->pid, '/t830/e'), 's1 waits for /t830/e');
+	ok_value($s1, 'SELECT pg_advisory_xact_lock(600)', 's1 holds advisory lock 600');
+	is(ok_value($s2, acquire('/t600/e'), 's2 takes /t600/e'), 't', 's2 holds /t600/e');
+	$s1->start(acquire('/t600/e'));
+	ok(wait_waiting($node, $s1->pid, '/t600/e'), 's1 waits for /t600/e');
 	$t0 = time;
-	$s2->start('SELECT pg_advisory_xact_lock(830)');
+	$s2->start('SELECT pg_advisory_xact_lock(600)');
 	$ended = until_victim([ $s1, $s2 ], $t0);
 	($victim_name, $v) = victim($ended, 'advisory');
 	is($victim_name, 's1', 'advisory: s1, the zklock waiter, is the one that fails with 40P01');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "advisory: within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	like($v->{err}, qr/Process ${\ $s2->pid } waits for ExclusiveLock on advisory lock \[\d+,0,830,1\]; blocked by process ${\ $s1->pid }\./,
+	like($v->{err}, qr/Process ${\ $s2->pid } waits for ExclusiveLock on advisory lock \[\d+,0,600,1\]; blocked by process ${\ $s1->pid }\./,
 		'advisory: DETAIL names the advisory lock');
 	$r = later($s2, $ended, 10);
 	ok($r->{done} && $r->{err} !~ /ERROR/, 'advisory: s2 gets the advisory lock') or diag($r->{err});
@@ -217,7 +217,7 @@ subtest 'a row lock and an advisory lock against a zklock wait: the zklock waite
 ############################################################################
 subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub {
 	my @s = sessions('x', 'y', 'z');
-	my @p = ('/t830/x', '/t830/y', '/t830/z');
+	my @p = ('/t600/x', '/t600/y', '/t600/z');
 	for my $i (0 .. 2)
 	{
 		ok_value($s[$i], 'BEGIN', $s[$i]->name . ' begins');
@@ -272,23 +272,23 @@ subtest 'three sessions in a cycle: exactly one 40P01, the others finish' => sub
 subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks; two readers never' => sub {
 	my ($r, $w) = sessions('reader', 'writer');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($r, $w);
-	is(ok_value($r, "SELECT zk_read_lock_acquire_xact('/t830/rw1', '20s')", 'reader reads /t830/rw1'),
-		't', 'reader holds a read lock on /t830/rw1');
-	is(ok_value($w, "SELECT zk_write_lock_acquire_xact('/t830/rw2', '20s')", 'writer writes /t830/rw2'),
-		't', 'writer holds the write lock on /t830/rw2');
-	# a second reader of /t830/rw1 is no obstacle to anyone
+	is(ok_value($r, "SELECT zk_read_lock_acquire_xact('/t600/rw1', '20s')", 'reader reads /t600/rw1'),
+		't', 'reader holds a read lock on /t600/rw1');
+	is(ok_value($w, "SELECT zk_write_lock_acquire_xact('/t600/rw2', '20s')", 'writer writes /t600/rw2'),
+		't', 'writer holds the write lock on /t600/rw2');
+	# a second reader of /t600/rw1 is no obstacle to anyone
 	my ($r2) = sessions('reader2');
-	is(ok_value($r2, "SELECT zk_read_lock_acquire('/t830/rw1', '20s')", 'reader2 reads /t830/rw1'),
+	is(ok_value($r2, "SELECT zk_read_lock_acquire('/t600/rw1', '20s')", 'reader2 reads /t600/rw1'),
 		't', 'reader2 shares the read lock');
-	$r->start("SELECT zk_read_lock_acquire_xact('/t830/rw2', '20s')");
-	ok(wait_waiting($node, $r->pid, '/t830/rw2'), 'reader waits for /t830/rw2 behind the writer');
+	$r->start("SELECT zk_read_lock_acquire_xact('/t600/rw2', '20s')");
+	ok(wait_waiting($node, $r->pid, '/t600/rw2'), 'reader waits for /t600/rw2 behind the writer');
 	my $t0 = time;
-	$w->start("SELECT zk_write_lock_acquire_xact('/t830/rw1', '20s')");
+	$w->start("SELECT zk_write_lock_acquire_xact('/t600/rw1', '20s')");
 	my $ended = until_victim([ $r, $w ], $t0);
 	my ($victim_name, $v) = victim($ended, 'reader and writer');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	detail_has($v->{err}, $r, 'zookeeper read lock "/t830/rw2"', $w, 'DETAIL: reader waits for the read lock, blocked by writer');
-	detail_has($v->{err}, $w, 'zookeeper write lock "/t830/rw1"', $r, 'DETAIL: writer waits for the write lock, blocked by reader');
+	detail_has($v->{err}, $r, 'zookeeper read lock "/t600/rw2"', $w, 'DETAIL: reader waits for the read lock, blocked by writer');
+	detail_has($v->{err}, $w, 'zookeeper write lock "/t600/rw1"', $r, 'DETAIL: writer waits for the write lock, blocked by reader');
 	unlike($v->{err}, qr/blocked by process ${\ $r2->pid }\./, 'reader2, which waits for nothing, is in no edge of the cycle');
 	my ($victim, $other) = $victim_name eq 'reader' ? ($r, $w) : ($w, $r);
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
@@ -297,7 +297,7 @@ subtest 'read/write locks in a cycle: one 40P01 naming the read and write locks;
 		# the writer still waits for reader2's read lock, which is no cycle
 		usleep(2_500_000);
 		ok(!exists $ended->{writer} && !$other->done, 'the writer waits for reader2 without a 40P01');
-		ok_value($r2, "SELECT zk_read_lock_release('/t830/rw1')", 'reader2 releases');
+		ok_value($r2, "SELECT zk_read_lock_release('/t600/rw1')", 'reader2 releases');
 	}
 	my $res = later($other, $ended, 25);
 	is($res->{out}, 't', 'the other gets its lock') or diag($res->{err});
@@ -348,7 +348,7 @@ subtest 'a soft cycle (readers behind waiting writers): exactly one 40P01, the o
 	my $deadlocks = "SELECT deadlocks FROM pg_stat_database WHERE datname = 'postgres'";
 	my $before = $node->safe_psql('postgres', $deadlocks);
 	my ($d1, $d2, $e1, $e2) = sessions('d1', 'd2', 'e1', 'e2');
-	my ($p1, $p2) = ('/t830/soft/s1', '/t830/soft/s2');
+	my ($p1, $p2) = ('/t600/soft/s1', '/t600/soft/s2');
 	my $read = sub { "SELECT zk_read_lock_acquire_xact('$_[0]', '20s')" };
 	my $write = sub { "SELECT zk_write_lock_acquire_xact('$_[0]', '20s')" };
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($d1, $d2, $e1, $e2);
@@ -412,14 +412,14 @@ subtest 'a soft cycle (readers behind waiting writers): exactly one 40P01, the o
 # or sm2 is, both are broken at once and no one else fails.
 subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting one: each broken once' => sub {
 	my ($s1, $s2, $q1) = sessions('sm1', 'sm2', 'smq');
-	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t830/soft/sm', '20s')";
+	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t600/soft/sm', '20s')";
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2, $q1);
 	is(ok_value($s1, $sm, 'sm1 takes the semaphore mutex'), 't', 'sm1 holds /sm');
-	is(ok_value($s2, acquire('/t830/soft/m'), 'sm2 takes /m'), 't', 'sm2 holds /m');
+	is(ok_value($s2, acquire('/t600/soft/m'), 'sm2 takes /m'), 't', 'sm2 holds /m');
 	$q1->start($sm);
-	ok(wait_waiting($node, $q1->pid, '/t830/soft/sm'), 'smq waits for the semaphore mutex, its lease made');
-	$s1->start(acquire('/t830/soft/m'));
-	ok(wait_waiting($node, $s1->pid, '/t830/soft/m'), 'sm1 waits for /m behind sm2');
+	ok(wait_waiting($node, $q1->pid, '/t600/soft/sm'), 'smq waits for the semaphore mutex, its lease made');
+	$s1->start(acquire('/t600/soft/m'));
+	ok(wait_waiting($node, $s1->pid, '/t600/soft/m'), 'sm1 waits for /m behind sm2');
 	my $t0 = time;
 	$s2->start($sm);
 	my $all = [ $s1, $s2, $q1 ];
@@ -432,7 +432,7 @@ subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting o
 	  or BAIL_OUT('no victim: ' . explain($ended));
 	my $v = $ended->{$victim_name};
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	like($v->{err}, qr/zookeeper semaphore_mutex lock "\/t830\/soft\/sm"/, 'DETAIL names the semaphore mutex');
+	like($v->{err}, qr/zookeeper semaphore_mutex lock "\/t600\/soft\/sm"/, 'DETAIL names the semaphore mutex');
 	my ($victim) = grep { $_->name eq $victim_name } @$all;
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
 	my @rest = grep { $_->name ne $victim_name } @$all;
@@ -464,14 +464,14 @@ subtest 'cycles through a semaphore mutex and a waiter queued behind a waiting o
 # only (doc/failure-model.md): no 40P01; the waits end by their timeouts.
 subtest 'a semaphore of two leases whose holders wait for its acquirer: not detected, ends by timeout' => sub {
 	my ($h1, $h2, $w) = sessions('lease1', 'lease2', 'leasew');
-	my $lease = sub { "SELECT zk_semaphore_acquire_xact('/t830/soft/sem', 2, 1, '$_[0]') IS NOT NULL" };
+	my $lease = sub { "SELECT zk_semaphore_acquire_xact('/t600/soft/sem', 2, 1, '$_[0]') IS NOT NULL" };
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($h1, $h2, $w);
 	is(ok_value($h1, $lease->('20s'), 'lease1 takes a lease'), 't', 'lease1 holds a lease');
 	is(ok_value($h2, $lease->('20s'), 'lease2 takes a lease'), 't', 'lease2 holds a lease');
-	is(ok_value($w, acquire('/t830/soft/or'), 'leasew takes /or'), 't', 'leasew holds /or');
-	$h1->start(acquire('/t830/soft/or'));
-	$h2->start(acquire('/t830/soft/or'));
-	ok(wait_waiting($node, $h1->pid, '/t830/soft/or') && wait_waiting($node, $h2->pid, '/t830/soft/or'),
+	is(ok_value($w, acquire('/t600/soft/or'), 'leasew takes /or'), 't', 'leasew holds /or');
+	$h1->start(acquire('/t600/soft/or'));
+	$h2->start(acquire('/t600/soft/or'));
+	ok(wait_waiting($node, $h1->pid, '/t600/soft/or') && wait_waiting($node, $h2->pid, '/t600/soft/or'),
 		'both holders wait for /or, held by leasew');
 	my $t0 = time;
 	$w->start($lease->('5s'));
@@ -491,38 +491,38 @@ subtest 'a semaphore of two leases whose holders wait for its acquirer: not dete
 subtest 'no cycle, no 40P01: a slow holder, and a holder waiting for a row of a session that waits for nothing' => sub {
 	# a holder that merely holds for 3 s (three deadlock_timeouts)
 	my ($h, $w) = sessions('slow_holder', 'waiter');
-	is(ok_value($h, "SELECT zk_mutex_acquire('/t830/slow', '20s')", 'holder takes /t830/slow'), 't',
-		'holder holds /t830/slow');
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t600/slow', '20s')", 'holder takes /t600/slow'), 't',
+		'holder holds /t600/slow');
 	my $t0 = time;
-	$w->start("SELECT zk_mutex_acquire('/t830/slow', '20s')");
-	ok(wait_waiting($node, $w->pid, '/t830/slow'), 'waiter waits behind the slow holder');
+	$w->start("SELECT zk_mutex_acquire('/t600/slow', '20s')");
+	ok(wait_waiting($node, $w->pid, '/t600/slow'), 'waiter waits behind the slow holder');
 	usleep(3_000_000);
 	ok(!$w->done, 'after 3 s the waiter still waits (no 40P01)');
-	ok_value($h, "SELECT zk_mutex_release('/t830/slow')", 'holder releases');
+	ok_value($h, "SELECT zk_mutex_release('/t600/slow')", 'holder releases');
 	my $r = $w->result(25);
 	is($r->{out}, 't', 'the waiter gets the lock') or diag($r->{err});
 	is($r->{sqlstate}, undef, 'and no error');
-	ok_value($w, "SELECT zk_mutex_release('/t830/slow')", 'waiter releases');
+	ok_value($w, "SELECT zk_mutex_release('/t600/slow')", 'waiter releases');
 	$_->quit for ($h, $w);
 
 	# a chain that is no cycle: w -> h (zklock) -> r (row lock), r waits for nothing
 	my ($rs, $hs, $ws) = sessions('row_holder', 'chain_holder', 'chain_waiter');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($rs, $hs);
 	ok_value($rs, 'UPDATE rows_t SET v = v + 1 WHERE id = 2', 'row_holder holds row 2');
-	is(ok_value($hs, acquire('/t830/d'), 'chain_holder takes /t830/d'), 't', 'chain_holder holds /t830/d');
+	is(ok_value($hs, acquire('/t600/d'), 'chain_holder takes /t600/d'), 't', 'chain_holder holds /t600/d');
 	$hs->start('UPDATE rows_t SET v = v + 10 WHERE id = 2');
 	ok(wait_lock_wait($hs), 'chain_holder waits for row 2');
-	$ws->start("SELECT zk_mutex_acquire('/t830/d', '20s')");
-	ok(wait_waiting($node, $ws->pid, '/t830/d'), 'chain_waiter waits for /t830/d');
+	$ws->start("SELECT zk_mutex_acquire('/t600/d', '20s')");
+	ok(wait_waiting($node, $ws->pid, '/t600/d'), 'chain_waiter waits for /t600/d');
 	usleep(3_000_000);
 	ok(!$ws->done, 'after 3 s chain_waiter still waits (no 40P01)');
 	ok(!$hs->done, 'and chain_holder still waits for the row');
 	ok_value($rs, 'COMMIT', 'row_holder commits');
 	$r = $hs->result(25);
 	ok($r->{done} && $r->{err} !~ /ERROR/, 'chain_holder\'s UPDATE goes on') or diag($r->{err});
-	ok_value($hs, 'COMMIT', 'chain_holder commits (releases /t830/d)');
+	ok_value($hs, 'COMMIT', 'chain_holder commits (releases /t600/d)');
 	$r = $ws->result(25);
-	is($r->{out}, 't', 'chain_waiter gets /t830/d') or diag($r->{err});
+	is($r->{out}, 't', 'chain_waiter gets /t600/d') or diag($r->{err});
 	is($r->{sqlstate}, undef, 'and no error');
 	$_->quit for ($rs, $hs, $ws);
 };

@@ -1,5 +1,5 @@
 
-# 601_worker_restart: the zklock worker can die without losing held locks.
+# 307_worker_restart: the zklock worker can die without losing held locks.
 #
 # What users rely on: when the background worker exits (here: SIGTERM), the
 # postmaster restarts it, the new worker resumes the same ZooKeeper session,
@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t601/mutex';
+my $path = '/t307/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('worker_restart', $zk);

@@ -1,5 +1,5 @@
 
-# 602_worker_kill: crashes and shutdowns release the cluster's locks quickly.
+# 308_worker_kill: crashes and shutdowns release the cluster's locks quickly.
 #
 # What users rely on: when PostgreSQL crash-restarts (the zklock worker or
 # any backend killed with SIGKILL) or is shut down, the locks its backends
@@ -96,19 +96,19 @@ sub crash_case
 # 1. SIGKILL of the zklock worker: the postmaster crash-restarts everything.
 subtest 'SIGKILL of the zklock worker: the crash-restart releases the cluster\'s locks at once' => sub {
 	crash_case('worker-SIGKILL', sub { kill('KILL', worker_pid($node)) },
-		'/t602/w1', '/t602/w2');
+		'/t308/w1', '/t308/w2');
 };
 
 # 2. SIGKILL of a backend (here: the holder itself).
 subtest 'SIGKILL of a holding backend: the crash-restart releases the cluster\'s locks at once' => sub {
 	crash_case('backend-SIGKILL', sub { kill('KILL', $_[0]->pid) },
-		'/t602/b1', '/t602/b2');
+		'/t308/b1', '/t308/b2');
 };
 
 # 3. SIGKILL of an unrelated backend that holds nothing.
 subtest 'SIGKILL of a backend holding nothing: the same' => sub {
 	my $bystander = ZklockTest::Session->new($node, 'bystander');
-	crash_case('bystander-SIGKILL', sub { kill('KILL', $bystander->pid) }, '/t602/x1');
+	crash_case('bystander-SIGKILL', sub { kill('KILL', $bystander->pid) }, '/t308/x1');
 	$bystander->quit;
 };
 
@@ -124,16 +124,16 @@ subtest 'the server log shows the three crash-restarts' => sub {
 #    seconds of the stop.
 subtest 'pg_ctl stop -m fast while a lock is held: its nodes go within seconds of the stop' => sub {
 	{
-		my ($s, $nodes) = hold('fast-stop', '/t602/f1', '/t602/f2');
+		my ($s, $nodes) = hold('fast-stop', '/t308/f1', '/t308/f2');
 		$node->stop('fast');
 		my $t_stop = time;
 		{
 			ok( wait_until(
-					sub { !grep { @{ lock_children($peer, $_) } } ('/t602/f1', '/t602/f2') },
+					sub { !grep { @{ lock_children($peer, $_) } } ('/t308/f1', '/t308/f2') },
 					$bound, 'nodes to go after the fast shutdown'),
 				sprintf('fast shutdown: nodes gone %.1f s after pg_ctl stop returned', time - $t_stop));
 		}
-		$peer->acquire('c-fast', '/t602/f1', 5000);
+		$peer->acquire('c-fast', '/t308/f1', 5000);
 		is($peer->acquire_result('c-fast', 40), 'acquired', 'fast shutdown: Curator takes the lock');
 		is($peer->release('c-fast'), 'released', 'and releases it');
 	}

@@ -1,5 +1,5 @@
 
-# 600_backend_exit: a backend that goes away gives back what it held.
+# 306_backend_exit: a backend that goes away gives back what it held.
 #
 # What users rely on: like pg_advisory_lock, session locks end with the
 # session — on a normal disconnect and on pg_terminate_backend — and a
@@ -11,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZklockTest;
 
-my $path = '/t600/mutex';
+my $path = '/t306/mutex';
 
 my $zk = start_zk();
 my $node = new_zklock_node('backend_exit', $zk);

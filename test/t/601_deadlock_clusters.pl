@@ -1,5 +1,5 @@
 
-# 831_deadlock_clusters: deadlocks across clusters that share one ZooKeeper
+# 601_deadlock_clusters: deadlocks across clusters that share one ZooKeeper
 # are detected and broken (issue 33, items 2 and 4).
 #
 # What users rely on:
@@ -44,7 +44,7 @@ use ZklockTest;
 my $DEADLOCK_TIMEOUT = 0.5;    # seconds, as set below
 my $BOUND = $DEADLOCK_TIMEOUT + 2;    # the issue's bound for a 40P01
 my $RECORDS = '/zklock-waits';
-my $records_off = $ENV{ZKLOCK_831_RECORDS_OFF} ? "zklock.deadlock_records = off\n" : '';
+my $records_off = $ENV{ZKLOCK_601_RECORDS_OFF} ? "zklock.deadlock_records = off\n" : '';
 
 my $zk = start_zk();
 # (the test harness names each cluster: cluster_name is the node's name)
@@ -120,19 +120,19 @@ subtest 'two clusters in opposite order: one 40P01 naming both, the other commit
 	my $sa = session($na, 'a');
 	my $sb = session($nb, 'b');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
-	is(ok_value($sa, acquire('/t831/a'), 'a takes /t831/a'), 't', 'a holds /t831/a');
-	is(ok_value($sb, acquire('/t831/b'), 'b takes /t831/b'), 't', 'b holds /t831/b');
-	$sa->start(acquire('/t831/b'));
-	ok(wait_waiting($na, $sa->pid, '/t831/b'), 'a waits for /t831/b');
+	is(ok_value($sa, acquire('/t601/a'), 'a takes /t601/a'), 't', 'a holds /t601/a');
+	is(ok_value($sb, acquire('/t601/b'), 'b takes /t601/b'), 't', 'b holds /t601/b');
+	$sa->start(acquire('/t601/b'));
+	ok(wait_waiting($na, $sa->pid, '/t601/b'), 'a waits for /t601/b');
 	my $t0 = time;
-	$sb->start(acquire('/t831/a'));
+	$sb->start(acquire('/t601/a'));
 
 	my $res = until_victim([ $sa, $sb ], $t0);
 	my ($victim_name, $v) = victim_of($res, 'two clusters');
 	like($v->{err}, qr/ERROR:\s+40P01: deadlock detected/, 'message: deadlock detected');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	detail_has($v->{err}, $sa, 'cluster_a', '/t831/b', $sb, 'cluster_b', 'DETAIL: a (cluster_a) waits for /t831/b, blocked by b (cluster_b)');
-	detail_has($v->{err}, $sb, 'cluster_b', '/t831/a', $sa, 'cluster_a', 'DETAIL: b (cluster_b) waits for /t831/a, blocked by a (cluster_a)');
+	detail_has($v->{err}, $sa, 'cluster_a', '/t601/b', $sb, 'cluster_b', 'DETAIL: a (cluster_a) waits for /t601/b, blocked by b (cluster_b)');
+	detail_has($v->{err}, $sb, 'cluster_b', '/t601/a', $sa, 'cluster_a', 'DETAIL: b (cluster_b) waits for /t601/a, blocked by a (cluster_a)');
 
 	my ($victim, $other) = $victim_name eq 'a' ? ($sa, $sb) : ($sb, $sa);
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back');
@@ -148,7 +148,7 @@ subtest 'both clusters close the cycle at once: exactly one victim' => sub {
 	{
 		my $sa = session($na, "a$round");
 		my $sb = session($nb, "b$round");
-		my ($pa, $pb) = ("/t831/r$round/a", "/t831/r$round/b");
+		my ($pa, $pb) = ("/t601/r$round/a", "/t601/r$round/b");
 		ok_value($_, 'BEGIN', $_->name . ' begins') for ($sa, $sb);
 		is(ok_value($sa, acquire($pa), "round $round: a takes $pa"), 't', "round $round: a holds $pa");
 		is(ok_value($sb, acquire($pb), "round $round: b takes $pb"), 't', "round $round: b holds $pb");
@@ -174,15 +174,15 @@ subtest 'a three-party cycle over two clusters: exactly one 40P01, the others go
 	my $b1 = session($nb, 'b1');
 	my $a2 = session($na, 'a2');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a1, $b1, $a2);
-	is(ok_value($a1, acquire('/t831/x'), 'a1 takes /t831/x'), 't', 'a1 holds /t831/x');
-	is(ok_value($b1, acquire('/t831/y'), 'b1 takes /t831/y'), 't', 'b1 holds /t831/y');
-	is(ok_value($a2, acquire('/t831/z'), 'a2 takes /t831/z'), 't', 'a2 holds /t831/z');
-	$a1->start(acquire('/t831/y'));
-	ok(wait_waiting($na, $a1->pid, '/t831/y'), 'a1 waits for /t831/y');
-	$b1->start(acquire('/t831/z'));
-	ok(wait_waiting($nb, $b1->pid, '/t831/z'), 'b1 waits for /t831/z');
+	is(ok_value($a1, acquire('/t601/x'), 'a1 takes /t601/x'), 't', 'a1 holds /t601/x');
+	is(ok_value($b1, acquire('/t601/y'), 'b1 takes /t601/y'), 't', 'b1 holds /t601/y');
+	is(ok_value($a2, acquire('/t601/z'), 'a2 takes /t601/z'), 't', 'a2 holds /t601/z');
+	$a1->start(acquire('/t601/y'));
+	ok(wait_waiting($na, $a1->pid, '/t601/y'), 'a1 waits for /t601/y');
+	$b1->start(acquire('/t601/z'));
+	ok(wait_waiting($nb, $b1->pid, '/t601/z'), 'b1 waits for /t601/z');
 	my $t0 = time;
-	$a2->start(acquire('/t831/x'));
+	$a2->start(acquire('/t601/x'));
 
 	my $res = until_victim([ $a1, $b1, $a2 ], $t0);
 	my ($victim_name, $v) = victim_of($res, 'three parties');
@@ -206,7 +206,7 @@ subtest 'a soft cycle over two clusters (readers behind waiting writers): exactl
 	my $d2 = session($nb, 'd2');
 	my $e1 = session($nb, 'e1');
 	my $all = [ $d1, $d2, $e1, $e2 ];
-	my ($p1, $p2) = ('/t831/soft/s1', '/t831/soft/s2');
+	my ($p1, $p2) = ('/t601/soft/s1', '/t601/soft/s2');
 	my $read = sub { "SELECT zk_read_lock_acquire_xact('$_[0]', '20s')" };
 	my $write = sub { "SELECT zk_write_lock_acquire_xact('$_[0]', '20s')" };
 	ok_value($_, 'BEGIN', $_->name . ' begins') for @$all;
@@ -243,21 +243,21 @@ subtest 'a cycle through a semaphore mutex over two clusters: exactly one 40P01'
 	my $a1 = session($na, 'sa1');
 	my $b1 = session($nb, 'sb1');
 	my $all = [ $a1, $b1 ];
-	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t831/sem/sm', '20s')";
+	my $sm = "SELECT zk_semaphore_mutex_acquire_xact('/t601/sem/sm', '20s')";
 	ok_value($_, 'BEGIN', $_->name . ' begins') for @$all;
 	is(ok_value($a1, $sm, 'sa1 (A) takes the semaphore mutex /sm'), 't', 'sa1 holds /sm');
-	is(ok_value($b1, acquire('/t831/sem/m'), 'sb1 (B) takes /m'), 't', 'sb1 holds /m');
+	is(ok_value($b1, acquire('/t601/sem/m'), 'sb1 (B) takes /m'), 't', 'sb1 holds /m');
 	$b1->start($sm);
-	ok(wait_waiting($nb, $b1->pid, '/t831/sem/sm'), 'sb1 waits for /sm, its lease made');
+	ok(wait_waiting($nb, $b1->pid, '/t601/sem/sm'), 'sb1 waits for /sm, its lease made');
 	my $t0 = time;
-	$a1->start(acquire('/t831/sem/m'));
+	$a1->start(acquire('/t601/sem/m'));
 
 	my $res = until_victim($all, $t0);
 	my ($victim_name, $v) = victim_of($res, 'semaphore mutex');
 	cmp_ok($v->{elapsed}, '<=', $BOUND, "within deadlock_timeout + 2 s ($v->{elapsed} s)");
-	like($v->{err}, qr/Process ${\ $b1->pid } of cluster cluster_b waits for zookeeper semaphore_mutex lock "\/t831\/sem\/sm"; blocked by process ${\ $a1->pid } of cluster cluster_a\./,
+	like($v->{err}, qr/Process ${\ $b1->pid } of cluster cluster_b waits for zookeeper semaphore_mutex lock "\/t601\/sem\/sm"; blocked by process ${\ $a1->pid } of cluster cluster_a\./,
 		'DETAIL: sb1 waits for the semaphore mutex, blocked by sa1');
-	detail_has($v->{err}, $a1, 'cluster_a', '/t831/sem/m', $b1, 'cluster_b', 'DETAIL: sa1 waits for /m, blocked by sb1');
+	detail_has($v->{err}, $a1, 'cluster_a', '/t601/sem/m', $b1, 'cluster_b', 'DETAIL: sa1 waits for /m, blocked by sb1');
 	my ($victim) = grep { $_->name eq $victim_name } @$all;
 	ok_value($victim, 'ROLLBACK', 'the victim rolls back') if $victim;
 	unwind([ grep { $_->name ne $victim_name } @$all ], 'semaphore mutex', $res);
@@ -273,12 +273,12 @@ subtest 'a chain that is no cycle, with checks running and a release among them:
 	my $w1 = session($na, 'w1');
 	my $w2 = session($nb, 'w2');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($h, $w1, $w2);
-	is(ok_value($h, acquire('/t831/n2'), 'holder (B) takes /t831/n2'), 't', 'holder holds /t831/n2');
-	is(ok_value($w1, acquire('/t831/n1'), 'w1 (A) takes /t831/n1'), 't', 'w1 holds /t831/n1');
-	$w1->start(acquire('/t831/n2'));
-	ok(wait_waiting($na, $w1->pid, '/t831/n2'), 'w1 waits for /t831/n2 behind the holder on B');
-	$w2->start(acquire('/t831/n1'));
-	ok(wait_waiting($nb, $w2->pid, '/t831/n1'), 'w2 (B) waits for /t831/n1 behind w1 on A');
+	is(ok_value($h, acquire('/t601/n2'), 'holder (B) takes /t601/n2'), 't', 'holder holds /t601/n2');
+	is(ok_value($w1, acquire('/t601/n1'), 'w1 (A) takes /t601/n1'), 't', 'w1 holds /t601/n1');
+	$w1->start(acquire('/t601/n2'));
+	ok(wait_waiting($na, $w1->pid, '/t601/n2'), 'w1 waits for /t601/n2 behind the holder on B');
+	$w2->start(acquire('/t601/n1'));
+	ok(wait_waiting($nb, $w2->pid, '/t601/n1'), 'w2 (B) waits for /t601/n1 behind w1 on A');
 	ok(wait_until(sub { @{ records() } == 2 }, 10, 'two records'),
 		'both waits are published once they lasted deadlock_timeout');
 	my $log_a = -s $na->logfile;
@@ -288,7 +288,7 @@ subtest 'a chain that is no cycle, with checks running and a release among them:
 		'three checks'), 'A ran three checks while w1 waited');
 	ok(!$w1->done && !$w2->done, 'nobody was failed by them');
 	# the holder releases while checks run
-	ok_value($h, 'COMMIT', 'the holder commits (releases /t831/n2)');
+	ok_value($h, 'COMMIT', 'the holder commits (releases /t601/n2)');
 	unwind([ $w1, $w2 ], 'chain');
 	ok(no_records(), 'no wait record is left');
 	$_->quit for ($h, $w1, $w2);
@@ -302,27 +302,27 @@ subtest 'records: none for a short wait, none left by a restarted worker, a rese
 	my $h = session($na, 'short_h');
 	my $w = session($nb, 'short_w');
 	my $log_b = -s $nb->logfile;
-	is(ok_value($h, "SELECT zk_mutex_acquire('/t831/s')", 'short_h takes /t831/s'), 't', 'short_h holds');
-	$w->start("SELECT zk_mutex_acquire('/t831/s', '20s')");
-	ok(wait_waiting($nb, $w->pid, '/t831/s'), 'short_w waits (on B)');
-	is(ok_value($h, "SELECT zk_mutex_release('/t831/s')", 'short_h releases'), 't',
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t601/s')", 'short_h takes /t601/s'), 't', 'short_h holds');
+	$w->start("SELECT zk_mutex_acquire('/t601/s', '20s')");
+	ok(wait_waiting($nb, $w->pid, '/t601/s'), 'short_w waits (on B)');
+	is(ok_value($h, "SELECT zk_mutex_release('/t601/s')", 'short_h releases'), 't',
 		'released before deadlock_timeout');
 	is($w->result(10)->{out}, 't', 'short_w gets the lock');
 	unlike(slurp_file($nb->logfile, $log_b), qr/wait record \S+ published/,
 		'nothing was written to ZooKeeper for a wait shorter than deadlock_timeout');
-	is(ok_value($w, "SELECT zk_mutex_release('/t831/s')", 'short_w releases'), 't', 'short_w releases');
+	is(ok_value($w, "SELECT zk_mutex_release('/t601/s')", 'short_w releases'), 't', 'short_w releases');
 
 	# a long wait, then the waiter's worker restarts: its old session
 	# is closed, and its record with it
-	is(ok_value($h, "SELECT zk_mutex_acquire('/t831/s')", 'short_h takes /t831/s again'), 't', 'held again');
-	$w->start("SELECT zk_mutex_acquire('/t831/s', '20s')");
+	is(ok_value($h, "SELECT zk_mutex_acquire('/t601/s')", 'short_h takes /t601/s again'), 't', 'held again');
+	$w->start("SELECT zk_mutex_acquire('/t601/s', '20s')");
 	ok(wait_until(sub { @{ records() } == 1 }, 10, 'one record'), 'the long wait is published');
 	my ($old) = @{ records() };
 	my ($oldpid, $newpid) = restart_worker($nb);
 	ok($newpid, 'the worker of B restarted');
 	ok(wait_until(sub { !grep { $_ eq $old } @{ records() } }, 20, 'old record gone'),
 		'the record of the old session is gone');
-	ok_value($h, "SELECT zk_mutex_release('/t831/s')", 'short_h releases');
+	ok_value($h, "SELECT zk_mutex_release('/t601/s')", 'short_h releases');
 	my $r = $w->result(20);
 	ok($r->{done}, 'the waiter ends its wait') or diag($r->{err});
 	ok(no_records(), 'no wait record is left');
@@ -357,31 +357,31 @@ subtest 'zk_locks.waits_for: a local holder, another cluster\'s, a Curator clien
 	};
 
 	my $hl = session($na, 'wf_local');
-	$hl->value(q{SELECT zk_mutex_acquire('/t831/wf1')});
-	$w->start(q{SELECT zk_mutex_acquire('/t831/wf1', '20s')});
-	ok(wait_waiting($na, $w->pid, '/t831/wf1'), 'waits behind a holder of its cluster');
-	is($waits_for->('/t831/wf1'), 'pid ' . $hl->pid, 'waits_for: pid N of the local holder');
-	$hl->value(q{SELECT zk_mutex_release('/t831/wf1')});
-	$release_wait->('/t831/wf1');
+	$hl->value(q{SELECT zk_mutex_acquire('/t601/wf1')});
+	$w->start(q{SELECT zk_mutex_acquire('/t601/wf1', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t601/wf1'), 'waits behind a holder of its cluster');
+	is($waits_for->('/t601/wf1'), 'pid ' . $hl->pid, 'waits_for: pid N of the local holder');
+	$hl->value(q{SELECT zk_mutex_release('/t601/wf1')});
+	$release_wait->('/t601/wf1');
 
 	my $hb = session($nb, 'wf_other');
-	$hb->value(q{SELECT zk_mutex_acquire('/t831/wf2')});
-	$w->start(q{SELECT zk_mutex_acquire('/t831/wf2', '20s')});
-	ok(wait_waiting($na, $w->pid, '/t831/wf2'), 'waits behind a holder of the other cluster');
-	is($waits_for->('/t831/wf2'), 'pid ' . $hb->pid . ' of cluster cluster_b',
+	$hb->value(q{SELECT zk_mutex_acquire('/t601/wf2')});
+	$w->start(q{SELECT zk_mutex_acquire('/t601/wf2', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t601/wf2'), 'waits behind a holder of the other cluster');
+	is($waits_for->('/t601/wf2'), 'pid ' . $hb->pid . ' of cluster cluster_b',
 		'waits_for: pid N of cluster X, from the holder\'s node');
-	$hb->value(q{SELECT zk_mutex_release('/t831/wf2')});
-	$release_wait->('/t831/wf2');
+	$hb->value(q{SELECT zk_mutex_release('/t601/wf2')});
+	$release_wait->('/t601/wf2');
 
-	$peer->acquire('wf', '/t831/wf3', 5000);
-	is($peer->acquire_result('wf', 10), 'acquired', 'a Curator client holds /t831/wf3');
-	my ($holder) = @{ $peer->participants('/t831/wf3') };
+	$peer->acquire('wf', '/t601/wf3', 5000);
+	is($peer->acquire_result('wf', 10), 'acquired', 'a Curator client holds /t601/wf3');
+	my ($holder) = @{ $peer->participants('/t601/wf3') };
 	my $id = $peer->get($holder);
-	$w->start(q{SELECT zk_mutex_acquire('/t831/wf3', '20s')});
-	ok(wait_waiting($na, $w->pid, '/t831/wf3'), 'waits behind the Curator client');
-	is($waits_for->('/t831/wf3'), $id, "waits_for: the Curator participant id ($id)");
+	$w->start(q{SELECT zk_mutex_acquire('/t601/wf3', '20s')});
+	ok(wait_waiting($na, $w->pid, '/t601/wf3'), 'waits behind the Curator client');
+	is($waits_for->('/t601/wf3'), $id, "waits_for: the Curator participant id ($id)");
 	$peer->release('wf');
-	$release_wait->('/t831/wf3');
+	$release_wait->('/t601/wf3');
 	ok(no_records(), 'no wait record is left');
 	$_->quit for ($w, $hl, $hb);
 };

@@ -1,5 +1,5 @@
 
-# 832_deadlock_specs: PostgreSQL's five deadlock isolation specs, and
+# 602_deadlock_specs: PostgreSQL's five deadlock isolation specs, and
 # cycles that mix zklock locks with PostgreSQL's, run with PostgreSQL's own
 # isolation tester (issue 41, item 4).
 #
@@ -34,7 +34,7 @@
 #   - From outside: pg_stat_database.deadlocks of the test database grows
 #     by exactly the number of 40P01 lines of the expected outputs (one
 #     victim per spec).
-# ZKLOCK_832_SPECS='deadlock-hard deadlock-soft' runs only the specs named.
+# ZKLOCK_602_SPECS='deadlock-hard deadlock-soft' runs only the specs named.
 # The isolation tester gives up on a step after PGISOLATIONTIMEOUT
 # (PostgreSQL 15) or twice PG_TEST_TIMEOUT_DEFAULT (16 and later), set
 # here to 20 s, so nothing hangs.
@@ -51,13 +51,13 @@ use ZklockTest;
 
 my $DB = 'zklock_isolation';
 my $ISO = "$ZklockTest::REPO/test/isolation";
-# ZKLOCK_832_SPECS='deadlock-hard deadlock-soft' runs only those specs
+# ZKLOCK_602_SPECS='deadlock-hard deadlock-soft' runs only those specs
 my @specs = sort map { basename($_, '.spec') } glob("$ISO/specs/*.spec");
-if ($ENV{ZKLOCK_832_SPECS})
+if ($ENV{ZKLOCK_602_SPECS})
 {
-	my %want = map { $_ => 1 } split ' ', $ENV{ZKLOCK_832_SPECS};
+	my %want = map { $_ => 1 } split ' ', $ENV{ZKLOCK_602_SPECS};
 	@specs = grep { $want{$_} } @specs;
-	BAIL_OUT("no spec of test/isolation/specs is named in ZKLOCK_832_SPECS") unless @specs;
+	BAIL_OUT("no spec of test/isolation/specs is named in ZKLOCK_602_SPECS") unless @specs;
 }
 
 # the victims the expected outputs show
@@ -92,9 +92,9 @@ subtest 'the isolation tester sees a zklock waiter as blocked, and only it' => s
 	my $h = ZklockTest::Session->new($node, 'holder', dbname => $DB);
 	my $w = ZklockTest::Session->new($node, 'waiter', dbname => $DB);
 	my $pids = 'ARRAY[' . $h->pid . ', ' . $w->pid . ']';
-	is($h->value(q{SELECT zk_mutex_acquire('/t832/teach', '20s')}), 't', 'holder takes /t832/teach');
-	$w->start(q{SELECT zk_mutex_acquire('/t832/teach', '20s')});
-	ok(wait_waiting($node, $w->pid, '/t832/teach'), 'waiter queues behind it');
+	is($h->value(q{SELECT zk_mutex_acquire('/t602/teach', '20s')}), 't', 'holder takes /t602/teach');
+	$w->start(q{SELECT zk_mutex_acquire('/t602/teach', '20s')});
+	ok(wait_waiting($node, $w->pid, '/t602/teach'), 'waiter queues behind it');
 	my $blocked = sub {
 		my ($fn, $pid) = @_;
 		return $node->safe_psql($DB, "SELECT $fn($pid, $pids)");
@@ -108,12 +108,12 @@ subtest 'the isolation tester sees a zklock waiter as blocked, and only it' => s
 	like($node->safe_psql($DB,
 			'EXPLAIN (VERBOSE, COSTS OFF) SELECT pg_catalog.pg_isolation_test_session_is_blocked(1, ARRAY[1])'),
 		qr/zklock_test_zklock_blocked/, 'the call is planned into the replacement (inlined)');
-	is($h->value(q{SELECT zk_mutex_release('/t832/teach')}), 't', 'holder releases');
+	is($h->value(q{SELECT zk_mutex_release('/t602/teach')}), 't', 'holder releases');
 	my $r = $w->result(20);
 	is($r->{out}, 't', 'waiter gets the lock') or diag($r->{err});
 	is($blocked->('pg_catalog.pg_isolation_test_session_is_blocked', $w->pid), 'f',
 		'a holder that was granted is not blocked');
-	is($w->value(q{SELECT zk_mutex_release('/t832/teach')}), 't', 'waiter releases');
+	is($w->value(q{SELECT zk_mutex_release('/t602/teach')}), 't', 'waiter releases');
 	$_->quit for ($h, $w);
 };
 

@@ -1,5 +1,5 @@
 
-# 833_deadlock_no_false: no false deadlock, and no zklock call from a
+# 603_deadlock_no_false: no false deadlock, and no zklock call from a
 # parallel worker (issue 41, items 5 and 3).
 #
 # What users rely on:
@@ -53,11 +53,11 @@
 #      takes the same lock itself.  Before, the worker took the lock and
 #      the call returned true, but the lock went with the worker at the
 #      end of the query while the leader went on as if it held it.
-#   4. The load run: 8 sessions for 45 s (ZKLOCK_833_SECONDS), with
+#   4. The load run: 8 sessions for 45 s (ZKLOCK_603_SECONDS), with
 #      deadlock_timeout at 20 ms, each taking again and again a random
 #      ascending subset of five indices, at each a random mode on that
 #      index's path (read, write or a write downgraded to a read on
-#      /t833/load/rwI, a mutex on mxI, a semaphore mutex on smI, sometimes
+#      /t603/load/rwI, a mutex on mxI, a semaphore mutex on smI, sometimes
 #      one multi-lock over mxI paths), holding briefly and committing.
 #      Every session waits only for a path above all it holds, so no cycle
 #      can close: every 40P01 is a false positive.  Asserted: no 40P01, no
@@ -65,7 +65,7 @@
 #      past deadlock_timeout (timed inside the server), and samples of
 #      zk_locks showing a reader queued behind a waiting writer and a
 #      waiter whose blocker itself waits.  The counts are printed.
-#      ZKLOCK_833_SEED repeats the draws (the interleaving depends on
+#      ZKLOCK_603_SEED repeats the draws (the interleaving depends on
 #      timing).
 #   pg_stat_database.deadlocks grows by exactly the one deadlock of 2.
 # Tried against two wrong detectors (by hand, not kept): one that draws an
@@ -85,7 +85,7 @@ use ZklockTest;
 
 my $DT_MS = 50;           # deadlock_timeout of the cluster, as set below
 my $CHECKS = 1.5;         # seconds every no-cycle wait lasts: 30 deadlock_timeouts
-my $BOUND = 2 + $DT_MS / 1000;    # a real deadlock's 40P01 within this (830)
+my $BOUND = 2 + $DT_MS / 1000;    # a real deadlock's 40P01 within this (600)
 
 my $zk = start_zk();
 my $node = new_zklock_node('nofalse', $zk, "deadlock_timeout = '${DT_MS}ms'\n");
@@ -94,7 +94,7 @@ CREATE TABLE rows_t(id int PRIMARY KEY, v int);
 INSERT INTO rows_t SELECT g, 0 FROM generate_series(1, 5) g;
 -- take(kinds, paths, hold): acquire each lock in order (an _xact lock,
 -- 20 s timeout), then hold them hold seconds; false on a timeout
-CREATE FUNCTION t833_take(kinds text[], paths text[], hold float8) RETURNS boolean
+CREATE FUNCTION t603_take(kinds text[], paths text[], hold float8) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   i int;
@@ -133,7 +133,7 @@ sub ok_value
 sub take
 {
 	my ($kind, $path, $hold) = @_;
-	return "SELECT t833_take('{$kind}', '{$path}', " . ($hold // 0) . ')';
+	return "SELECT t603_take('{$kind}', '{$path}', " . ($hold // 0) . ')';
 }
 
 # begin_wait($s, $kind, $path, $hold): $s begins a transaction and starts
@@ -221,7 +221,7 @@ sub no_rows
 subtest 'a reader queued behind a waiting writer behind an idle holder: no 40P01' => sub {
 	for my $hk ('read', 'write')
 	{
-		my $p = "/t833/a/$hk";
+		my $p = "/t603/a/$hk";
 		my ($h, $w, $r1, $r2) = sessions("h_$hk", "w_$hk", "r1_$hk", "r2_$hk");
 		ok_value($h, 'BEGIN', "$hk holder begins");
 		is(ok_value($h, take($hk, $p), "the holder takes the $hk lock"), 't', "the holder holds $hk $p");
@@ -247,7 +247,7 @@ subtest 'a reader queued behind a waiting writer behind an idle holder: no 40P01
 # a row held by a session that waits for nothing
 ############################################################################
 subtest 'readers and writers interleaved behind a holder waiting for an idle row holder: no 40P01' => sub {
-	my $p = '/t833/b';
+	my $p = '/t603/b';
 	my ($x, $h, $h2) = sessions('row_holder', 'holder', 'holder2');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($x, $h, $h2);
 	ok_value($x, 'UPDATE rows_t SET v = v + 1 WHERE id = 1', 'row_holder holds row 1');
@@ -275,7 +275,7 @@ subtest 'readers and writers interleaved behind a holder waiting for an idle row
 # 1c. chains across paths taken in one order: /m, then /x, then /y
 ############################################################################
 subtest 'chains across paths taken in one order (/m, /x, /y): no 40P01' => sub {
-	my ($m, $x, $y) = ('/t833/c/m', '/t833/c/x', '/t833/c/y');
+	my ($m, $x, $y) = ('/t603/c/m', '/t603/c/x', '/t603/c/y');
 	my ($s1, $s2, $s5, $s3, $s4, $s6, $s7) = sessions(qw(s1 s2 s5 s3 s4 s6 s7));
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($s1, $s2, $s5, $s6);
 	is(ok_value($s1, take('write', $y), 's1 writes /y'), 't', 's1 holds the write lock on /y and waits for nothing');
@@ -288,14 +288,14 @@ subtest 'chains across paths taken in one order (/m, /x, /y): no 40P01' => sub {
 	ok(wait_waiting($node, $s5->pid, $y), 's5 waits for a read lock on /y behind s2\'s waiting write node');
 	# s3: the write lock on /x then a read lock on /y, in one statement
 	ok_value($s3, 'BEGIN', 's3 begins');
-	$s3->start(q{SELECT t833_take('{write,read}', '{/t833/c/x,/t833/c/y}', 0.2)});
+	$s3->start(q{SELECT t603_take('{write,read}', '{/t603/c/x,/t603/c/y}', 0.2)});
 	ok(wait_waiting($node, $s3->pid, $x), 's3 waits for the write lock on /x behind the readers s2 and s5');
 	begin_wait($s4, 'read', $x, 0.2);
 	$s6->start(take('read', $x, 0.2));
 	ok(wait_waiting($node, $s6->pid, $x), 's6 (holding /m) waits for a read lock on /x behind s3\'s write node');
 	# s7: /m then /y
 	ok_value($s7, 'BEGIN', 's7 begins');
-	$s7->start(q{SELECT t833_take('{mutex,read}', '{/t833/c/m,/t833/c/y}', 0.2)});
+	$s7->start(q{SELECT t603_take('{mutex,read}', '{/t603/c/m,/t603/c/y}', 0.2)});
 	ok(wait_waiting($node, $s7->pid, $m), 's7 waits for /m behind s6');
 	still_waiting('two paths', $s2, $s5, $s3, $s4, $s6, $s7);
 	ok_value($s1, 'COMMIT', 's1 commits (releases /y)');
@@ -308,7 +308,7 @@ subtest 'chains across paths taken in one order (/m, /x, /y): no 40P01' => sub {
 # 1d. a semaphore mutex queue
 ############################################################################
 subtest 'a semaphore mutex queue behind a holder waiting for an idle row holder: no 40P01' => sub {
-	my ($p, $m) = ('/t833/d/s', '/t833/d/m');
+	my ($p, $m) = ('/t603/d/s', '/t603/d/m');
 	my ($x, $h, $mh, $mw) = sessions('row_holder', 'holder', 'mutex_holder', 'mutex_waiter');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($x, $h, $mh, $mw);
 	ok_value($x, 'UPDATE rows_t SET v = v + 1 WHERE id = 2', 'row_holder holds row 2');
@@ -343,7 +343,7 @@ subtest 'a semaphore mutex queue behind a holder waiting for an idle row holder:
 # 1e. a waiter that gave up, then waits for a lock of one queued behind it
 ############################################################################
 subtest 'a waiter that gave up waits for a lock of one that was queued behind it: no 40P01' => sub {
-	my ($p, $q) = ('/t833/f/p', '/t833/f/q');
+	my ($p, $q) = ('/t603/f/p', '/t603/f/q');
 	my ($a, $b, $c) = sessions('holder', 'gave_up', 'behind');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($a, $b, $c);
 	is(ok_value($a, take('write', $p), 'holder writes /p'), 't', 'holder holds the write lock on /p and waits for nothing');
@@ -369,7 +369,7 @@ subtest 'a waiter that gave up waits for a lock of one that was queued behind it
 # 2. a downgrade with a writer queued behind the holder
 ############################################################################
 subtest 'a downgrade ahead of a queued writer: the writer keeps waiting; a real cycle gives one 40P01' => sub {
-	my ($d, $q) = ('/t833/e/d', '/t833/e/q');
+	my ($d, $q) = ('/t603/e/d', '/t603/e/q');
 	my ($h, $w, $r) = sessions('downgrader', 'writer', 'reader');
 	ok_value($_, 'BEGIN', $_->name . ' begins') for ($h, $w, $r);
 	is(ok_value($w, take('mutex', $q), 'writer takes /q'), 't', 'the writer\'s session holds the mutex /q');
@@ -427,7 +427,7 @@ subtest 'a downgrade ahead of a queued writer: the writer keeps waiting; a real 
 };
 
 subtest 'the moment of a downgrade, with writers and a reader queued and checked every 1 ms: no 40P01' => sub {
-	my $p = '/t833/e/t';
+	my $p = '/t603/e/t';
 	my ($h, @q) = sessions('downgrader', 'writer1', 'writer2', 'reader');
 	# deadlock_timeout's least: the queued check about every millisecond,
 	# so some check falls into the moment of the downgrade's request
@@ -468,7 +468,7 @@ subtest 'a zklock call in a parallel worker fails at once with 25000 and sends n
 	my $force = $num >= 160000 ? 'debug_parallel_query' : 'force_parallel_mode';
 	# plpgsql, so the planner does not inline the call it would refuse
 	$node->safe_psql('postgres', q{
-CREATE FUNCTION t833_wrongly_safe(p text, xact boolean) RETURNS boolean
+CREATE FUNCTION t603_wrongly_safe(p text, xact boolean) RETURNS boolean
 LANGUAGE plpgsql PARALLEL SAFE AS $$
 BEGIN
   IF xact THEN RETURN zk_mutex_acquire_xact(p, '60s'); END IF;
@@ -476,20 +476,20 @@ BEGIN
 END $$;
 });
 	my $peer = new_peer($zk);
-	my $p = '/t833/par';
+	my $p = '/t603/par';
 	my ($l, $o) = sessions('leader', 'other');
 	is(ok_value($o, "SELECT zk_mutex_acquire('$p', '20s')", 'other takes the lock'), 't',
 		'another session holds the lock, so a call that got through would wait');
 	ok_value($l, "SET $force = on", "$force = on");
 	ok_value($l, 'SET parallel_setup_cost = 0', 'parallel_setup_cost = 0');
 	ok_value($l, 'SET parallel_tuple_cost = 0', 'parallel_tuple_cost = 0');
-	like(ok_value($l, "EXPLAIN (COSTS OFF) SELECT t833_wrongly_safe('$p', false)", 'EXPLAIN'),
+	like(ok_value($l, "EXPLAIN (COSTS OFF) SELECT t603_wrongly_safe('$p', false)", 'EXPLAIN'),
 		qr/Gather/, 'the call is planned below a Gather: a parallel worker runs it');
 	for my $xact (0, 1)
 	{
 		my $what = $xact ? '_xact' : 'session';
 		ok_value($l, 'BEGIN', "$what: leader begins") if $xact;
-		my $res = $l->query("SELECT t833_wrongly_safe('$p', " . ($xact ? 'true' : 'false') . ')', 40);
+		my $res = $l->query("SELECT t603_wrongly_safe('$p', " . ($xact ? 'true' : 'false') . ')', 40);
 		is($res->{sqlstate}, '25000', "$what: SQLSTATE 25000 (invalid_transaction_state)") or diag($res->{err});
 		like($res->{err}, qr/cannot use zklock in a parallel worker/, "$what: the message says why");
 		like($res->{err}, qr/CONTEXT:.*parallel worker/s, "$what: raised in the parallel worker");
@@ -518,10 +518,10 @@ END $$;
 # 4. the load run: sessions in one global order, so every 40P01 is false
 ############################################################################
 subtest 'load: mixed readers, writers, mutexes and semaphore mutexes in one order: no 40P01' => sub {
-	my $seconds = $ENV{ZKLOCK_833_SECONDS} // 45;
-	my $seed = $ENV{ZKLOCK_833_SEED} // (int(time * 1000) ^ $$) % 1_000_000_007;
+	my $seconds = $ENV{ZKLOCK_603_SECONDS} // 45;
+	my $seed = $ENV{ZKLOCK_603_SEED} // (int(time * 1000) ^ $$) % 1_000_000_007;
 	my ($nsessions, $nidx, $dt_ms) = (8, 5, 20);
-	diag("833 load: seed $seed (ZKLOCK_833_SEED=$seed repeats the draws), $nsessions sessions, ${seconds} s, deadlock_timeout ${dt_ms} ms");
+	diag("603 load: seed $seed (ZKLOCK_603_SEED=$seed repeats the draws), $nsessions sessions, ${seconds} s, deadlock_timeout ${dt_ms} ms");
 	srand($seed);
 	$node->safe_psql('postgres', q{
 -- round(kinds, paths, hold_ms, dt_ms): take each lock in order (a
@@ -529,7 +529,7 @@ subtest 'load: mixed readers, writers, mutexes and semaphore mutexes in one orde
 -- the write lock released; a multi-lock: paths[i] is a comma-separated
 -- list), hold, and say how many acquires, how many waited dt_ms or
 -- more (timed here, in the server) and the longest wait
-CREATE FUNCTION t833_round(kinds text[], paths text[], hold_ms int, dt_ms int) RETURNS text
+CREATE FUNCTION t603_round(kinds text[], paths text[], hold_ms int, dt_ms int) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
   i int;
@@ -590,7 +590,7 @@ END $$;
 		if (@idx > 1 && rand() < 0.1)
 		{
 			@k = ('multi');
-			@p = (join(',', map { "/t833/load/mx$_" } @idx));
+			@p = (join(',', map { "/t603/load/mx$_" } @idx));
 		}
 		else
 		{
@@ -598,11 +598,11 @@ END $$;
 			{
 				my $m = $modes[ int(rand(@modes)) ];
 				push @k, $m;
-				push @p, "/t833/load/$kind_of{$m}$i";
+				push @p, "/t603/load/$kind_of{$m}$i";
 			}
 		}
 		my $hold = int(rand(30));
-		return sprintf(q{BEGIN; SELECT t833_round('{%s}', '{%s}', %d, %d); COMMIT; SELECT 'released=' || zk_release_all();},
+		return sprintf(q{BEGIN; SELECT t603_round('{%s}', '{%s}', %d, %d); COMMIT; SELECT 'released=' || zk_release_all();},
 			join(',', @k), join(',', map { qq{"$_"} } @p), $hold, $dt_ms);
 	};
 
@@ -674,7 +674,7 @@ END $$;
 	my $log = slurp_file($node->logfile, $log_off);
 	my $published = () = $log =~ /wait record \S+ published/g;
 	my $xchecks = () = $log =~ /deadlock check for \d+ waiter/g;
-	diag(sprintf('833 load: %d rounds (%s), %d acquires, %d waited past deadlock_timeout (%d ms), longest %d ms; '
+	diag(sprintf('603 load: %d rounds (%s), %d acquires, %d waited past deadlock_timeout (%d ms), longest %d ms; '
 			. 'zk_locks samples %d: a reader queued behind a waiting writer in %d, a waiter behind a waiting holder in %d; '
 			. 'waits published after a local check found no cycle %d, checks across clusters %d; '
 			. 'false 40P01 %d, other errors %d, timeouts %d',
@@ -689,7 +689,7 @@ END $$;
 	cmp_ok($c{long}, '>', 0, 'coverage: waits lasted past deadlock_timeout, so deadlock checks ran');
 	cmp_ok($c{r_behind_w}, '>', 0, 'coverage: readers were queued behind waiting writers');
 	cmp_ok($c{chains}, '>', 0, 'coverage: waiters were blocked by holders that themselves waited');
-	ok(wait_sql($node, q{SELECT count(*) FROM zk_locks WHERE path LIKE '/t833/load/%'}, '0'),
+	ok(wait_sql($node, q{SELECT count(*) FROM zk_locks WHERE path LIKE '/t603/load/%'}, '0'),
 		'nothing is left held or waiting');
 	$_->quit for (@load, $sampler);
 };
