@@ -77,7 +77,8 @@ $(OBJS): override CFLAGS += -MMD -MP
 #   make check-regress             the pg_regress suite (REGRESS above)
 #   make check-unit                the cmocka unit tests (test/unit)
 #   make check-meta                META.json against the PGXN spec and the
-#                                  versions of zklock.control, debian/changelog
+#                                  versions of zklock.control, debian/changelog;
+#                                  every patch of test/mutants still applies
 .PHONY: check-tap check-regress check-unit check-meta clean-tmp-install
 # T reaches the shell through the environment, split on blanks and not
 # globbed there, so no character of it is run as a command
@@ -90,6 +91,7 @@ check-unit:
 	bash test/check.sh unit
 check-meta:
 	perl test/meta/check-meta.pl --self-test
+	perl test/meta/check-mutants.pl --self-test
 # PGXS owns the recipe of clean; this only adds a prerequisite to it
 clean: clean-tmp-install
 clean-tmp-install:

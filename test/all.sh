@@ -11,8 +11,9 @@
 #
 # Run as root on Debian 12 (PostgreSQL 15), 13 (17) or forky (18):
 # installs the Debian packages it needs, builds the extension with warnings
-# as errors and installs it, checks META.json (test/meta/check-meta.pl),
-# runs the unit tests, then runs pg_regress and
+# as errors and installs it, checks META.json (test/meta/check-meta.pl)
+# and that every mutant of test/mutants still applies
+# (test/meta/check-mutants.pl), runs the unit tests, then runs pg_regress and
 # the TAP tests (private ZooKeeper, PostgreSQL clusters and Curator peers)
 # as the unprivileged user "zklock" (created if missing), on a copy of the
 # tree that user owns, because initdb refuses to run as root.  Nothing is
@@ -46,10 +47,13 @@ make -s install PG_CONFIG="$PG_CONFIG"
 echo "=== call graph between the C files (no new cycle) ==="
 perl test/callgraph.pl src
 
-# a wrong META.json fails the run at the end, after every other test ran
+# a wrong META.json, or a mutant that no longer applies, fails the run at
+# the end, after every other test ran
 echo "=== META.json: PGXN Meta Spec, and the same version as zklock.control and debian/changelog ==="
 meta_status=0
 perl test/meta/check-meta.pl --self-test || meta_status=1
+echo "=== the mutants of test/mutants still apply to src/ ==="
+perl test/meta/check-mutants.pl --self-test || meta_status=1
 
 echo "=== unit tests of the recipe core (cmocka) ==="
 make -s -C test/unit clean
@@ -75,7 +79,7 @@ for a in "$@"; do
 done
 su "$TEST_USER" -s /bin/bash -c "cd '$COPY' && TAP_TESTS='${TAP_TESTS:-}' ZKLOCK_KEEP_LOGS='${ZKLOCK_KEEP_LOGS:-}' bash test/run-user-tests.sh $args" || status=$?
 if [ $meta_status -ne 0 ] && [ $status -eq 0 ]; then
-	echo "all.sh: META.json check FAILED (see its lines above)"
+	echo "all.sh: the META.json or mutants check FAILED (see its lines above)"
 	status=1
 fi
 echo "all.sh: Debian ${ZKLOCK_DEBIAN:-?} / PostgreSQL $PG_MAJOR: $([ $status -eq 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
