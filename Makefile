@@ -26,7 +26,7 @@ DATA = zklock--0.1.sql zklock--0.1--0.2.sql zklock--0.2.sql \
 PGFILEDESC = "zklock - ZooKeeper locks and recipes, Curator-compatible"
 
 # the ZooKeeper C client: with TLS and SASL, the static build that
-# test/build-zk-client.sh makes from Debian's source package into zk-client/
+# zk-client-build/build.sh makes from Debian's source package into zk-client/
 # (README, "TLS and SASL"), linked into zklock.so and kept out of its
 # exported symbols; without it, Debian's libzookeeper_st, which has neither
 # (zklock then refuses zklock.tls and zklock.sasl_mechanism)
@@ -58,7 +58,7 @@ $(shlib): $(ZK_CLIENT_LIB)
 # the ZooKeeper C client with TLS and SASL (see ZK_CLIENT above)
 .PHONY: zk-client
 zk-client:
-	bash test/build-zk-client.sh
+	bash zk-client-build/build.sh
 
 .PHONY: unittest
 unittest:

@@ -72,7 +72,7 @@
 
 /*
  * The ZooKeeper C client's TLS and SASL: built with OpenSSL and Cyrus SASL
- * (test/build-zk-client.sh; the Makefile then defines the client's own
+ * (zk-client-build/build.sh; the Makefile then defines the client's own
  * HAVE_OPENSSL_H and HAVE_CYRUS_SASL_H, which its zookeeper.h reads) or
  * not (Debian's libzookeeper_st).
  */

@@ -36,7 +36,7 @@ bash test/install-deps.sh
 
 echo "=== the ZooKeeper C client with TLS and SASL, from Debian's source package ==="
 t_zk=$(date +%s)
-bash test/build-zk-client.sh
+bash zk-client-build/build.sh
 echo "all.sh: the C client took $(($(date +%s) - t_zk)) s"
 
 echo "=== build and install (Debian ${ZKLOCK_DEBIAN:-?}, PostgreSQL $PG_MAJOR) ==="

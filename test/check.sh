@@ -117,8 +117,8 @@ SYS_PGBIN=$PGBIN
 SYS_PG_CONFIG=$PG_CONFIG
 [ -x "$SYS_PGBIN/postgres" ] || die "no PostgreSQL $PG_MAJOR server in $SYS_PGBIN"
 
-echo "=== the ZooKeeper C client with TLS and SASL (test/build-zk-client.sh) ==="
-bash test/build-zk-client.sh
+echo "=== the ZooKeeper C client with TLS and SASL (zk-client-build/build.sh) ==="
+bash zk-client-build/build.sh
 
 echo "=== build (PostgreSQL $PG_MAJOR, COPT=-Werror) ==="
 make -s PG_CONFIG="$SYS_PG_CONFIG" COPT=-Werror

@@ -15,7 +15,7 @@ DEMO_USER=${ZKLOCK_TEST_USER:-zklock}
 
 if [ "$(id -u)" -eq 0 ]; then
 	bash test/install-deps.sh
-	bash test/build-zk-client.sh
+	bash zk-client-build/build.sh
 	make -s PG_CONFIG="$PG_CONFIG"
 	make -s install PG_CONFIG="$PG_CONFIG"
 	id "$DEMO_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$DEMO_USER"

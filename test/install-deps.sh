@@ -5,7 +5,7 @@
 # 1.6.5 on 13, 1.6.8 on forky; test 195 schedules jobs with it), the ZooKeeper
 # server (its jar, libzookeeper-java: the package zookeeper adds only a
 # system service, and on forky pulls a desktop JRE) and C client, Curator,
-# a JDK, cmocka and Perl's IPC::Run, and what test/build-zk-client.sh
+# a JDK, cmocka and Perl's IPC::Run, and what zk-client-build/build.sh
 # needs to build the C client with TLS and SASL from Debian's source
 # package (autotools, OpenSSL and Cyrus SASL headers, dpkg-source; the
 # DIGEST-MD5 plugin and openssl for the tests; for test 217, MIT's KDC

@@ -13,7 +13,7 @@
 #    archive (apt-get build-dep), writes debian/control for the release's
 #    PostgreSQL (pg_buildext updatecontrol), makes the upstream tarball
 #    zklock_UPSTREAM.orig.tar.gz from the tree (without debian/), fetches
-#    the zookeeper source package beside the tree (test/build-zk-client.sh
+#    the zookeeper source package beside the tree (zk-client-build/build.sh
 #    --fetch-only: apt-get source, adding the deb-src entries of the root's
 #    archive) and runs `dpkg-buildpackage -us -uc` with ZKLOCK_ZK_SOURCE
 #    naming it: source package and postgresql-NN-zklock;
@@ -59,7 +59,7 @@ inside_build() {
 	tar -C .. --exclude="$src/debian" -czf "../zklock_$upstream.orig.tar.gz" "$src"
 	# the zookeeper source package the C client with TLS and SASL is built
 	# from (debian/rules): fetched here, beside the tree, not by the build
-	ZKLOCK_ZK_CLIENT=$(cd .. && pwd)/zk-fetch bash test/build-zk-client.sh --fetch-only
+	ZKLOCK_ZK_CLIENT=$(cd .. && pwd)/zk-fetch bash zk-client-build/build.sh --fetch-only
 	ZKLOCK_ZK_SOURCE=$(cd .. && pwd)/zk-fetch/src dpkg-buildpackage -us -uc
 }
 

@@ -8,7 +8,7 @@
 # zklock.connect_timeout instead of hanging), tries again, and resumes the
 # same session once a server answers, held locks still held.  The C client
 # alone loops on SSL_connect() for as long as the server keeps silent,
-# blocking the worker (test/zk-client-patches/tls-handshake-nonblocking.patch
+# blocking the worker (zk-client-build/patches/tls-handshake-nonblocking.patch
 # makes the handshake wait in the worker's event loop instead).
 #
 # Fault: the worker's TLS connection goes through a proxy, which cuts it,

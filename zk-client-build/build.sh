@@ -1,9 +1,15 @@
 #!/bin/bash
-# build-zk-client.sh — build the single-threaded ZooKeeper C client with TLS
-# (OpenSSL) and SASL (Cyrus SASL) from Debian's own source package of the
-# running release, for zklock to link statically.
+# zk-client-build/build.sh — build the single-threaded ZooKeeper C client
+# with TLS (OpenSSL) and SASL (Cyrus SASL) from Debian's own source package
+# of the running release, for zklock to link statically.
 #
-#   bash test/build-zk-client.sh [--fetch-only]
+#   bash zk-client-build/build.sh [--fetch-only]      (make zk-client)
+#
+# Part of the product, not of the tests: debian/rules runs it to build the
+# package, the Makefile's zk-client target and test/all.sh, test/check.sh,
+# test/demo.sh run it.  Its folder, zk-client-build/, holds the script and
+# the patches it applies (patches/); its output is zk-client/ (ignored by
+# git), which the Makefile links.
 #
 # Debian's libzookeeper-st is built without OpenSSL and Cyrus SASL (no
 # zookeeper_init_ssl, no zookeeper_init_sasl), although the C client of
@@ -18,7 +24,7 @@
 #      (ZKLOCK_ZK_FALLBACK_SUITE, default trixie) from the same archive;
 #      zk-client/.source names the package used;
 #      then applies zklock's patches to the C client
-#      (test/zk-client-patches/*.patch: the TLS handshake does not block;
+#      (zk-client-build/patches/*.patch: the TLS handshake does not block;
 #      the caller makes each TLS context, and SASL runs inside TLS);
 #   2. generates the C records of zookeeper.jute with the jute compiler of
 #      Debian's libzookeeper-java, as the package's own build does (the
@@ -34,12 +40,24 @@
 # version.  --fetch-only stops after step 1 (the source is kept in
 # zk-client/src).  Needs: dpkg-dev, autoconf, automake, libtool, pkgconf,
 # libssl-dev, libsasl2-dev, a JRE and libzookeeper-java (test/install-deps.sh
-# installs them).  Knobs: ZKLOCK_ZK_CLIENT (folder, default zk-client/ at
+# installs them; debian/control's Build-Depends list them).  The
+# environment is its own, whatever the caller's (as test/env.sh sets it for
+# the tests, which this script does not use): the standard directories
+# first in PATH, the C.UTF-8 locale (built into Debian's libc-bin), HOME
+# and USER from the password database when unset.  Knobs: ZKLOCK_ZK_CLIENT (folder, default zk-client/ at
 # the top of the tree), ZKLOCK_ZK_SOURCE and ZKLOCK_ZK_FALLBACK_SUITE (see 1).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
-. "$HERE/env.sh"
+
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}"
+unset LANGUAGE LC_CTYPE LC_COLLATE LC_MESSAGES LC_MONETARY LC_NUMERIC LC_TIME
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+if [ -z "${HOME:-}" ]; then
+	HOME=$(getent passwd "$(id -u)" | cut -d: -f6)
+	export HOME=${HOME:-/}
+fi
+export USER=${USER:-$(id -un)}
 
 OUT=${ZKLOCK_ZK_CLIENT:-$REPO/zk-client}
 SRC=$OUT/src
@@ -47,7 +65,7 @@ FETCH_ONLY=0
 [ "${1:-}" = "--fetch-only" ] && FETCH_ONLY=1
 
 die() {
-	echo "build-zk-client.sh: $*" >&2
+	echo "zk-client-build: $*" >&2
 	exit 1
 }
 
@@ -57,13 +75,13 @@ ZK_VERSION=$(dpkg-query -W -f='${Version}' libzookeeper-java 2>/dev/null) ||
 [ -n "$ZK_VERSION" ] || die "libzookeeper-java is not installed"
 
 # the patches applied to the C client, in the stamps of the tree and the build
-PATCHES=$(ls "$HERE"/zk-client-patches/*.patch 2>/dev/null | sort) || true
+PATCHES=$(ls "$HERE"/patches/*.patch 2>/dev/null | sort) || true
 PATCH_SUM=$( { [ -z "$PATCHES" ] || cat $PATCHES; } | sha256sum | cut -c1-16)
 STAMP="$ZK_VERSION patches $PATCH_SUM"
 
 if [ -f "$OUT/.built" ] && [ "$(cat "$OUT/.built")" = "$STAMP" ] &&
 	[ -f "$OUT/lib/libzookeeper_st.a" ] && [ $FETCH_ONLY -eq 0 ]; then
-	echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL already in $OUT"
+	echo "zk-client-build: zookeeper $ZK_VERSION C client with TLS and SASL already in $OUT"
 	exit 0
 fi
 
@@ -91,7 +109,7 @@ add_deb_src() {
 			printf "\n\n" }' >> "$list.new"
 	[ -s "$list.new" ] || die "no deb entry found in /etc/apt to derive a deb-src entry from"
 	mv "$list.new" "$list"
-	echo "build-zk-client.sh: added deb-src entries in $list"
+	echo "zk-client-build: added deb-src entries in $list"
 	apt-get update -q
 }
 
@@ -111,7 +129,7 @@ fetch_fallback() {
 	[ -n "$uri" ] || uri=$(cat /etc/apt/sources.list 2>/dev/null |
 		awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } print $i; exit }')
 	[ -n "$uri" ] || die "apt-get source zookeeper=$ZK_VERSION failed, and no archive to take $suite's source from"
-	echo "build-zk-client.sh: the archive does not serve zookeeper $ZK_VERSION's source; taking $suite's from $uri"
+	echo "zk-client-build: the archive does not serve zookeeper $ZK_VERSION's source; taking $suite's from $uri"
 	printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
 		"$uri" "$suite" > "$list"
 	apt-get update -q
@@ -148,7 +166,7 @@ fetch() {
 	fi
 	(cd "$SRC" && dpkg-source --no-check -x "$dsc" tree >/dev/null) ||
 		die "dpkg-source -x $dsc failed"
-	echo "build-zk-client.sh: unpacked $(basename "$dsc") in $SRC/tree"
+	echo "zk-client-build: unpacked $(basename "$dsc") in $SRC/tree"
 	for p in $PATCHES; do
 		patch -d "$SRC/tree" -p1 --forward --quiet < "$p" ||
 			die "$(basename "$p") does not apply to $(basename "$dsc")"
@@ -182,7 +200,7 @@ mkdir -p "$B"
 cflags="-g -O2 -Wno-error"
 if grep -q 'FIPS_mode()' "$C/src/zookeeper.c"; then
 	cat > "$B/zk-openssl3.h" <<-'EOF'
-	/* build-zk-client.sh: FIPS_mode() as OpenSSL 3 spells it */
+	/* zk-client-build/build.sh: FIPS_mode() as OpenSSL 3 spells it */
 	#include <openssl/opensslv.h>
 	#if OPENSSL_VERSION_NUMBER >= 0x30000000L
 	#include <openssl/evp.h>
@@ -208,4 +226,4 @@ grep -q ' T zookeeper_init_ssl$' "$B/symbols" || die "the library built has no z
 grep -q ' T zookeeper_init_sasl$' "$B/symbols" || die "the library built has no zookeeper_init_sasl"
 grep -q ' T zookeeper_init_ssl_ctx$' "$B/symbols" || die "the library built has no zookeeper_init_ssl_ctx (tls-context-and-sasl.patch)"
 echo "$STAMP" > "$OUT/.built"
-echo "build-zk-client.sh: zookeeper $ZK_VERSION C client with TLS and SASL in $OUT"
+echo "zk-client-build: zookeeper $ZK_VERSION C client with TLS and SASL in $OUT"
