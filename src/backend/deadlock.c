@@ -115,6 +115,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "core/handover_rules.h"
 #include "common/shmem.h"
 #include "backend/backend.h"
 

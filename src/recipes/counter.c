@@ -28,6 +28,7 @@
 #include "core/value_codec.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 #include "recipes/counter.h"
 
 static void counter_read(int idx);

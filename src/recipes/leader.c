@@ -63,6 +63,8 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 /* how often a wait for leadership looks again without a wake-up (ms) */
 #define LATCH_POLL_MS	100

@@ -13,6 +13,8 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);

@@ -10,6 +10,8 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);
