@@ -66,7 +66,6 @@ extern void zklock_local_blockers(const ZklockSlot *copy, int n,
 
 /* backend/channel.c */
 extern void zklock_build_node_data(void);
-extern bool zklock_confirm_hold(int slot_idx, char *why, size_t whylen);
 extern TimestampTz zklock_deadline_after(TimestampTz start, int64 timeout_ms);
 
 #endif							/* ZKLOCK_BACKEND_INT_H */

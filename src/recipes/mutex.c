@@ -276,6 +276,7 @@ static const ZklockWorkerOps mutex_ops[] = {
 		.resume = zklock_lk_resume, .lock_target = mutex_lock_target,
 		.lock_granted = zklock_grant,
 		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.flags = ZKW_CACHEABLE,
 	},
 };
 

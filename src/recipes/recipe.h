@@ -180,6 +180,20 @@ typedef struct ZklockWorkerOps
 	void		(*released) (int idx);
 	/* the handover layer, for a recipe that opts in (NULL: Curator's alone) */
 	const ZklockHandoverLayer *handover;
+	/*
+	 * a request of this op given up while ACTIVE (backend/channel.c, the
+	 * lock held exclusively): whether a write it sent stands whatever the
+	 * caller does, so the caller must not call it never sent (a counter's,
+	 * recipes/counter_fence.c); NULL: it writes nothing of the kind
+	 */
+	bool		(*write_stands) (const ZklockSlot *slot);
+	/*
+	 * an ACTIVE slot of this op is a standing membership, no request
+	 * waiting for its answer (a leader latch member once its place is
+	 * decided): zk_stat_worker counts it neither queued nor held.
+	 * Backend, the lock held shared; NULL: never
+	 */
+	bool		(*standing) (const ZklockSlot *slot);
 	uint32		flags;			/* ZKW_* */
 	const char *state_name;		/* zk_locks.state while it runs, or NULL
 								 * for the slot's state */
@@ -195,6 +209,16 @@ typedef struct ZklockWorkerOps
 #define ZKW_NODE_IN_LEASES	0x02
 /* its nodes carry no protection prefix (double barrier members) */
 #define ZKW_PLAIN_NAMES		0x04
+/*
+ * its final lock, not a read/write one, may be kept idle by the lock cache
+ * after its release and taken by a later request (worker/lock_cache.c)
+ */
+#define ZKW_CACHEABLE		0x08
+/*
+ * its held lock is a write lock a read request of the same session may
+ * downgrade from (worker/lock_engine.c, lk_downgrade_allowed)
+ */
+#define ZKW_DOWNGRADE_FROM	0x10
 
 /*
  * A recipe's descriptor: its name, the kinds of request it runs and the

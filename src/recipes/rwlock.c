@@ -258,6 +258,7 @@ static const ZklockWorkerOps rw_ops[] = {
 		.resume = zklock_lk_resume, .lock_target = write_lock_target,
 		.lock_granted = zklock_grant,
 		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.flags = ZKW_DOWNGRADE_FROM,
 	},
 };
 
