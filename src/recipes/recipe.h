@@ -29,17 +29,19 @@
  * through its IndexAmRoutine and Curator's LockInternals its
  * LockInternalsDriver.  src/recipes/README walks through two recipes.
  *
- * The ops and kinds (ZklockOp, ZklockKind) and the recipes' argument and
- * shared-state unions (ZklockRecipeArgs, ZklockRecipeState) are declared
- * in common/recipe_fields.h, not here: the shared slot (common/shmem.h)
- * embeds them, and common/ may not include recipes/.
+ * The ops and kinds (ZklockOp, ZklockKind) and the recipes' unions
+ * (ZklockRecipeArgs, ZklockRecipeState, ZklockRecipeWork) are declared in
+ * common/recipe_fields.h, not here: the shared slot (common/shmem.h)
+ * embeds the first two, and common/ may not include recipes/.
  *
  * State a recipe keeps lives in three places, each a per-recipe member
  * the recipe owns: its arguments in ZklockRecipeArgs (the ask's and the
  * slot's), its shared state in ZklockRecipeState (the slot's rstate: only
  * the member of the slot's op is valid), its worker-only state in
- * WorkerReq.rcp (recipes/recipe_worker.h).  Its nodes are the slot's node
- * record (ZklockSlot.nodes: ZKN_MAIN, and ZKN_LEASE_LOCK for a lease).
+ * ZklockRecipeWork (the worker's request record's rcp,
+ * recipes/recipe_worker.h), all three in common/recipe_fields.h.  Its
+ * nodes are the slot's node record (ZklockSlot.nodes: ZKN_MAIN, and
+ * ZKN_LEASE_LOCK for a lease).
  *
  * Both sides include this header (worker/worker.h and backend/backend.h):
  * they read the descriptors and call the lookups.  The contract grows (a

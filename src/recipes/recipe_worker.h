@@ -4,9 +4,9 @@
  *	  What the worker side offers recipes (the recipe contract's worker
  *	  half; recipes/recipe.h is the descriptor): the request record
  *	  WorkerReq (zklock_reqs[idx], beside zklock_shared->slots[idx]) with
- *	  its per-recipe union rcp, the worker's handle, and the calls a
- *	  recipe's worker steps may make, by the file of worker/ that offers
- *	  them.  It includes the ZooKeeper client's header; worker/worker.h
+ *	  its per-recipe union rcp (ZklockRecipeWork, common/recipe_fields.h),
+ *	  the worker's handle, and the calls a recipe's worker steps may make,
+ *	  by the file of worker/ that offers them.  It includes the ZooKeeper client's header; worker/worker.h
  *	  includes it, and a recipe file that has worker steps.  backend/ never
  *	  includes it (test/callgraph.pl).
  *
@@ -80,45 +80,8 @@ typedef struct WorkerReq
 	int			lost_retries;
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
 													 * being checked */
-	/* per recipe: a request uses only the part of its own op */
-	union
-	{
-		struct
-		{
-			bool		ready_seen; /* P/ready existed */
-			char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
-															 * watch once ours is
-															 * deleted ("": none,
-															 * we are done) */
-		}			dbarrier;
-		struct
-		{
-			int64		written;	/* holders' nodes written */
-		}			revoke;
-		struct
-		{
-			bool		guarded;	/* a wait: P's children were looked at */
-		}			barrier;
-		struct
-		{
-			int64		pending;	/* the value being written (an add:
-									 * its own result) */
-			struct CounterFold *fold;	/* an add: the fold it waits in
-										 * (recipes/counter_fold.c), or
-										 * NULL */
-			bool		guarded;	/* P's children were looked at */
-		}			counter;
-		struct					/* the listing and the data, in order */
-		{
-			char		dir[ZKLOCK_NODE_PATH_SIZE];
-			int			kind;
-			int			n;
-			int			done;
-			char	  **names;
-			char	  **data;
-			int		   *len;
-		}			participants;
-	}			rcp;
+	ZklockRecipeWork rcp;		/* per recipe: a request uses only the
+								 * member of its own op */
 	MemoryContext cxt;			/* the request's own allocations
 								 * (zklock_req_memory), or NULL */
 } WorkerReq;
