@@ -422,8 +422,10 @@ counter_write_stands(const ZklockSlot *slot)
  * in recipes/counter_sql.c).
  */
 static const ZklockWorkerOps counter_ops[] = {
-	{.op = ZKOP_COUNTER, .start = counter_start,
-	.write_stands = counter_write_stands},
+	{
+		.op = ZKOP_COUNTER, .start = counter_start,
+		.write_stands = counter_write_stands,
+	},
 };
 
 const ZklockRecipe zklock_recipe_counter = {
