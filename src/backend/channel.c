@@ -4,8 +4,8 @@
  *	  The request API every SQL function calls: claim a slot of the shared
  *	  table, wait on the latch for the worker's answer (bounded by the
  *	  call's timeout, lock_timeout and zklock.connect_timeout), give up;
- *	  and the identity written into nodes.  It knows nothing of the registry of holds above it
- *	  (backend/holds.c, backend/acquire.c).
+ *	  and the identity written into nodes.  It knows nothing of the
+ *	  registry of holds above it (backend/holds.c, backend/acquire.c).
  *
  *-------------------------------------------------------------------------
  */
