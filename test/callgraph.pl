@@ -23,8 +23,13 @@
 #     sources rather than from the objects.  The top-level headers
 #     (zklock.h, compat.h) are everyone's but core/'s: the pure cores
 #     include core/ headers only.  Of recipes/, the two sides include the
-#     contract, recipes/recipe.h, which declares the registry's lookups
-#     (%MAY_INCLUDE below).
+#     contract, recipes/recipe.h, which declares the registry's lookups,
+#     and each its own half of it: worker/ recipes/recipe_worker.h,
+#     backend/ recipes/recipe_sql.h, never the other's (%MAY_INCLUDE
+#     below);
+#   - a file of backend/ reaches the ZooKeeper client's header
+#     (<zookeeper/...>) through the headers of ours it includes, followed
+#     transitively: only the worker process sees the client.
 #
 #   perl test/callgraph.pl [srcdir]     (default: src, after make)
 use strict;
@@ -56,11 +61,15 @@ my %MAY_USE = (
 
 # The headers a file of a folder may include besides those of the folders
 # %MAY_USE allows it: recipes/recipe.h declares the registry's lookups
-# that backend/ and worker/ call, and the contract they implement.
+# that backend/ and worker/ call, and the descriptor they read; each side
+# includes the half of the contract it offers the recipes.
 my %MAY_INCLUDE = (
-	backend => ['recipes/recipe.h'],
-	worker => ['recipes/recipe.h'],
+	backend => [ 'recipes/recipe.h', 'recipes/recipe_sql.h' ],
+	worker => [ 'recipes/recipe.h', 'recipes/recipe_worker.h' ],
 );
+
+# folders whose files must not reach the ZooKeeper client's header
+my @NO_ZOOKEEPER = ('backend');
 
 # folder_of($file): the folder of a file named by its path under src/
 sub folder_of { return $_[0] =~ m{^(\w+)/} ? $1 : '.'; }
@@ -169,22 +178,51 @@ for my $sym (sort keys %used_by)
 my @sources = sort map { s{^\Q$dir\E/}{}r } split /\n/,
   `find "$dir" -name '*.[ch]' | sort`;
 my $includes = 0;
+my (%ours, %zk_direct);			# headers of ours each source includes;
+								# whether it includes <zookeeper/...>
 for my $src (@sources)
 {
 	open my $fh, '<', "$dir/$src" or die "$dir/$src: $!\n";
+	$ours{$src} = [];
 	while (<$fh>)
 	{
+		$zk_direct{$src} = $. if /^\s*#\s*include\s+<zookeeper\//;
 		next unless /^\s*#\s*include\s+"([^"]+)"/;
 		my $inc = $1;
 		(my $here = $src) =~ s{[^/]*$}{};
 		my $hdr = -f "$dir/$inc" ? $inc : -f "$dir/$here$inc" ? "$here$inc" : next;
 		$includes++;
+		push @{ $ours{$src} }, $hdr;
 		next if may_include($src, $hdr);
 		printf "%s:%d includes \"%s\": folder %s/ may not include %s\n",
 		  $src, $., $inc, folder_of($src), $hdr;
 		$fail = 1;
 	}
 	close $fh;
+}
+# zk_path($src): the chain of our headers by which $src reaches
+# <zookeeper/...> (ending in the one that includes it), or () if none
+sub zk_path
+{
+	my ($src, $seen) = @_;
+	$seen //= {};
+	return () if $seen->{$src}++;
+	return ($src) if $zk_direct{$src};
+	for my $h (@{ $ours{$src} // [] })
+	{
+		my @p = zk_path($h, $seen);
+		return ($src, @p) if @p;
+	}
+	return ();
+}
+for my $src (@sources)
+{
+	next unless grep { folder_of($src) eq $_ } @NO_ZOOKEEPER;
+	my @p = zk_path($src);
+	next unless @p;
+	printf "%s reaches <zookeeper/...> through %s: folder %s/ must not see the ZooKeeper client\n",
+	  $src, join(' -> ', @p), folder_of($src);
+	$fail = 1;
 }
 
 my $edges = 0;

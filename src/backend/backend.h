@@ -4,8 +4,9 @@
  *	  What the backend side of zklock shares between its files beyond what
  *	  the recipes may use.  The registry of held locks (LocalLock), what a
  *	  backend asks the worker for (ZklockAsk) and the request API every
- *	  SQL function calls are declared in the recipe contract,
- *	  recipes/recipe.h, which this header includes.
+ *	  SQL function calls are what the SQL side offers recipes,
+ *	  recipes/recipe_sql.h; it and the descriptor, recipes/recipe.h, are
+ *	  included here.  Nothing here reaches the ZooKeeper client's header.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +19,7 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_sql.h"
 
 /* One transaction-level hold, remembered for commit, abort and savepoints */
 typedef struct XactHold
@@ -64,7 +66,6 @@ extern void zklock_local_blockers(const ZklockSlot *copy, int n,
 
 /* backend/channel.c */
 extern void zklock_build_node_data(void);
-extern bool zklock_confirm_hold(int slot_idx, char *why, size_t whylen);
 extern TimestampTz zklock_deadline_after(TimestampTz start, int64 timeout_ms);
 
 #endif							/* ZKLOCK_BACKEND_INT_H */

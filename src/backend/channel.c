@@ -4,9 +4,8 @@
  *	  The request API every SQL function calls: claim a slot of the shared
  *	  table, wait on the latch for the worker's answer (bounded by the
  *	  call's timeout, lock_timeout and zklock.connect_timeout), give up;
- *	  the identity written into nodes, and the commit confirmation's
- *	  request.  It knows nothing of the registry of holds above it
- *	  (backend/holds.c, backend/acquire.c).
+ *	  and the identity written into nodes.  It knows nothing of the
+ *	  registry of holds above it (backend/holds.c, backend/acquire.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -307,13 +306,16 @@ look_at_slot(int idx, uint32 serial, bool give_up, const ZklockDeadlock *dl,
 			case ZKS_ACTIVE:
 				if (give_up)
 				{
+					bool		(*write_stands) (const ZklockSlot *s);
+
 					/*
 					 * a counter write that left stands whatever we do
 					 * (recipes/counter_fence.c): our caller must not call
 					 * it never sent
 					 */
-					ans->write_in_doubt = slot->op == ZKOP_COUNTER &&
-						slot->rstate.counter.write_sent;
+					write_stands = zklock_worker_ops(slot->op)->write_stands;
+					ans->write_in_doubt = write_stands != NULL &&
+						write_stands(slot);
 					zklock_slot_cancel(slot);
 					zklock_post(idx);
 					wake = true;
@@ -691,63 +693,4 @@ zklock_build_node_data(void)
 					 errdetail("The limit is %d bytes.", (int) sizeof(node_data) - 1)));
 		strlcpy(node_data, utf8, sizeof(node_data));
 	}
-}
-
-/*
- * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
- * node of the lock held in our slot slot_idx still exists in the worker's session.  Waits at
- * most zklock.connect_timeout.  Returns false, with why filled in, when it
- * does not or the answer did not come; errors of the wait are turned into
- * that answer so the caller can fail the commit with its own SQLSTATE.
- */
-bool
-zklock_confirm_hold(int slot_idx, char *why, size_t whylen)
-{
-	ZklockSlot *slot = &zklock_shared->slots[slot_idx];
-	ZklockAsk	ask;
-	LocalLockKey key;
-	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
-	int			user_off;
-	bool		timed_out = false;
-	int64		value = 0;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	/* our own slot: only the worker's move to LOST can change it */
-	zklock_lock_table(LW_SHARED);
-	memset(&key, 0, sizeof(key));
-	strlcpy(key.path, slot->path, sizeof(key.path));
-	user_off = slot->user_path_off;
-	snprintf(rel, sizeof(rel), "%s%s",
-			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
-			 slot->nodes[ZKN_MAIN].name);
-	LWLockRelease(zklock_shared->lock);
-
-	memset(&ask, 0, sizeof(ask));
-	ask.op = ZKOP_CONFIRM;
-	ask.kind = ZKK_NONE;
-	ask.timeout_ms = zklock_connect_timeout;
-	ask.data = rel;
-	PG_TRY();
-	{
-		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		strlcpy(why, edata->message, whylen);
-		FreeErrorData(edata);
-		return false;
-	}
-	PG_END_TRY();
-	if (timed_out)
-		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
-				 zklock_connect_timeout);
-	else if (value != 1)
-		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
-				 rel);
-	return !timed_out && value == 1;
 }

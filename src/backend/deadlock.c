@@ -86,15 +86,14 @@
  * is a deadlock.  Nothing is cached between checks.
  *
  * Exactly one victim.  The waiter that ran the check is the victim, and
- * withdraws its request in the critical section of its re-check, so its
- * edge is gone for every later re-check: of two zklock waiters of one
- * cycle checking at the same time, the second finds the cycle broken.
- * The withdrawn request is given back by the caller's error path as any
- * wait that ends early, and the worker gives the lock to the next waiter.
- * A backend waiting for a heavyweight lock of the same cycle runs
- * PostgreSQL's detector, which cannot see the zklock edge: it finds no
- * cycle and fails nobody.  A grant that reaches this backend's slot before
- * the re-check wins: no error.
+ * withdraws its request in the critical section of its re-check, so its edge
+ * is gone for every later re-check: of two zklock waiters of one cycle
+ * checking at the same time, the second finds the cycle broken.  The withdrawn
+ * request is given back by the caller's error path as any wait that ends
+ * early, and the worker gives the lock to the next waiter.  A backend waiting
+ * for a heavyweight lock of the same cycle runs PostgreSQL's detector, which
+ * cannot see the zklock edge: it finds no cycle and fails nobody.  A grant
+ * that reaches this backend's slot before the re-check wins: no error.
  *
  * Cost.  Nothing before deadlock_timeout.  Then, per check: one copy of the
  * lock slots under the shared lock, one GetBlockerStatusData per process
@@ -115,6 +114,7 @@
 #include "utils/memutils.h"
 
 #include "zklock.h"
+#include "core/handover_rules.h"
 #include "common/shmem.h"
 #include "backend/backend.h"
 

@@ -38,7 +38,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	int			best_rank = 0;
 	int64		best_token = 0;
 
-	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_MUTEX, &key, &user_off);
+	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_NONE, &key, &user_off);
 	zklock_backend_setup();
 	/* of the held kinds with a token, the lowest rank (a write before its read) */
 	for (kind = ZKK_NONE; kind <= ZKK_LAST; kind++)
@@ -153,6 +153,18 @@ typedef struct StatusSnapshot
 } StatusSnapshot;
 
 /*
+ * Whether an ACTIVE slot is a standing membership rather than a request
+ * waiting for its answer (its op's standing hook).  Caller holds the lock.
+ */
+static bool
+slot_standing(const ZklockSlot *slot)
+{
+	const ZklockWorkerOps *ops = zklock_worker_ops(slot->op);
+
+	return ops->standing != NULL && ops->standing(slot);
+}
+
+/*
  * Copy what zk_status() shows of the shared table.  Takes the table's lock
  * in shared mode.
  */
@@ -205,8 +217,7 @@ status_snapshot(ZklockShared *sh, StatusSnapshot *snap)
 		 * leaves), no request.
 		 */
 		if (st == ZKS_NEW ||
-			(st == ZKS_ACTIVE &&
-			 !(sh->slots[i].op == ZKOP_LATCH && sh->slots[i].rstate.latch.member)))
+			(st == ZKS_ACTIVE && !slot_standing(&sh->slots[i])))
 			snap->queued++;
 		else if (st == ZKS_HELD)
 			snap->held++;
@@ -558,10 +569,10 @@ zk_locks(PG_FUNCTION_ARGS)
 
 		memset(nulls, 0, sizeof(nulls));
 		nulls[0] = true;		/* no holder */
-		values[1] = CStringGetTextDatum(zklock_kind_info(ZKK_MUTEX)->recipe);
+		values[1] = CStringGetTextDatum(zklock_kind_info(e->kind)->recipe);
 		values[2] = zklock_utf8_text_datum(e->base + e->user_path_off);
 		values[3] = zklock_utf8_text_datum(e->node.name);
-		values[4] = CStringGetTextDatum(zklock_kind_info(ZKK_MUTEX)->mode);
+		values[4] = CStringGetTextDatum(zklock_kind_info(e->kind)->mode);
 		nulls[5] = true;		/* no scope */
 		values[6] = Int32GetDatum(0);
 		values[7] = CStringGetTextDatum(lease_ok ? "cached" : "lost");

@@ -5,7 +5,7 @@
  *	  transaction-level holds (released once a (sub)transaction has ended
  *	  and PostgreSQL has released its own locks), the session locks and
  *	  leaderships a transaction relies on, and the PREPARE and COMMIT
- *	  checks.  Below the registry of holds (backend/holds.c): dropping a
+ *	  checks (with the commit confirmation's request).  Below the registry of holds (backend/holds.c): dropping a
  *	  hold is here, since the end of a transaction is what drops most.
  *
  *	  zklock_xact_register_callbacks	the (sub)transaction callbacks
@@ -276,6 +276,65 @@ check_lease_at_commit(const char *when)
 }
 
 /*
+ * zklock.commit_confirm: ask ZooKeeper, through the worker, whether the
+ * node of the lock held in our slot slot_idx still exists in the worker's session.  Waits at
+ * most zklock.connect_timeout.  Returns false, with why filled in, when it
+ * does not or the answer did not come; errors of the wait are turned into
+ * that answer so the caller can fail the commit with its own SQLSTATE.
+ */
+static bool
+confirm_hold(int slot_idx, char *why, size_t whylen)
+{
+	ZklockSlot *slot = &zklock_shared->slots[slot_idx];
+	ZklockAsk	ask;
+	LocalLockKey key;
+	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
+	int			user_off;
+	bool		timed_out = false;
+	int64		value = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* our own slot: only the worker's move to LOST can change it */
+	zklock_lock_table(LW_SHARED);
+	memset(&key, 0, sizeof(key));
+	strlcpy(key.path, slot->path, sizeof(key.path));
+	user_off = slot->user_path_off;
+	snprintf(rel, sizeof(rel), "%s%s",
+			 zklock_kind_info(slot->kind)->node_dir ? zklock_kind_info(slot->kind)->node_dir : "",
+			 slot->nodes[ZKN_MAIN].name);
+	LWLockRelease(zklock_shared->lock);
+
+	memset(&ask, 0, sizeof(ask));
+	ask.op = ZKOP_CONFIRM;
+	ask.kind = ZKK_NONE;
+	ask.timeout_ms = zklock_connect_timeout;
+	ask.data = rel;
+	PG_TRY();
+	{
+		value = zklock_run_request(&ask, &key, user_off, 0, 0, &timed_out, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		strlcpy(why, edata->message, whylen);
+		FreeErrorData(edata);
+		return false;
+	}
+	PG_END_TRY();
+	if (timed_out)
+		snprintf(why, whylen, "ZooKeeper did not answer within zklock.connect_timeout (%d ms).",
+				 zklock_connect_timeout);
+	else if (value != 1)
+		snprintf(why, whylen, "Its node %s no longer exists in the worker's ZooKeeper session.",
+				 rel);
+	return !timed_out && value == 1;
+}
+
+/*
  * The COMMIT (or PREPARE) check: a transaction that relies on a zklock
  * lock commits only while the lock is held and the worker's session is
  * provably alive (its lease).  Runs in the backend on shared memory read
@@ -350,7 +409,7 @@ check_locks_at_commit(void)
 			LocalLock  *ll = hash_search(zklock_local_locks, k, HASH_FIND, NULL);
 			char		why[ZKLOCK_ERRMSG_SIZE];
 
-			if (ll == NULL || zklock_confirm_hold(ll->slot, why, sizeof(why)))
+			if (ll == NULL || confirm_hold(ll->slot, why, sizeof(why)))
 				continue;
 			ereport(ERROR,
 					(errcode(ERRCODE_TRANSACTION_ROLLBACK),

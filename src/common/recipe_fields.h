@@ -4,11 +4,18 @@
  *	  The recipes' fields of a request slot: which algorithm the worker
  *	  runs (ZklockOp), what the slot is to the user (ZklockKind), the
  *	  request's step (ZklockPhase), and the per-recipe unions of its
- *	  arguments (ZklockRecipeArgs) and its state (ZklockRecipeState).  A
- *	  new recipe adds its op, its kind and its members here.  Its reader is
+ *	  arguments (ZklockRecipeArgs), its shared state (ZklockRecipeState)
+ *	  and its worker-only state (ZklockRecipeWork, the worker's request
+ *	  record's rcp).  A new recipe adds its op, its kind and its members
+ *	  here.  Its reader is
  *	  the shared-memory table (common/shmem.h, whose ZklockSlot holds
  *	  them), which includes it; a file includes common/shmem.h, not this
  *	  header.
+ *
+ *	  They belong to the recipe contract (recipes/recipe.h) but live here
+ *	  because the slot embeds them by value and common/ may not include
+ *	  recipes/ (src/README, Layers): the contract's descriptor is the
+ *	  only thing that gives an op or a kind a meaning.
  *
  *-------------------------------------------------------------------------
  */
@@ -129,6 +136,51 @@ typedef union ZklockRecipeState
 								 * knows (recipes/counter.c) */
 	}			counter;
 } ZklockRecipeState;
+
+/*
+ * A request's worker-only state, by recipe (WorkerReq.rcp,
+ * recipes/recipe_worker.h): what its steps keep in the worker process
+ * beside the slot.  Only the member of the request's op is valid.  A new
+ * recipe adds its member here.
+ */
+typedef union ZklockRecipeWork
+{
+	struct
+	{
+		bool		ready_seen; /* P/ready existed */
+		char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
+														 * watch once ours is
+														 * deleted ("": none,
+														 * we are done) */
+	}			dbarrier;
+	struct
+	{
+		int64		written;	/* holders' nodes written */
+	}			revoke;
+	struct
+	{
+		bool		guarded;	/* a wait: P's children were looked at */
+	}			barrier;
+	struct
+	{
+		int64		pending;	/* the value being written (an add:
+								 * its own result) */
+		struct CounterFold *fold;	/* an add: the fold it waits in
+									 * (recipes/counter_fold.c), or
+									 * NULL */
+		bool		guarded;	/* P's children were looked at */
+	}			counter;
+	struct					/* the listing and the data, in order */
+	{
+		char		dir[ZKLOCK_NODE_PATH_SIZE];
+		int			kind;
+		int			n;
+		int			done;
+		char	  **names;
+		char	  **data;
+		int		   *len;
+	}			participants;
+} ZklockRecipeWork;
 
 /* What a slot is to the user: zk_locks' recipe column, the local key */
 typedef enum ZklockKind

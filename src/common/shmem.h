@@ -207,6 +207,7 @@ typedef struct ZklockCacheEntry
 	int			holder;			/* IN_USE: the slot that holds it */
 	uint32		holder_serial;	/* ... and its serial */
 	int			user_path_off;	/* where the user's path starts in base */
+	ZklockKind	kind;			/* the kind of the hold that kept it */
 	int64		czxid;			/* the node's creation zxid */
 	ZklockMonoTime since;		/* IDLE: since when; COOLING: until when
 								 * (monotonic: a step of the wall clock

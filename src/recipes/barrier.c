@@ -11,6 +11,8 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 #include "utils/builtins.h"
 
 static void barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data);

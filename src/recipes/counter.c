@@ -28,6 +28,7 @@
 #include "core/value_codec.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 #include "recipes/counter.h"
 
 static void counter_read(int idx);
@@ -406,11 +407,25 @@ counter_create_done(int rc, const char *value, const void *data)
 }
 
 /*
+ * A counter request given up while ACTIVE: a write that left stands
+ * whatever the caller does (recipes/counter_fence.c).  Backend, the lock
+ * held exclusively.
+ */
+static bool
+counter_write_stands(const ZklockSlot *slot)
+{
+	return slot->rstate.counter.write_sent;
+}
+
+/*
  * The counters' descriptor: one request, no hold (its SQL functions are
  * in recipes/counter_sql.c).
  */
 static const ZklockWorkerOps counter_ops[] = {
-	{.op = ZKOP_COUNTER, .start = counter_start},
+	{
+		.op = ZKOP_COUNTER, .start = counter_start,
+		.write_stands = counter_write_stands,
+	},
 };
 
 const ZklockRecipe zklock_recipe_counter = {

@@ -14,6 +14,7 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 
 /* recipes/counter_fence.c: what every write passes */
 extern bool zklock_counter_write_fenced(int idx);

@@ -55,6 +55,7 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 #include "recipes/counter.h"
 
 /*

@@ -37,6 +37,7 @@
 #include "core/value_codec.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 #include "recipes/counter.h"
 
 #include "utils/memutils.h"

@@ -19,6 +19,7 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_sql.h"
 
 static int64 counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action,
 							 int64 a, int64 b, int32 version);

@@ -13,6 +13,8 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 static bool denter_watch_ready(int idx);
 static void leave_finish(int idx);

@@ -63,6 +63,8 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 /* how often a wait for leadership looks again without a wake-up (ms) */
 #define LATCH_POLL_MS	100
@@ -651,6 +653,16 @@ zk_leader_xact(PG_FUNCTION_ARGS)
 }
 
 /*
+ * An ACTIVE member whose place is decided is a standing membership (ACTIVE
+ * until it leaves), no request.  Backend, the lock held shared.
+ */
+static bool
+latch_standing(const ZklockSlot *slot)
+{
+	return slot->rstate.latch.member;
+}
+
+/*
  * The leader latch's descriptor: a membership is the lock engine on
  * latch- nodes, whose hooks make it a member or the leader; it outlives a
  * lost session (session_lost joins again).  No handover layer.
@@ -662,6 +674,7 @@ static const ZklockWorkerOps latch_ops[] = {
 		.resume = zklock_lk_resume, .lock_target = latch_lock_target,
 		.lock_granted = latch_granted, .lock_waits = latch_waits,
 		.session_lost = latch_lost_session, .state_name = "member",
+		.standing = latch_standing,
 	},
 };
 

@@ -13,6 +13,8 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 static text ** multi_lock_paths(FunctionCallInfo fcinfo, int *n);
 static void multi_lock_undo(text **paths, int taken);
@@ -274,6 +276,7 @@ static const ZklockWorkerOps mutex_ops[] = {
 		.resume = zklock_lk_resume, .lock_target = mutex_lock_target,
 		.lock_granted = zklock_grant,
 		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.flags = ZKW_CACHEABLE,
 	},
 };
 

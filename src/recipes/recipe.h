@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * recipes/recipe.h
- *	  The recipe contract: the whole of what a recipe may use of zklock
- *	  besides the limits (zklock.h), the shared-memory table
- *	  (common/shmem.h), the settings (common/settings.h), compat.h and the
- *	  pure cores (core/), and the descriptor by which the generic layers
- *	  reach it.  A recipe file includes postgres.h, PostgreSQL's own
- *	  headers, this header and those of the others it reads, nothing else
- *	  of ours.
+ *	  The recipe contract: the descriptor by which the generic layers reach
+ *	  a recipe, and the registry's lookups.  What each side offers recipes
+ *	  is a header of its own: recipes/recipe_worker.h (the worker's request
+ *	  record and request calls; it includes the ZooKeeper client's header)
+ *	  and recipes/recipe_sql.h (the SQL side's types and calls).  A recipe
+ *	  file includes postgres.h, PostgreSQL's own headers, this header, the
+ *	  side headers it uses and those of the others it reads (zklock.h,
+ *	  common/shmem.h, common/settings.h, compat.h, core/), nothing else of
+ *	  ours.
  *
  * A recipe is one file (more when it is long: the counter's are counter.c,
  * counter_fold.c, counter_fence.c and counter_sql.c) that ends with its
@@ -27,51 +29,36 @@
  * through its IndexAmRoutine and Curator's LockInternals its
  * LockInternalsDriver.  src/recipes/README walks through two recipes.
  *
- * Its sections:
- *
- *	  The descriptor: ZklockKindInfo, LockTarget (what a user of the lock
- *	  engine fills in), ZklockWorkerOps and its ZKW_ flags, ZklockRecipe,
- *	  and the registry's lookups.
- *	  The worker's request record: WorkerReq (zklock_reqs[idx], beside
- *	  zklock_shared->slots[idx]), with its per-recipe union rcp, and the
- *	  worker's handle.
- *	  Request calls (worker side): the calls a recipe's worker steps may
- *	  make, by the file of worker/ that offers them.
- *	  SQL side calls: the types and calls a recipe's SQL functions may
- *	  use, by the file of backend/ that offers them.
+ * The ops and kinds (ZklockOp, ZklockKind) and the recipes' unions
+ * (ZklockRecipeArgs, ZklockRecipeState, ZklockRecipeWork) are declared in
+ * common/recipe_fields.h, not here: the shared slot (common/shmem.h)
+ * embeds the first two, and common/ may not include recipes/.
  *
  * State a recipe keeps lives in three places, each a per-recipe member
- * the recipe owns: its arguments in ZklockRecipeArgs
- * (common/recipe_fields.h, the ask's and the slot's), its shared state in
- * ZklockRecipeState (common/recipe_fields.h, the slot's rstate: only the
- * member of the slot's op is valid), its
- * worker-only state in WorkerReq.rcp.  Its nodes are the slot's node
- * record (ZklockSlot.nodes: ZKN_MAIN, and ZKN_LEASE_LOCK for a lease).
+ * the recipe owns: its arguments in ZklockRecipeArgs (the ask's and the
+ * slot's), its shared state in ZklockRecipeState (the slot's rstate: only
+ * the member of the slot's op is valid), its worker-only state in
+ * ZklockRecipeWork (the worker's request record's rcp,
+ * recipes/recipe_worker.h), all three in common/recipe_fields.h.  Its
+ * nodes are the slot's node record (ZklockSlot.nodes: ZKN_MAIN, and
+ * ZKN_LEASE_LOCK for a lease).
  *
- * worker/worker.h and backend/backend.h include this header: the
- * functions declared here are theirs, and they read the descriptors'
- * types.  That a side sees the other side's declarations does not let it
- * call them: test/callgraph.pl fails a call from backend/ into worker/
- * or back.  The contract grows (a hook, a flag, a call moved here) only
- * when a recipe needs what no recipe needed before; then the generic
- * layers change too.
+ * Both sides include this header (worker/worker.h and backend/backend.h):
+ * they read the descriptors and call the lookups.  The contract grows (a
+ * hook, a flag, a call offered) only when a recipe needs what no recipe
+ * needed before; then the generic layers change too.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef ZKLOCK_RECIPE_H
 #define ZKLOCK_RECIPE_H
 
-#include <zookeeper/zookeeper.h>
-
-#include "fmgr.h"
-#include "utils/hsearch.h"
-
 #include "zklock.h"
 #include "core/deadlock_rules.h"
-#include "core/handover_rules.h"
 #include "core/recipe_guard.h"
 #include "common/shmem.h"
 
+struct Stat;					/* the ZooKeeper client's, for the adopted hook */
 struct ZklockAsk;
 struct LocalLockKey;
 struct LocalLock;
@@ -195,6 +182,20 @@ typedef struct ZklockWorkerOps
 	void		(*released) (int idx);
 	/* the handover layer, for a recipe that opts in (NULL: Curator's alone) */
 	const ZklockHandoverLayer *handover;
+	/*
+	 * a request of this op given up while ACTIVE (backend/channel.c, the
+	 * lock held exclusively): whether a write it sent stands whatever the
+	 * caller does, so the caller must not call it never sent (a counter's,
+	 * recipes/counter_fence.c); NULL: it writes nothing of the kind
+	 */
+	bool		(*write_stands) (const ZklockSlot *slot);
+	/*
+	 * an ACTIVE slot of this op is a standing membership, no request
+	 * waiting for its answer (a leader latch member once its place is
+	 * decided): zk_stat_worker counts it neither queued nor held.
+	 * Backend, the lock held shared; NULL: never
+	 */
+	bool		(*standing) (const ZklockSlot *slot);
 	uint32		flags;			/* ZKW_* */
 	const char *state_name;		/* zk_locks.state while it runs, or NULL
 								 * for the slot's state */
@@ -210,6 +211,16 @@ typedef struct ZklockWorkerOps
 #define ZKW_NODE_IN_LEASES	0x02
 /* its nodes carry no protection prefix (double barrier members) */
 #define ZKW_PLAIN_NAMES		0x04
+/*
+ * its final lock, not a read/write one, may be kept idle by the lock cache
+ * after its release and taken by a later request (worker/lock_cache.c)
+ */
+#define ZKW_CACHEABLE		0x08
+/*
+ * its held lock is a write lock a read request of the same session may
+ * downgrade from (worker/lock_engine.c, lk_downgrade_allowed)
+ */
+#define ZKW_DOWNGRADE_FROM	0x10
 
 /*
  * A recipe's descriptor: its name, the kinds of request it runs and the
@@ -251,309 +262,5 @@ extern const ZklockWorkerOps *zklock_worker_ops(ZklockOp op);
 extern const ZklockKindInfo *zklock_kind_info(ZklockKind kind);
 extern const char *zklock_op_state_name(ZklockOp op);
 extern void zklock_registry_check(void);
-
-
-/* ---------------------------------------------------------------------
- * The worker's request record: what a recipe's steps keep beside the
- * slot, in the worker process only
- * ---------------------------------------------------------------------
- */
-
-/* how often a request may find its parent missing before we give up */
-#define MAX_NONODE_RETRIES	5
-/* how often our own node may vanish under us before we give up */
-#define MAX_LOST_RETRIES	10
-/*
- * Process-local state of one request slot (zklock_reqs[i], beside
- * zklock_shared->slots[i]).  What it waits for (wait, a ZklockWaitState of
- * core/handover_rules.h) is set only with zklock_req_set_wait, which
- * asserts the move is one of zklock_wait_move_ok's.
- */
-typedef struct WorkerReq
-{
-	uint32		serial;			/* slot serial this belongs to, 0 = none */
-	int			inflight;		/* async calls whose completion is due (an
-								 * add in a counter fold has none: the
-								 * fold's calls are the fold's) */
-	ZklockWaitState wait;		/* what it waits for (zklock_req_set_wait) */
-	struct						/* beside each of the slot's nodes */
-	{
-		bool		create_sent;	/* a create of it may have reached the
-									 * server */
-		bool		doubt;		/* a create of it was in doubt: a late one
-								 * may make a second node with its prefix
-								 * (worker/ghosts.c) */
-	}			nodes[ZKN_COUNT];
-	bool		need_parents;	/* create the parents before the node */
-	bool		parent_guarded;	/* lock engine: P passed the path guard
-								 * (LockTarget.parent_guard) */
-	char		pred[ZKLOCK_NODE_NAME_SIZE];	/* lock engine: the node our
-												 * latest listing made us
-												 * wait on ("": none) */
-	bool		pred_last;		/* pred is the only node keeping us out */
-	struct						/* the handover layer's own
-								 * (worker/handover_layer.c) */
-	{
-		int			owner;		/* waiting locally: the slot owning pred */
-		uint32		owner_serial;	/* ... and its serial then */
-	}			local;
-	bool		revoke_armed;	/* a revocable lock: the getData watch on our
-								 * node is registered (or on its way) */
-	int			skip_lists;		/* pipelined listings to ignore */
-	bool		list_piped;		/* lock engine: the listing went out right
-								 * behind the create being answered */
-	uint64		create_no;		/* lock engine: number of the create sent
-								 * last (see released_readers) */
-	bool		seq_proven;		/* lock engine: the last create's sequence
-								 * number proved no foreign create since the
-								 * path was listed (worker/handover_numbering.c) */
-	int			nonode_retries;
-	int			lost_retries;
-	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
-													 * being checked */
-	/* per recipe: a request uses only the part of its own op */
-	union
-	{
-		struct
-		{
-			bool		ready_seen; /* P/ready existed */
-			char		leave_watch[ZKLOCK_NODE_NAME_SIZE]; /* leave: member to
-															 * watch once ours is
-															 * deleted ("": none,
-															 * we are done) */
-		}			dbarrier;
-		struct
-		{
-			int64		written;	/* holders' nodes written */
-		}			revoke;
-		struct
-		{
-			bool		guarded;	/* a wait: P's children were looked at */
-		}			barrier;
-		struct
-		{
-			int64		pending;	/* the value being written (an add:
-									 * its own result) */
-			struct CounterFold *fold;	/* an add: the fold it waits in
-										 * (recipes/counter_fold.c), or
-										 * NULL */
-			bool		guarded;	/* P's children were looked at */
-		}			counter;
-		struct					/* the listing and the data, in order */
-		{
-			char		dir[ZKLOCK_NODE_PATH_SIZE];
-			int			kind;
-			int			n;
-			int			done;
-			char	  **names;
-			char	  **data;
-			int		   *len;
-		}			participants;
-	}			rcp;
-	MemoryContext cxt;			/* the request's own allocations
-								 * (zklock_req_memory), or NULL */
-} WorkerReq;
-
-/* Is the request waiting for the connection (either parked state)? */
-static inline bool
-zklock_req_parked(const WorkerReq *req)
-{
-	return req->wait == ZKWS_PARKED || req->wait == ZKWS_PARKED_RECOVER;
-}
-
-/* the worker's handle, whether it is connected, and the request records
- * beside zklock_shared->slots (worker/event_loop.c) */
-extern zhandle_t *zklock_zh;
-extern bool zklock_connected;
-extern WorkerReq *zklock_reqs;
-
-/* ---------------------------------------------------------------------
- * Request calls (worker side): what a recipe's steps may call, by the
- * file that offers it.  A completion begins with zklock_completion_begin
- * (or _create_begin, _listing_begin), which takes the lock; every call
- * below expects the caller to hold it.
- * ---------------------------------------------------------------------
- */
-
-/* worker/lock_engine.c: the steps lock recipes name in their descriptors */
-extern void zklock_lk_resume(int idx, bool recover);
-
-/* worker/zkio.c */
-extern void zklock_create_containers(const char *path, bool include_self);
-extern bool zklock_new_uuid(char *out);
-extern struct ACL_vector *zklock_node_acl(void);
-extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
-							 size_t len);
-extern const void *zklock_slot_tag(int idx);
-extern int zklock_tag_current(const void *tag);
-extern bool zklock_rc_refused(int rc);
-extern bool zklock_rc_retryable(int rc);
-extern bool zklock_rc_session_gone(int rc);
-
-/* worker/deletes.c */
-extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen, int64 czxid,
-							  int64 ctime);
-extern void zklock_queue_delete(const char *path, const char *prefix);
-
-/* worker/ghosts.c */
-extern void zklock_delete_ghosts(const char *base, char *const *children,
-								 int n);
-extern void zklock_note_doubt(int idx, bool aux);
-extern void zklock_sweep_doubted(int idx, bool aux_only);
-
-/* worker/request.c */
-extern void zklock_call_failed(int idx, int rc, const char *what);
-extern void zklock_call_sent(int idx, int rc);
-extern int zklock_completion_begin(const void *data);
-extern int zklock_create_begin(int rc, const char *value, const void *data);
-extern void zklock_create_took(int idx, const char *value, char *node,
-							   Size node_size, bool *create_sent);
-extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-								 bool fixed_name, bool listing_follows,
-								 const char *what);
-extern void zklock_give_up_try(int idx);
-extern int zklock_listing_begin(const void *data);
-extern void zklock_grant(int idx);
-extern void zklock_park(int idx, bool recover);
-extern void zklock_req_clear_nodes(ZklockSlot *slot);
-extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
-extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
-extern MemoryContext zklock_req_memory(int idx);
-extern void zklock_req_set_wait(int idx, ZklockWaitState to);
-extern bool zklock_retry_with_parents(int idx);
-extern bool zklock_send_exists_watch(int idx, const char *path,
-									 stat_completion_t done, bool recover);
-extern void zklock_send_listing(int idx, const char *path,
-								strings_completion_t done, bool watch,
-								bool recover);
-extern bool zklock_settle_cancel(int idx);
-extern void zklock_start_request(int idx);
-extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
-								const char *path, void *ctx);
-
-/* worker/lock_engine.c */
-extern void zklock_adopt_check(int idx, const char *base, const char *name);
-extern void zklock_lk_create(int idx);
-extern void zklock_lk_list(int idx);
-extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
-								 bool rw, bool read);
-
-/* worker/handover_layer.c */
-extern const ZklockHandoverLayer zklock_handover_layer;
-extern void zklock_lk_released(int idx);
-
-/* worker/handover.c */
-extern int	zklock_handover_choose(const char *base, const char *node,
-								   bool held_mutex);
-
-/* ---------------------------------------------------------------------
- * SQL side calls: what a recipe's SQL functions may use, by the file that
- * offers it.  Each SQL function calls zklock_backend_setup() first.
- * ---------------------------------------------------------------------
- */
-
-/* Key of a lock in the backend-local registry */
-typedef struct LocalLockKey
-{
-	ZklockKind	kind;
-	char		path[ZKLOCK_FULL_PATH_SIZE];
-	char		lease[ZKLOCK_NODE_NAME_SIZE];	/* semaphore: the lease node */
-} LocalLockKey;
-
-/* What this backend holds of one lock */
-typedef struct LocalLock
-{
-	LocalLockKey key;
-	int			slot;			/* its entry in the shared table */
-	uint32		serial;
-	int32		session_count;
-	int32		xact_count;
-	bool		lost_reported;	/* the WARNING about its loss was given */
-} LocalLock;
-
-/* What a backend asks the worker for */
-typedef struct ZklockAsk
-{
-	ZklockOp	op;
-	ZklockKind	kind;
-	bool		xact;
-	bool		try_only;
-	bool		answer_now;		/* waits for no other client (a read, a
-								 * counter read, a barrier's set or removal, a
-								 * revocation): fails at once while the
-								 * worker has no provable session */
-	bool		revocable;
-	int64		timeout_ms;		/* -1: no timeout */
-	const char *downgrade_seq;
-	uint32		result_dsm;		/* participants: where the answer goes */
-	uint32		result_size;
-	const char *data;			/* slot data instead of the node identity */
-	ZklockRecipeArgs args;		/* the recipe's own (copied into the slot) */
-} ZklockAsk;
-
-/* How a wait ended without an error */
-typedef enum WaitOutcome
-{
-	WAIT_GRANTED,				/* the lock is ours; the slot stays */
-	WAIT_NOT_GRANTED,			/* timeout or a failed try; slot gone */
-	WAIT_DONE					/* a request without a lock finished */
-} WaitOutcome;
-
-/* backend/holds.c */
-extern HTAB *zklock_local_locks;	/* LocalLockKey -> LocalLock */
-extern LocalLock *zklock_add_granted_hold(const LocalLockKey *key, int idx,
-										  uint32 serial, bool xact);
-extern void zklock_backend_setup(void);
-extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
-extern bool zklock_release_key(const LocalLockKey *key, int user_off);
-extern int zklock_release_session_holds(ZklockKind kind, const char *path);
-
-/* backend/xact.c */
-extern const char *zklock_xact_lost_lock(void);
-extern void zklock_rely_on_state(ZklockKind kind, int idx, uint32 serial,
-								 uint64 epoch, const char *user_path);
-extern bool zklock_xact_relied_state(int *idx, uint32 *serial, uint64 *epoch);
-extern void zklock_drop_hold(LocalLock *ll, bool xact);
-
-/* backend/cancel_on_loss.c */
-extern void zklock_loss_watch_update(void);
-
-/* backend/acquire.c */
-extern bool zklock_acquire_lock(ZklockAsk *ask, text *path);
-extern int64 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op,
-								 ZklockKind kind, int64 timeout_ms,
-								 bool answer_now, bool *timed_out);
-extern bool zklock_release_lock(ZklockKind kind, text *path);
-extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
-								int user_off, int *idx, uint32 *serial);
-
-/* backend/channel.c */
-extern const char *zklock_down_state_name(ZklockConnState cs);
-extern bool zklock_down_too_long(ZklockConnState cs, TimestampTz now,
-								 TimestampTz *down_since);
-extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
-extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
-							 int user_off, uint32 *serial);
-extern void zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind,
-							int64 timeout_ms, bool xact);
-extern int64 zklock_run_request(ZklockAsk *ask, const LocalLockKey *key,
-								int user_off, uint32 dsm, uint32 dsm_size,
-								bool *timed_out, uint32 *needed);
-extern WaitOutcome zklock_wait_for_request(int idx, uint32 serial,
-										   int64 timeout_ms,
-										   const char *user_path, int64 *value,
-										   uint32 *needed);
-
-/* backend/args.c */
-extern bool zklock_bool_arg(FunctionCallInfo fcinfo, int argno);
-extern int32 zklock_count_arg(FunctionCallInfo fcinfo, int argno,
-							  const char *name);
-extern void zklock_make_lock_key(text *path_text, ZklockKind kind,
-								 LocalLockKey *key, int *user_off);
-extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
-extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
-extern char *zklock_text_from_utf8(const char *p, int len);
-extern Datum zklock_utf8_text_datum(const char *s);
 
 #endif							/* ZKLOCK_RECIPE_H */

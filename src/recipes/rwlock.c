@@ -10,6 +10,8 @@
 
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 
 static bool rw_acquire(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 					   bool xact);
@@ -256,6 +258,7 @@ static const ZklockWorkerOps rw_ops[] = {
 		.resume = zklock_lk_resume, .lock_target = write_lock_target,
 		.lock_granted = zklock_grant,
 		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.flags = ZKW_DOWNGRADE_FROM,
 	},
 };
 

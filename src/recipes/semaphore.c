@@ -15,6 +15,8 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
+#include "recipes/recipe_sql.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 

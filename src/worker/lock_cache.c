@@ -263,7 +263,8 @@ zklock_cache_take(int idx, const LockTarget *t)
 	if (e == NULL || e->state != ZKCE_IDLE)
 		return false;
 	f.enabled = zklock_lock_cache;
-	f.mutex = (slot->op == ZKOP_MUTEX && t->final && !t->rw);
+	f.mutex = ((zklock_worker_ops(slot->op)->flags & ZKW_CACHEABLE) != 0 &&
+			   t->final && !t->rw);
 	f.fresh = (t->node[0] == '\0' && t->uuid[0] == '\0' && !*t->create_sent &&
 			   !zklock_reqs[idx].nodes[ZKN_MAIN].doubt);
 	f.revocable = slot->revocable;
@@ -324,7 +325,8 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 		e = NULL;
 	}
 	f.enabled = zklock_lock_cache;
-	f.mutex = (slot->op == ZKOP_MUTEX && t->final && !t->rw);
+	f.mutex = ((zklock_worker_ops(slot->op)->flags & ZKW_CACHEABLE) != 0 &&
+			   t->final && !t->rw);
 	f.handed_over = handed_over;
 	f.contended = (was_kept && e->contended);
 	f.revocable = slot->revocable;
@@ -363,6 +365,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 		strlcpy(e->base, t->base, sizeof(e->base));
 		e->user_path_off = slot->user_path_off;
 	}
+	e->kind = slot->kind;
 	strlcpy(e->node.name, slot->nodes[ZKN_MAIN].name, sizeof(e->node.name));
 	strlcpy(e->node.uuid, slot->nodes[ZKN_MAIN].uuid, sizeof(e->node.uuid));
 	strlcpy(e->data, slot->data, sizeof(e->data));

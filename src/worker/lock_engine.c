@@ -237,7 +237,8 @@ lk_downgrade_allowed(int idx)
 	{
 		ZklockSlot *w = &sh->slots[i];
 
-		if (i == idx || w->state != ZKS_HELD || w->op != ZKOP_WRITE ||
+		if (i == idx || w->state != ZKS_HELD ||
+			!(zklock_worker_ops(w->op)->flags & ZKW_DOWNGRADE_FROM) ||
 			w->pid != slot->pid || w->procno != slot->procno ||
 			strcmp(w->path, slot->path) != 0 || zklock_give_back_pending(w))
 			continue;

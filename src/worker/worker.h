@@ -5,9 +5,9 @@
  *	  of the event loop, the handover layer's table, the pending deletes'
  *	  local state, and the functions one file of the worker calls in
  *	  another.  What the recipes may use of the worker (the request record
- *	  WorkerReq, the handle, the request calls) is declared in the recipe
- *	  contract, recipes/recipe.h, which this header includes.  Only the
- *	  worker process includes it.
+ *	  WorkerReq, the handle, the request calls) is declared in
+ *	  recipes/recipe_worker.h; it and the descriptor, recipes/recipe.h,
+ *	  are included here.  Only the worker process includes it.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +24,7 @@
 #include "core/handover_rules.h"
 #include "common/shmem.h"
 #include "recipes/recipe.h"
+#include "recipes/recipe_worker.h"
 
 /* most readers one release hands the lock to at once */
 #define ZKLOCK_HANDOVER_MAX	64
@@ -90,7 +91,7 @@ struct ZklockHandoverLayer
 
 /*
  * State of the worker process (defined in worker/event_loop.c), besides
- * what recipes/recipe.h declares (the handle, whether it is connected,
+ * what recipes/recipe_worker.h declares (the handle, whether it is connected,
  * the request records): the open handle's hosts and serial, and the
  * process-local state beside each entry of the pending-delete table.
  */
