@@ -41,7 +41,7 @@
  * fails its multi's check of it at the version it read; one that reads
  * it after (the victim's node and record are still there until its
  * worker has acted on the answer) finds it marked and draws no edge from
- * it, since that wait is ending.  Exactly one victim per cycle (test 831
+ * it, since that wait is ending.  Exactly one victim per cycle (test 601
  * closes a cycle from both clusters at once, three times over).
  *
  * Why a cycle confirmed is a deadlock.  At the instant the multi is

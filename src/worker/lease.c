@@ -80,7 +80,7 @@ static ZklockMonoTime handshake_proof = 0;
 /*
  * The C client's SSL_CONNECTING_STATE_DEF (zookeeper.h does not export
  * ZOO_SSL_CONNECTING_STATE): the TLS handshake of a connection attempt,
- * which with test/zk-client-patches/tls-handshake-nonblocking.patch waits
+ * which with zk-client-build/patches/tls-handshake-nonblocking.patch waits
  * in the event loop like the connection request does.
  */
 #define ZKLOCK_SSL_CONNECTING_STATE 7

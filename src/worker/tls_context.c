@@ -8,7 +8,7 @@
  *	  with zklock.tls_verify = verify-full the name or address of the
  *	  zklock.hosts entry connected to, which OpenSSL matches against the
  *	  certificate.  The C client asks for the context with the connection's
- *	  socket connected (test/zk-client-patches/tls-context-and-sasl.patch);
+ *	  socket connected (zk-client-build/patches/tls-context-and-sasl.patch);
  *	  OpenSSL decides, this file only says why it refused, and what the
  *	  certificates' expiry is.  Below worker/secure.c, which opens the
  *	  handle and reports failures.
