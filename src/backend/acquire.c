@@ -19,7 +19,7 @@
 #include "common/settings.h"
 #include "backend/backend.h"
 
-static bool await_provable_hold(ZklockAsk *ask, const LocalLockKey *key,
+static bool await_provable_hold(ZklockAsk *ask, const BackendHoldKey *key,
 								int user_off);
 
 /*
@@ -29,7 +29,7 @@ static bool await_provable_hold(ZklockAsk *ask, const LocalLockKey *key,
  * it.
  */
 bool
-zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *idx,
+zklock_request_lock(ZklockAsk *ask, const BackendHoldKey *key, int user_off, int *idx,
 			 uint32 *serial)
 {
 	if (ask->timeout_ms == 0)
@@ -48,7 +48,7 @@ zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key, int user_off, int *
  * unable to prove its session (an error, as for a first acquire).
  */
 static bool
-await_provable_hold(ZklockAsk *ask, const LocalLockKey *key, int user_off)
+await_provable_hold(ZklockAsk *ask, const BackendHoldKey *key, int user_off)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz deadline = zklock_deadline_after(start, ask->timeout_ms);
@@ -88,8 +88,8 @@ await_provable_hold(ZklockAsk *ask, const LocalLockKey *key, int user_off)
 bool
 zklock_acquire_lock(ZklockAsk *ask, text *path)
 {
-	LocalLockKey key;
-	LocalLock  *ll;
+	BackendHoldKey key;
+	BackendHold *ll;
 	int			user_off;
 	int			idx;
 	uint32		serial;
@@ -122,7 +122,7 @@ zklock_acquire_lock(ZklockAsk *ask, text *path)
 bool
 zklock_release_lock(ZklockKind kind, text *path)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 
 	zklock_make_lock_key(path, kind, &key, &user_off);
@@ -140,7 +140,7 @@ zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op, ZklockKind kind,
 			 int64 timeout_ms, bool answer_now, bool *timed_out)
 {
 	ZklockAsk	ask;
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), kind, &key, &user_off);

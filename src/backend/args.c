@@ -27,7 +27,7 @@
  * are raised here, before anything reaches the worker.
  */
 void
-zklock_make_lock_key(text *path_text, ZklockKind kind, LocalLockKey *key, int *user_off)
+zklock_make_lock_key(text *path_text, ZklockKind kind, BackendHoldKey *key, int *user_off)
 {
 	const char *raw = VARDATA_ANY(path_text);
 	int			rawlen = VARSIZE_ANY_EXHDR(path_text);

@@ -2,7 +2,7 @@
  *
  * backend/backend.h
  *	  What the backend side of zklock shares between its files beyond what
- *	  the recipes may use.  The registry of held locks (LocalLock), what a
+ *	  the recipes may use.  The registry of held locks (BackendHold), what a
  *	  backend asks the worker for (ZklockAsk) and the request API every
  *	  SQL function calls are what the SQL side offers recipes,
  *	  recipes/recipe_sql.h; it and the descriptor, recipes/recipe.h, are
@@ -24,7 +24,7 @@
 /* One transaction-level hold, remembered for commit, abort and savepoints */
 typedef struct XactHold
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	SubTransactionId subid;
 	bool		due;			/* its (sub)transaction ended: release it once
 								 * PostgreSQL has released its own locks */
@@ -36,7 +36,7 @@ typedef struct XactHold
  * LOST, and a stalled worker holding the lock must not hang a COMMIT.
  */
 static inline bool
-zklock_hold_lost(const LocalLock *ll)
+zklock_hold_lost(const BackendHold *ll)
 {
 	volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];
 
@@ -44,16 +44,16 @@ zklock_hold_lost(const LocalLock *ll)
 }
 
 /* backend/holds.c */
-extern LocalLock *zklock_add_hold(const LocalLockKey *key, int idx,
+extern BackendHold *zklock_add_hold(const BackendHoldKey *key, int idx,
 								  uint32 serial, bool xact);
 extern void zklock_notice_lost_locks(void);
 
 /* backend/xact.c */
 extern void zklock_xact_register_callbacks(void);
-extern void zklock_xact_note_hold(const LocalLockKey *key, bool xact);
-extern void zklock_xact_note_lost(LocalLock *ll);
+extern void zklock_xact_note_hold(const BackendHoldKey *key, bool xact);
+extern void zklock_xact_note_lost(BackendHold *ll);
 extern void zklock_xact_release_due(void);
-extern void zklock_publish_counts(LocalLock *ll);
+extern void zklock_publish_counts(BackendHold *ll);
 
 /* backend/deadlock.c */
 typedef struct ZklockDeadlock ZklockDeadlock;

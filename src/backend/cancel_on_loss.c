@@ -211,13 +211,13 @@ void
 zklock_loss_watch_update(void)
 {
 	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
+	BackendHold *ll;
 	int			n = 0;
 
 	watch_n = 0;				/* the handler sees nothing while we fill */
-	if (zklock_local_locks != NULL)
+	if (zklock_backend_holds != NULL)
 	{
-		hash_seq_init(&seq, zklock_local_locks);
+		hash_seq_init(&seq, zklock_backend_holds);
 		while ((ll = hash_seq_search(&seq)) != NULL)
 		{
 			if (n < LOSS_WATCH_MAX)
@@ -248,18 +248,18 @@ static void
 loss_error_callback(void *arg)
 {
 	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
+	BackendHold *ll;
 	const char *path = NULL;
 	bool		lease_ok;
 
 	if (!cancel_asked || geterrcode() != ERRCODE_QUERY_CANCELED ||
-		zklock_local_locks == NULL)
+		zklock_backend_holds == NULL)
 		return;
 	cancel_asked = false;
 
 	/* the lost lock: one the worker lost, else any (the lease ran out) */
 	lease_ok = zklock_lease_valid(zklock_mono_now(), NULL);
-	hash_seq_init(&seq, zklock_local_locks);
+	hash_seq_init(&seq, zklock_backend_holds);
 	while ((ll = hash_seq_search(&seq)) != NULL)
 	{
 		volatile ZklockSlot *slot = &zklock_shared->slots[ll->slot];

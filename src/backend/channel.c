@@ -133,7 +133,7 @@ fail_at_once_if_down(void)
  * (fail_at_once_if_down).
  */
 int
-zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key, int user_off,
+zklock_claim_slot(const ZklockAsk *ask, const BackendHoldKey *key, int user_off,
 		   uint32 *serial)
 {
 	ZklockShared *sh = zklock_shared;
@@ -573,7 +573,7 @@ zklock_wait_for_request(int idx, uint32 serial, int64 timeout_ms, const char *us
  * passed first.
  */
 int64
-zklock_run_request(ZklockAsk *ask, const LocalLockKey *key, int user_off,
+zklock_run_request(ZklockAsk *ask, const BackendHoldKey *key, int user_off,
 			uint32 dsm, uint32 dsm_size, bool *timed_out, uint32 *needed)
 {
 	int			idx;

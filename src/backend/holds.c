@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * backend/holds.c
- *	  The backend's side: the local registry of held locks (how often this
- *	  backend holds each lock, at session and transaction level; what a
- *	  transaction does with them is backend/xact.c's), the locks lost with
- *	  the session, backend exit, and zklock_backend_setup, which every SQL
- *	  entry point calls first and nothing below the entry points calls.
+ *	  The backend's side: the registry of its holds (BackendHold: how
+ *	  often this backend holds each lock, at session and transaction
+ *	  level; what a transaction does with them is backend/xact.c's), the
+ *	  locks lost with the session, backend exit, and zklock_backend_setup,
+ *	  which every SQL entry point calls first and nothing below the entry
+ *	  points calls.
  *
  *	  zklock_backend_setup		first call of every SQL entry point
  *	  zklock_notice_lost_locks	catch up: due holds, locks lost meanwhile
@@ -14,7 +15,7 @@
  *	  zklock_find_hold			a lock of ours (a lost one is dropped)
  *	  zklock_release_key		drop one session-level hold
  *	  zklock_release_session_holds	drop every session-level hold
- *	  zklock_local_locks		the registry (LocalLockKey -> LocalLock)
+ *	  zklock_backend_holds		the registry (BackendHoldKey -> BackendHold)
  *
  *-------------------------------------------------------------------------
  */
@@ -29,11 +30,11 @@
 #include "common/shmem.h"
 #include "backend/backend.h"
 
-HTAB *zklock_local_locks = NULL;
+HTAB *zklock_backend_holds = NULL;
 static bool backend_ready = false;
 static uint64 seen_lost_epoch = 0;	/* zklock_shared->lost_epoch last seen */
 
-static void forget_lost_lock(LocalLock *ll);
+static void forget_lost_lock(BackendHold *ll);
 static void backend_exit(int code, Datum arg);
 static void report_lost_locks(void);
 
@@ -82,12 +83,12 @@ static void
 report_lost_locks(void)
 {
 	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
+	BackendHold *ll;
 	StringInfoData names;
 	int			n = 0;
 
 	initStringInfo(&names);
-	hash_seq_init(&seq, zklock_local_locks);
+	hash_seq_init(&seq, zklock_backend_holds);
 	while ((ll = hash_seq_search(&seq)) != NULL)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[ll->slot];
@@ -118,11 +119,11 @@ report_lost_locks(void)
  * COMMIT check that the transaction relied on it.
  */
 static void
-forget_lost_lock(LocalLock *ll)
+forget_lost_lock(BackendHold *ll)
 {
 	zklock_xact_note_lost(ll);
 	zklock_withdraw_request(ll->slot, ll->serial);
-	hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+	hash_search(zklock_backend_holds, &ll->key, HASH_REMOVE, NULL);
 	zklock_loss_watch_update();
 }
 
@@ -183,9 +184,9 @@ zklock_backend_setup(void)
 				 errhint("Add zklock to shared_preload_libraries and restart the server.")));
 
 	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(LocalLockKey);
-	ctl.entrysize = sizeof(LocalLock);
-	zklock_local_locks = hash_create("zklock local locks", 64, &ctl,
+	ctl.keysize = sizeof(BackendHoldKey);
+	ctl.entrysize = sizeof(BackendHold);
+	zklock_backend_holds = hash_create("zklock local locks", 64, &ctl,
 							  HASH_ELEM | HASH_BLOBS);
 	zklock_xact_register_callbacks();
 	on_shmem_exit(backend_exit, (Datum) 0);
@@ -198,13 +199,13 @@ zklock_backend_setup(void)
  * Remember a new hold of a lock in the local registry (and, for a
  * transaction-level hold, in the list of them).
  */
-LocalLock *
-zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+BackendHold *
+zklock_add_hold(const BackendHoldKey *key, int idx, uint32 serial, bool xact)
 {
-	LocalLock  *ll;
+	BackendHold *ll;
 	bool		found;
 
-	ll = hash_search(zklock_local_locks, key, HASH_ENTER, &found);
+	ll = hash_search(zklock_backend_holds, key, HASH_ENTER, &found);
 	if (!found)
 	{
 		ll->slot = idx;
@@ -230,10 +231,10 @@ zklock_add_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
  * memory), the lock is given back at once rather than left held, unknown
  * to the registry, until the backend exits.
  */
-LocalLock *
-zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xact)
+BackendHold *
+zklock_add_granted_hold(const BackendHoldKey *key, int idx, uint32 serial, bool xact)
 {
-	LocalLock  *ll = NULL;
+	BackendHold *ll = NULL;
 
 	PG_TRY();
 	{
@@ -241,10 +242,10 @@ zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xa
 	}
 	PG_CATCH();
 	{
-		LocalLock  *half = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+		BackendHold *half = hash_search(zklock_backend_holds, key, HASH_FIND, NULL);
 
 		if (half != NULL && half->slot == idx && half->serial == serial)
-			hash_search(zklock_local_locks, key, HASH_REMOVE, NULL);
+			hash_search(zklock_backend_holds, key, HASH_REMOVE, NULL);
 		zklock_loss_watch_update();
 		zklock_withdraw_request(idx, serial);
 		PG_RE_THROW();
@@ -257,10 +258,10 @@ zklock_add_granted_hold(const LocalLockKey *key, int idx, uint32 serial, bool xa
  * Find a lock of ours; a lock lost with the session is dropped with a
  * WARNING and not returned.
  */
-LocalLock *
-zklock_find_hold(const LocalLockKey *key, int user_off)
+BackendHold *
+zklock_find_hold(const BackendHoldKey *key, int user_off)
 {
-	LocalLock  *ll = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+	BackendHold *ll = hash_search(zklock_backend_holds, key, HASH_FIND, NULL);
 
 	if (ll != NULL && zklock_hold_lost(ll))
 	{
@@ -279,11 +280,11 @@ zklock_find_hold(const LocalLockKey *key, int user_off)
  * for pg_advisory_unlock.
  */
 bool
-zklock_release_key(const LocalLockKey *key, int user_off)
+zklock_release_key(const BackendHoldKey *key, int user_off)
 {
-	LocalLock  *ll;
+	BackendHold *ll;
 
-	ll = hash_search(zklock_local_locks, key, HASH_FIND, NULL);
+	ll = hash_search(zklock_backend_holds, key, HASH_FIND, NULL);
 	if (ll == NULL || ll->session_count == 0)
 	{
 		ereport(WARNING,
@@ -315,20 +316,20 @@ int
 zklock_release_session_holds(ZklockKind kind, const char *path)
 {
 	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
+	BackendHold *ll;
 	List	   *keys = NIL;
 	ListCell   *lc;
 	int			released = 0;
 
 	/* collect first: releasing removes entries from the hash */
-	hash_seq_init(&seq, zklock_local_locks);
+	hash_seq_init(&seq, zklock_backend_holds);
 	while ((ll = hash_seq_search(&seq)) != NULL)
 	{
 		if (ll->session_count > 0 &&
 			(kind == ZKK_NONE || ll->key.kind == kind) &&
 			(path == NULL || strcmp(ll->key.path, path) == 0))
 		{
-			LocalLockKey *k = palloc(sizeof(LocalLockKey));
+			BackendHoldKey *k = palloc(sizeof(BackendHoldKey));
 
 			*k = ll->key;
 			keys = lappend(keys, k);
@@ -336,7 +337,7 @@ zklock_release_session_holds(ZklockKind kind, const char *path)
 	}
 	foreach(lc, keys)
 	{
-		ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
+		ll = hash_search(zklock_backend_holds, lfirst(lc), HASH_FIND, NULL);
 		if (ll == NULL)
 			continue;
 		if (zklock_hold_lost(ll))

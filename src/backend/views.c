@@ -32,7 +32,7 @@ PG_FUNCTION_INFO_V1(zk_lock_token);
 Datum
 zk_lock_token(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	int			kind;
 	int			best_rank = 0;
@@ -44,7 +44,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	for (kind = ZKK_NONE; kind <= ZKK_LAST; kind++)
 	{
 		int			rank = zklock_kind_info(kind)->token_rank;
-		LocalLock  *ll;
+		BackendHold *ll;
 		int64		token;
 
 		if (rank == 0 || (best_rank != 0 && rank > best_rank))

@@ -65,7 +65,7 @@ typedef struct XactReliance
 static List *xact_reliances = NIL;
 
 static void release_due_holds(void);
-static bool xact_relies_on(LocalLock *ll);
+static bool xact_relies_on(BackendHold *ll);
 static void check_lease_at_commit(const char *when);
 static void check_locks_at_commit(void);
 static void xact_callback(XactEvent event, void *arg);
@@ -75,12 +75,12 @@ static void subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 							 SubTransactionId parentSubid, void *arg);
 
 /*
- * Copy the shared-table counts of a local lock, so zk_locks can show them.
+ * Copy the shared-table counts of a backend hold, so zk_locks can show them.
  * Without the lock: only this backend writes them (its own slot, which
  * it holds), they are aligned 32-bit stores, and they are for display.
  */
 void
-zklock_publish_counts(LocalLock *ll)
+zklock_publish_counts(BackendHold *ll)
 {
 	ZklockSlot *slot = &zklock_shared->slots[ll->slot];
 
@@ -92,12 +92,12 @@ zklock_publish_counts(LocalLock *ll)
 }
 
 /*
- * Drop one hold of a local lock; when none is left, release the lock in
- * ZooKeeper (the worker deletes the node; we do not wait for it, the
+ * Drop one hold of a lock (its BackendHold); when none is left, release the lock
+ * in ZooKeeper (the worker deletes the node; we do not wait for it, the
  * session applies our requests in order).
  */
 void
-zklock_drop_hold(LocalLock *ll, bool xact)
+zklock_drop_hold(BackendHold *ll, bool xact)
 {
 	if (xact)
 		ll->xact_count--;
@@ -114,7 +114,7 @@ zklock_drop_hold(LocalLock *ll, bool xact)
 		uint32		serial = ll->serial;
 
 		/* unwatched first: a lock given back is not a lock lost */
-		hash_search(zklock_local_locks, &ll->key, HASH_REMOVE, NULL);
+		hash_search(zklock_backend_holds, &ll->key, HASH_REMOVE, NULL);
 		zklock_loss_watch_update();
 		zklock_withdraw_request(idx, serial);
 	}
@@ -127,12 +127,12 @@ zklock_drop_hold(LocalLock *ll, bool xact)
  * zklock.check_session_locks_at_commit is on.
  */
 void
-zklock_xact_note_hold(const LocalLockKey *key, bool xact)
+zklock_xact_note_hold(const BackendHoldKey *key, bool xact)
 {
 	if (!xact && zklock_check_session_locks && IsTransactionState())
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-		LocalLockKey *k = palloc(sizeof(LocalLockKey));
+		BackendHoldKey *k = palloc(sizeof(BackendHoldKey));
 
 		*k = *key;
 		xact_session_keys = lappend(xact_session_keys, k);
@@ -165,14 +165,14 @@ release_due_holds(void)
 	foreach(lc, xact_holds)
 	{
 		XactHold   *h = (XactHold *) lfirst(lc);
-		LocalLock  *ll;
+		BackendHold *ll;
 
 		if (!h->due)
 		{
 			keep = lappend(keep, h);
 			continue;
 		}
-		ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
+		ll = hash_search(zklock_backend_holds, &h->key, HASH_FIND, NULL);
 		if (ll != NULL && ll->xact_count > 0)
 			zklock_drop_hold(ll, true);
 		pfree(h);
@@ -197,7 +197,7 @@ zklock_xact_release_due(void)
  * Does this transaction rely on the lock (see xact_lost)?
  */
 static bool
-xact_relies_on(LocalLock *ll)
+xact_relies_on(BackendHold *ll)
 {
 	ListCell   *lc;
 
@@ -205,7 +205,7 @@ xact_relies_on(LocalLock *ll)
 		return true;
 	foreach(lc, xact_session_keys)
 	{
-		if (memcmp(lfirst(lc), &ll->key, sizeof(LocalLockKey)) == 0)
+		if (memcmp(lfirst(lc), &ll->key, sizeof(BackendHoldKey)) == 0)
 			return true;
 	}
 	return false;
@@ -216,7 +216,7 @@ xact_relies_on(LocalLock *ll)
  * COMMIT check whether this transaction relied on it.
  */
 void
-zklock_xact_note_lost(LocalLock *ll)
+zklock_xact_note_lost(BackendHold *ll)
 {
 	if (IsTransactionState() && xact_relies_on(ll) && !xact_lost)
 	{
@@ -287,7 +287,7 @@ confirm_hold(int slot_idx, char *why, size_t whylen)
 {
 	ZklockSlot *slot = &zklock_shared->slots[slot_idx];
 	ZklockAsk	ask;
-	LocalLockKey key;
+	BackendHoldKey key;
 	char		rel[ZKLOCK_NODE_NAME_SIZE + 16];
 	int			user_off;
 	bool		timed_out = false;
@@ -349,16 +349,16 @@ check_locks_at_commit(void)
 
 	foreach(lc, xact_session_keys)
 	{
-		LocalLock  *ll = hash_search(zklock_local_locks, lfirst(lc), HASH_FIND, NULL);
+		BackendHold *ll = hash_search(zklock_backend_holds, lfirst(lc), HASH_FIND, NULL);
 
 		relies = true;
 		if (lost_path == NULL && ll != NULL && zklock_hold_lost(ll))
-			lost_path = ((LocalLockKey *) lfirst(lc))->path;
+			lost_path = ((BackendHoldKey *) lfirst(lc))->path;
 	}
 	foreach(lc, xact_holds)
 	{
 		XactHold   *h = (XactHold *) lfirst(lc);
-		LocalLock  *ll = hash_search(zklock_local_locks, &h->key, HASH_FIND, NULL);
+		BackendHold *ll = hash_search(zklock_backend_holds, &h->key, HASH_FIND, NULL);
 
 		relies = true;
 		if (lost_path == NULL && ll != NULL && zklock_hold_lost(ll))
@@ -405,8 +405,8 @@ check_locks_at_commit(void)
 			keys = lappend(keys, &((XactHold *) lfirst(lc))->key);
 		foreach(lc, keys)
 		{
-			LocalLockKey *k = (LocalLockKey *) lfirst(lc);
-			LocalLock  *ll = hash_search(zklock_local_locks, k, HASH_FIND, NULL);
+			BackendHoldKey *k = (BackendHoldKey *) lfirst(lc);
+			BackendHold *ll = hash_search(zklock_backend_holds, k, HASH_FIND, NULL);
 			char		why[ZKLOCK_ERRMSG_SIZE];
 
 			if (ll == NULL || confirm_hold(ll->slot, why, sizeof(why)))

@@ -43,7 +43,7 @@ counter_request(FunctionCallInfo fcinfo, ZklockCounterAction action, int64 a,
 				int64 b, int32 version)
 {
 	ZklockAsk	ask;
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	const char *last;
 	const char *kind;

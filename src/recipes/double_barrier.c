@@ -612,7 +612,7 @@ zk_double_barrier_enter(PG_FUNCTION_ARGS)
 	int32		member_qty = zklock_count_arg(fcinfo, 1, "member_qty");
 	int64		timeout_ms = zklock_timeout_arg(fcinfo, 2);
 	ZklockAsk	ask;
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	int			idx;
 	uint32		serial;
@@ -648,9 +648,9 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 {
 	text	   *path = zklock_path_arg(fcinfo, 0);
 	int64		timeout_ms = zklock_timeout_arg(fcinfo, 1);
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
-	LocalLock  *ll;
+	BackendHold *ll;
 	int			idx;
 	uint32		serial;
 	bool		posted = false;
@@ -658,7 +658,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 
 	zklock_make_lock_key(path, ZKK_DOUBLE_BARRIER, &key, &user_off);
 	zklock_backend_setup();
-	ll = hash_search(zklock_local_locks, &key, HASH_FIND, NULL);
+	ll = hash_search(zklock_backend_holds, &key, HASH_FIND, NULL);
 	if (ll == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -666,7 +666,7 @@ zk_double_barrier_leave(PG_FUNCTION_ARGS)
 						key.path + user_off)));
 	idx = ll->slot;
 	serial = ll->serial;
-	hash_search(zklock_local_locks, &key, HASH_REMOVE, NULL);
+	hash_search(zklock_backend_holds, &key, HASH_REMOVE, NULL);
 	zklock_loss_watch_update();
 
 	/* turn the membership into a leave request */

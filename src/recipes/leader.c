@@ -225,7 +225,7 @@ latch_lost_session(int idx)
  * recipe's node is refused before anything reaches ZooKeeper.
  */
 static void
-latch_key(FunctionCallInfo fcinfo, LocalLockKey *key, int *user_off)
+latch_key(FunctionCallInfo fcinfo, BackendHoldKey *key, int *user_off)
 {
 	const char *last;
 	const char *kind;
@@ -266,7 +266,7 @@ latch_slot_matches(const ZklockSlot *slot, const char *path, bool cluster)
  * an error is reported as a WARNING and forgotten.
  */
 static int
-latch_find(const LocalLockKey *key, int only, uint32 *serial)
+latch_find(const BackendHoldKey *key, int only, uint32 *serial)
 {
 	ZklockShared *sh = zklock_shared;
 	int			found = -1;
@@ -461,7 +461,7 @@ PG_FUNCTION_INFO_V1(zk_leader_join);
 Datum
 zk_leader_join(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	char		id[ZKLOCK_NODE_DATA_SIZE];
 	char	   *scope;
@@ -515,7 +515,7 @@ PG_FUNCTION_INFO_V1(zk_leader_leave);
 Datum
 zk_leader_leave(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	uint32		serial;
 	int			idx;
@@ -547,7 +547,7 @@ PG_FUNCTION_INFO_V1(zk_has_leadership);
 Datum
 zk_has_leadership(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	uint32		serial;
 	int			idx;
@@ -563,7 +563,7 @@ zk_has_leadership(PG_FUNCTION_ARGS)
  * relying on leadership needs one.
  */
 static int
-latch_member(FunctionCallInfo fcinfo, LocalLockKey *key, int *user_off,
+latch_member(FunctionCallInfo fcinfo, BackendHoldKey *key, int *user_off,
 			 uint32 *serial)
 {
 	int			idx;
@@ -588,7 +588,7 @@ PG_FUNCTION_INFO_V1(zk_leader_await);
 Datum
 zk_leader_await(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	uint32		serial;
 	int			idx;
@@ -638,7 +638,7 @@ PG_FUNCTION_INFO_V1(zk_leader_xact);
 Datum
 zk_leader_xact(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	uint32		serial;
 	uint64		epoch;

@@ -133,7 +133,7 @@ multi_lock_paths(FunctionCallInfo fcinfo, int *n)
 	paths = palloc(sizeof(text *) * *n);
 	for (i = 0; i < *n; i++)
 	{
-		LocalLockKey ki;
+		BackendHoldKey ki;
 		int			off;
 
 		if (nulls[i])
@@ -145,7 +145,7 @@ multi_lock_paths(FunctionCallInfo fcinfo, int *n)
 		zklock_make_lock_key(paths[i], ZKK_MUTEX, &ki, &off);
 		for (j = 0; j < i; j++)
 		{
-			LocalLockKey kj;
+			BackendHoldKey kj;
 			int			offj;
 
 			zklock_make_lock_key(paths[j], ZKK_MUTEX, &kj, &offj);
@@ -168,13 +168,13 @@ multi_lock_undo(text **paths, int taken)
 {
 	while (taken > 0)
 	{
-		LocalLockKey key;
+		BackendHoldKey key;
 		int			off;
-		LocalLock  *ll;
+		BackendHold *ll;
 
 		taken--;
 		zklock_make_lock_key(paths[taken], ZKK_MUTEX, &key, &off);
-		ll = hash_search(zklock_local_locks, &key, HASH_FIND, NULL);
+		ll = hash_search(zklock_backend_holds, &key, HASH_FIND, NULL);
 		if (ll != NULL && ll->session_count > 0)
 			zklock_drop_hold(ll, false);
 	}
@@ -241,7 +241,7 @@ zk_multi_lock_release(PG_FUNCTION_ARGS)
 	zklock_backend_setup();
 	for (i = n - 1; i >= 0; i--)
 	{
-		LocalLockKey key;
+		BackendHoldKey key;
 		int			off;
 
 		zklock_make_lock_key(paths[i], ZKK_MUTEX, &key, &off);

@@ -372,7 +372,7 @@ Datum
 zk_participants(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	uint32		size = 64 * 1024;
 	int			attempt;

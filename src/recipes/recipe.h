@@ -60,8 +60,8 @@
 
 struct Stat;					/* the ZooKeeper client's, for the adopted hook */
 struct ZklockAsk;
-struct LocalLockKey;
-struct LocalLock;
+struct BackendHoldKey;
+struct BackendHold;
 
 /* ---------------------------------------------------------------------
  * The descriptor
@@ -94,8 +94,8 @@ typedef struct ZklockKindInfo
 	 * or fill in the ask.
 	 */
 	void		(*before_acquire) (struct ZklockAsk *ask,
-								   const struct LocalLockKey *key, int user_off,
-								   struct LocalLock *held);
+								   const struct BackendHoldKey *key, int user_off,
+								   struct BackendHold *held);
 
 	/*
 	 * zk_locks' mode and scope of a slot of this kind, when the kind says

@@ -28,24 +28,24 @@
  * ---------------------------------------------------------------------
  */
 
-/* Key of a lock in the backend-local registry */
-typedef struct LocalLockKey
+/* Key of a backend hold in zklock_backend_holds */
+typedef struct BackendHoldKey
 {
 	ZklockKind	kind;
 	char		path[ZKLOCK_FULL_PATH_SIZE];
 	char		lease[ZKLOCK_NODE_NAME_SIZE];	/* semaphore: the lease node */
-} LocalLockKey;
+} BackendHoldKey;
 
 /* What this backend holds of one lock */
-typedef struct LocalLock
+typedef struct BackendHold
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			slot;			/* its entry in the shared table */
 	uint32		serial;
 	int32		session_count;
 	int32		xact_count;
 	bool		lost_reported;	/* the WARNING about its loss was given */
-} LocalLock;
+} BackendHold;
 
 /* What a backend asks the worker for */
 typedef struct ZklockAsk
@@ -76,12 +76,12 @@ typedef enum WaitOutcome
 } WaitOutcome;
 
 /* backend/holds.c */
-extern HTAB *zklock_local_locks;	/* LocalLockKey -> LocalLock */
-extern LocalLock *zklock_add_granted_hold(const LocalLockKey *key, int idx,
+extern HTAB *zklock_backend_holds;	/* BackendHoldKey -> BackendHold */
+extern BackendHold *zklock_add_granted_hold(const BackendHoldKey *key, int idx,
 										  uint32 serial, bool xact);
 extern void zklock_backend_setup(void);
-extern LocalLock *zklock_find_hold(const LocalLockKey *key, int user_off);
-extern bool zklock_release_key(const LocalLockKey *key, int user_off);
+extern BackendHold *zklock_find_hold(const BackendHoldKey *key, int user_off);
+extern bool zklock_release_key(const BackendHoldKey *key, int user_off);
 extern int zklock_release_session_holds(ZklockKind kind, const char *path);
 
 /* backend/xact.c */
@@ -89,7 +89,7 @@ extern const char *zklock_xact_lost_lock(void);
 extern void zklock_rely_on_state(ZklockKind kind, int idx, uint32 serial,
 								 uint64 epoch, const char *user_path);
 extern bool zklock_xact_relied_state(int *idx, uint32 *serial, uint64 *epoch);
-extern void zklock_drop_hold(LocalLock *ll, bool xact);
+extern void zklock_drop_hold(BackendHold *ll, bool xact);
 
 /* backend/cancel_on_loss.c */
 extern void zklock_loss_watch_update(void);
@@ -100,7 +100,7 @@ extern int64 zklock_path_request(FunctionCallInfo fcinfo, ZklockOp op,
 								 ZklockKind kind, int64 timeout_ms,
 								 bool answer_now, bool *timed_out);
 extern bool zklock_release_lock(ZklockKind kind, text *path);
-extern bool zklock_request_lock(ZklockAsk *ask, const LocalLockKey *key,
+extern bool zklock_request_lock(ZklockAsk *ask, const BackendHoldKey *key,
 								int user_off, int *idx, uint32 *serial);
 
 /* backend/channel.c */
@@ -108,11 +108,11 @@ extern const char *zklock_down_state_name(ZklockConnState cs);
 extern bool zklock_down_too_long(ZklockConnState cs, TimestampTz now,
 								 TimestampTz *down_since);
 extern int64 zklock_remaining_ms(int64 timeout_ms, TimestampTz start);
-extern int zklock_claim_slot(const ZklockAsk *ask, const LocalLockKey *key,
+extern int zklock_claim_slot(const ZklockAsk *ask, const BackendHoldKey *key,
 							 int user_off, uint32 *serial);
 extern void zklock_init_ask(ZklockAsk *ask, ZklockOp op, ZklockKind kind,
 							int64 timeout_ms, bool xact);
-extern int64 zklock_run_request(ZklockAsk *ask, const LocalLockKey *key,
+extern int64 zklock_run_request(ZklockAsk *ask, const BackendHoldKey *key,
 								int user_off, uint32 dsm, uint32 dsm_size,
 								bool *timed_out, uint32 *needed);
 extern WaitOutcome zklock_wait_for_request(int idx, uint32 serial,
@@ -125,7 +125,7 @@ extern bool zklock_bool_arg(FunctionCallInfo fcinfo, int argno);
 extern int32 zklock_count_arg(FunctionCallInfo fcinfo, int argno,
 							  const char *name);
 extern void zklock_make_lock_key(text *path_text, ZklockKind kind,
-								 LocalLockKey *key, int *user_off);
+								 BackendHoldKey *key, int *user_off);
 extern text *zklock_path_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 zklock_timeout_arg(FunctionCallInfo fcinfo, int argno);
 extern char *zklock_text_from_utf8(const char *p, int len);

@@ -63,9 +63,10 @@ typedef struct WorkerReq
 	struct						/* the handover layer's own
 								 * (worker/handover_layer.c) */
 	{
-		int			owner;		/* waiting locally: the slot owning pred */
+		int			owner;		/* following (ZKWS_FOLLOWING): the slot
+								 * owning pred */
 		uint32		owner_serial;	/* ... and its serial then */
-	}			local;
+	}			follow;
 	bool		revoke_armed;	/* a revocable lock: the getData watch on our
 								 * node is registered (or on its way) */
 	int			skip_lists;		/* pipelined listings to ignore */

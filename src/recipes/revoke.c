@@ -160,12 +160,12 @@ zk_revocation_requested(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	HASH_SEQ_STATUS seq;
-	LocalLock  *ll;
+	BackendHold *ll;
 	List	   *listed = NIL;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	zklock_backend_setup();
-	hash_seq_init(&seq, zklock_local_locks);
+	hash_seq_init(&seq, zklock_backend_holds);
 	while ((ll = hash_seq_search(&seq)) != NULL)
 	{
 		ZklockSlot *slot = &zklock_shared->slots[ll->slot];

@@ -197,12 +197,12 @@ write_lock_target(int idx, LockTarget *t)
  * sequence number).
  */
 static void
-read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-					int user_off, LocalLock *held)
+read_before_acquire(ZklockAsk *ask, const BackendHoldKey *key,
+					int user_off, BackendHold *held)
 {
 	static char seq[12];		/* read by claim_slot within this call */
-	LocalLockKey other = *key;
-	LocalLock  *ol;
+	BackendHoldKey other = *key;
+	BackendHold *ol;
 
 	if (held != NULL)
 		return;
@@ -223,10 +223,10 @@ read_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
  * a timeout would wait behind its own read lock forever; refuse it.
  */
 static void
-write_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-					 int user_off, LocalLock *held)
+write_before_acquire(ZklockAsk *ask, const BackendHoldKey *key,
+					 int user_off, BackendHold *held)
 {
-	LocalLockKey other = *key;
+	BackendHoldKey other = *key;
 
 	if (held != NULL)
 		return;

@@ -428,7 +428,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact, bool try_only)
 	int32		max_leases = zklock_count_arg(fcinfo, 1, "max_leases");
 	int32		qty = zklock_count_arg(fcinfo, 2, "qty");
 	int64		timeout_ms = try_only ? 0 : zklock_timeout_arg(fcinfo, 3);
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	TimestampTz start = GetCurrentTimestamp();
 	Datum	   *names;
@@ -479,7 +479,7 @@ semaphore_acquire(FunctionCallInfo fcinfo, bool xact, bool try_only)
 
 	for (i = 0; i < qty; i++)
 	{
-		LocalLockKey lk = key;
+		BackendHoldKey lk = key;
 
 		strlcpy(lk.lease, zklock_shared->slots[slots[i]].nodes[ZKN_MAIN].name,
 				sizeof(lk.lease));
@@ -545,7 +545,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_release);
 Datum
 zk_semaphore_release(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 	text	   *lease;
 
@@ -585,7 +585,7 @@ PG_FUNCTION_INFO_V1(zk_semaphore_release_all);
 Datum
 zk_semaphore_release_all(PG_FUNCTION_ARGS)
 {
-	LocalLockKey key;
+	BackendHoldKey key;
 	int			user_off;
 
 	zklock_make_lock_key(zklock_path_arg(fcinfo, 0), ZKK_SEMAPHORE, &key, &user_off);
@@ -598,8 +598,8 @@ zk_semaphore_release_all(PG_FUNCTION_ARGS)
  * acquire by its holder is refused rather than waiting on itself.
  */
 static void
-semaphore_mutex_before_acquire(ZklockAsk *ask, const LocalLockKey *key,
-							   int user_off, LocalLock *held)
+semaphore_mutex_before_acquire(ZklockAsk *ask, const BackendHoldKey *key,
+							   int user_off, BackendHold *held)
 {
 	if (held != NULL)
 		ereport(ERROR,

@@ -2,14 +2,14 @@
  *
  * worker/delete_table.c
  *	  The entries of the shared pending-delete table (zklock_deletes, see
- *	  ZklockDelete) and their process-local state (DeleteLocal): recording
- *	  one, freeing one, looking one up, and the copy of the persistent
- *	  ones on disk.  Sending them and their completions are
+ *	  ZklockDelete) and the worker's progress on each (DeleteProgress):
+ *	  recording one, freeing one, looking one up, and the copy of the
+ *	  persistent ones on disk.  Sending them and their completions are
  *	  worker/deletes.c's, above it.
  *
  *	  zklock_delete_record		record an entry (not sent yet)
  *	  zklock_delete_free		free an entry: its node is gone
- *	  zklock_delete_local		an entry's process-local state
+ *	  zklock_delete_progress_of	the worker's progress on an entry
  *	  zklock_delete_tag_current	the entry a completion's tag names, or -1
  *	  zklock_delete_find_persistent	a persistent node's entry, or -1
  *	  zklock_delete_pending		is a delete of path by name pending?
@@ -62,12 +62,13 @@ static bool delete_pending_match(const char *path, bool under);
  */
 
 /*
- * The process-local state of entry i, reset when the entry was reused.
+ * The worker's progress on entry i (process-local), reset when the
+ * entry was reused.
  */
-DeleteLocal *
-zklock_delete_local(int i)
+DeleteProgress *
+zklock_delete_progress_of(int i)
 {
-	DeleteLocal *dl = &zklock_dlocal[i];
+	DeleteProgress *dl = &zklock_delete_progress[i];
 
 	if (dl->serial != zklock_deletes[i].serial)
 	{
@@ -88,7 +89,7 @@ zklock_delete_tag_current(const void *tag)
 	int			i = (int) (v & ZKLOCK_TAG_INDEX_MASK);
 	uint32		serial = (uint32) (v >> ZKLOCK_TAG_INDEX_BITS);
 
-	if (zklock_dlocal == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
+	if (zklock_delete_progress == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
 		zklock_deletes[i].serial != serial)
 		return -1;
 	return i;
@@ -105,7 +106,7 @@ zklock_delete_free(int i)
 	if (zklock_deletes[i].persistent)
 		persist_dirty = true;
 	zklock_deletes[i].serial = 0;
-	zklock_dlocal[i].serial = 0;
+	zklock_delete_progress[i].serial = 0;
 	sh->deletes_used--;
 	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
 		sh->deletes_full_logged = false;

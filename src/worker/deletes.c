@@ -58,7 +58,7 @@
  * The deletes by name that became due in this pass of the worker's event
  * loop, oldest first, waiting to be sent together at its end
  * (worker/batch.c): entry index and the serial it had when queued (a
- * stale one is skipped).  Process-local, like DeleteLocal.
+ * stale one is skipped).  Process-local, like DeleteProgress.
  */
 static int *ready_idx = NULL;
 static uint32 *ready_serial = NULL;
@@ -113,7 +113,7 @@ static void
 delete_send(int i, ZklockMonoTime now)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = zklock_delete_local(i);
+	DeleteProgress *dl = zklock_delete_progress_of(i);
 	const void *tag = zklock_make_tag(i, e->serial);
 	int			rc;
 
@@ -159,7 +159,7 @@ delete_send(int i, ZklockMonoTime now)
 static bool
 delete_queue_ready(int i)
 {
-	DeleteLocal *dl = zklock_delete_local(i);
+	DeleteProgress *dl = zklock_delete_progress_of(i);
 
 	if (ready_idx == NULL)
 	{
@@ -205,9 +205,9 @@ zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
 		uint32		s = ready_serial[ready_head];
 
 		ready_head++;
-		if (zklock_deletes[i].serial != s || !zklock_delete_local(i)->batched)
+		if (zklock_deletes[i].serial != s || !zklock_delete_progress_of(i)->batched)
 			continue;
-		zklock_dlocal[i].batched = false;
+		zklock_delete_progress[i].batched = false;
 		idx[n] = i;
 		serial[n] = s;
 		n++;
@@ -226,7 +226,7 @@ void
 zklock_delete_send_alone(int i)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = zklock_delete_local(i);
+	DeleteProgress *dl = zklock_delete_progress_of(i);
 
 	dl->inflight = true;
 	if (zklock_zh == NULL || !zklock_connected ||
@@ -251,11 +251,11 @@ zklock_delete_send_alone(int i)
 void
 zklock_delete_batch_answer(int i, uint32 serial, int rc)
 {
-	DeleteLocal *dl;
+	DeleteProgress *dl;
 
-	if (zklock_dlocal == NULL || zklock_deletes[i].serial != serial)
+	if (zklock_delete_progress == NULL || zklock_deletes[i].serial != serial)
 		return;
-	dl = zklock_delete_local(i);
+	dl = zklock_delete_progress_of(i);
 	if (rc == ZOK)
 		zklock_delete_free(i);
 	else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
@@ -310,7 +310,7 @@ delete_guarded_done(int rc, const void *data)
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteLocal *dl = zklock_delete_local(i);
+		DeleteProgress *dl = zklock_delete_progress_of(i);
 
 		if (rc == ZOK ||
 			(!zklock_rc_retryable(rc) && !zklock_rc_session_gone(rc) &&
@@ -349,11 +349,11 @@ bool
 zklock_delete_guard(const char *path, const char *guard)
 {
 	int			i = zklock_delete_find_ephemeral(path);
-	DeleteLocal *dl;
+	DeleteProgress *dl;
 
 	if (i < 0 || zklock_deletes[i].guard[0] != '\0' || !zklock_connected)
 		return false;
-	dl = zklock_delete_local(i);
+	dl = zklock_delete_progress_of(i);
 	if (!dl->batched)
 		return false;
 	/* out of the queue (take_ready skips it), then sent on its own */
@@ -413,7 +413,7 @@ static void
 delete_retry(int i, int rc)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteLocal *dl = zklock_delete_local(i);
+	DeleteProgress *dl = zklock_delete_progress_of(i);
 	ZklockMonoTime now = zklock_mono_now();
 
 	dl->inflight = false;
@@ -463,7 +463,7 @@ delete_done(int rc, const void *data)
 			zklock_delete_free(i);
 		else if (rc == ZBADVERSION && zklock_deletes[i].czxid != 0)
 		{
-			DeleteLocal *dl = zklock_delete_local(i);
+			DeleteProgress *dl = zklock_delete_progress_of(i);
 
 			dl->inflight = false;
 			dl->retry_at = 0;
@@ -543,7 +543,7 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 	if (i >= 0 && rc == ZOK)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteLocal *dl = zklock_delete_local(i);
+		DeleteProgress *dl = zklock_delete_progress_of(i);
 		int			first = zklock_find_protected(strings->data, strings->count,
 												  e->prefix);
 
@@ -586,7 +586,7 @@ delete_prefix_child_done(int rc, const void *data)
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteLocal *dl = zklock_delete_local(i);
+		DeleteProgress *dl = zklock_delete_progress_of(i);
 
 		if (rc == ZOK || rc == ZNONODE)
 		{

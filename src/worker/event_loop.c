@@ -48,7 +48,7 @@ bool zklock_connected = false;
 /* bumped by worker/connection.c for every connection made */
 uint32		zklock_conn_serial = 0;
 WorkerReq *zklock_reqs = NULL;
-DeleteLocal *zklock_dlocal = NULL;	/* beside zklock_deletes */
+DeleteProgress *zklock_delete_progress = NULL;	/* beside zklock_deletes */
 char *zklock_connected_hosts = NULL;
 
 /*
@@ -165,8 +165,8 @@ worker_attach(void)
 {
 	zklock_reqs = MemoryContextAllocZero(TopMemoryContext,
 								  sizeof(WorkerReq) * zklock_shared->nslots);
-	zklock_dlocal = MemoryContextAllocZero(TopMemoryContext,
-									sizeof(DeleteLocal) * zklock_shared->ndeletes);
+	zklock_delete_progress = MemoryContextAllocZero(TopMemoryContext,
+									sizeof(DeleteProgress) * zklock_shared->ndeletes);
 
 	zklock_defer_wakes();
 	zklock_worker_log_init();

@@ -292,8 +292,8 @@ wait_locally(int idx, const char *pred, int owner, int blockers, bool follow)
 	strlcpy(zklock_shared->slots[idx].waits_on, pred,
 			sizeof(zklock_shared->slots[idx].waits_on));
 	req->pred_last = (blockers == 1);
-	req->local.owner = owner;
-	req->local.owner_serial = zklock_shared->slots[owner].serial;
+	req->follow.owner = owner;
+	req->follow.owner_serial = zklock_shared->slots[owner].serial;
 	zklock_req_set_wait(idx, follow ? ZKWS_FOLLOWING : ZKWS_LOCAL);
 }
 
@@ -380,8 +380,8 @@ settle_followers(int idx, bool granted)
 	{
 		WorkerReq  *req = &zklock_reqs[i];
 
-		if (req->wait != ZKWS_FOLLOWING || req->local.owner != idx ||
-			req->local.owner_serial != sh->slots[idx].serial ||
+		if (req->wait != ZKWS_FOLLOWING || req->follow.owner != idx ||
+			req->follow.owner_serial != sh->slots[idx].serial ||
 			sh->slots[i].state != ZKS_ACTIVE || req->serial != sh->slots[i].serial)
 			continue;
 		if (granted)
@@ -458,9 +458,9 @@ zklock_lk_check_local_waits(void)
 			sh->slots[i].state != ZKS_ACTIVE ||
 			req->serial != sh->slots[i].serial || req->inflight != 0)
 			continue;
-		owner = &sh->slots[req->local.owner];
+		owner = &sh->slots[req->follow.owner];
 		/* a reader followed into a held read lock holds it too */
-		if (req->wait == ZKWS_FOLLOWING && owner->serial == req->local.owner_serial &&
+		if (req->wait == ZKWS_FOLLOWING && owner->serial == req->follow.owner_serial &&
 			owner->state == ZKS_HELD)
 		{
 			join_reader(i);
@@ -471,11 +471,11 @@ zklock_lk_check_local_waits(void)
 		 * its withdrawal hands over or queues the node's delete, which ends
 		 * this wait; ending it here would miss the handover.
 		 */
-		if (owner->serial == req->local.owner_serial &&
+		if (owner->serial == req->follow.owner_serial &&
 			(owner->state == ZKS_ACTIVE || owner->state == ZKS_HELD ||
 			 owner->state == ZKS_RELEASE || owner->state == ZKS_CANCEL))
 		{
-			zklock_lk_target(req->local.owner, &t);
+			zklock_lk_target(req->follow.owner, &t);
 			if (strcmp(t.node, req->pred) == 0)
 				continue;
 		}

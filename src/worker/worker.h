@@ -32,12 +32,12 @@
 #define LOCAL_WAIT_CHECK_MS	1000
 
 /*
- * Process-local state of an entry of the shared pending-delete table
- * (zklock_deletes): whether a call for it is on its way and when it may be
+ * The worker's progress on an entry of the shared pending-delete table
+ * (zklock_deletes), process-local: whether a call for it is on its way and when it may be
  * tried again.  It belongs to the entry's serial; a restarted worker
  * starts with none and so sends every entry again.
  */
-typedef struct DeleteLocal
+typedef struct DeleteProgress
 {
 	uint32		serial;			/* entry serial this belongs to */
 	bool		inflight;		/* a delete or listing is on its way */
@@ -48,7 +48,7 @@ typedef struct DeleteLocal
 	bool		batched;		/* in the queue of deletes sent together at
 								 * the end of the pass (worker/batch.c);
 								 * inflight is set meanwhile */
-} DeleteLocal;
+} DeleteProgress;
 
 /* the most deletes, and ops in all, sent as one zookeeper multi (worker/batch.c) */
 #define ZKLOCK_DELETE_BATCH_MAX	16
@@ -97,7 +97,7 @@ struct ZklockHandoverLayer
  */
 extern char *zklock_connected_hosts;	/* zklock.hosts of the open handle */
 extern uint32 zklock_conn_serial;	/* which connection: bumped for each */
-extern DeleteLocal *zklock_dlocal;	/* beside zklock_deletes */
+extern DeleteProgress *zklock_delete_progress;	/* beside zklock_deletes */
 
 /*
  * What the event loop is asked to do on its next pass.  worker/event_loop.c
@@ -223,7 +223,7 @@ extern bool zklock_delete_record(const char *path, const char *prefix,
 								 bool persistent, uint64 gen, int64 czxid,
 								 int64 ctime, int *entry);
 extern void zklock_delete_free(int i);
-extern DeleteLocal *zklock_delete_local(int i);
+extern DeleteProgress *zklock_delete_progress_of(int i);
 extern int	zklock_delete_tag_current(const void *tag);
 extern int	zklock_delete_find_persistent(const char *path, const char *prefix,
 										  int64 czxid);
