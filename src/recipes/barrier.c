@@ -59,7 +59,7 @@ barrier_set_done(int rc, const char *value, const void *data)
 		else
 			zklock_call_failed(idx, rc, "set the barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -105,7 +105,7 @@ barrier_set_children_done(int rc, const struct String_vector *strings,
 		else
 			zklock_call_failed(idx, rc, "set the barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -141,7 +141,7 @@ barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 				zklock_reqs[idx].inflight++;
 		}
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -167,7 +167,7 @@ barrier_remove_done(int rc, const void *data)
 		else
 			zklock_call_failed(idx, rc, "remove the barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -197,7 +197,7 @@ barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "wait on the barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -223,7 +223,7 @@ barrier_children_done(int rc, const struct String_vector *strings,
 		else
 			zklock_call_failed(idx, rc, "wait on the barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

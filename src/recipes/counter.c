@@ -217,7 +217,7 @@ counter_sync_done(int rc, const char *value, const void *data)
 
 	if (idx >= 0 && rc != ZOK)
 		zklock_call_failed(idx, rc, "sync the counter");
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -237,7 +237,7 @@ counter_data_done(int rc, const char *value, int value_len,
 
 	if (idx < 0)
 	{
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	slot = &zklock_shared->slots[idx];
@@ -254,13 +254,13 @@ counter_data_done(int rc, const char *value, int value_len,
 				zklock_req_finish(idx, ZKR_OK, 0);
 				break;
 		}
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	if (rc != ZOK)
 	{
 		zklock_call_failed(idx, rc, "read the counter");
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	if (stat->ephemeralOwner != 0)
@@ -268,7 +268,7 @@ counter_data_done(int rc, const char *value, int value_len,
 		zklock_req_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
 						"zookeeper node \"%s\" is ephemeral and not a counter",
 						slot->path + slot->user_path_off);
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	if (stat->numChildren > 0 && !zklock_reqs[idx].rcp.counter.guarded)
@@ -276,7 +276,7 @@ counter_data_done(int rc, const char *value, int value_len,
 		/* the path guard: whose nodes are below P? (zklock_counter_guard) */
 		zklock_send_listing(idx, slot->path, counter_children_done,
 							false, false);
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	if (counter_is_long(slot) ? !zklock_long_decode(value, value_len, &cur) :
@@ -287,7 +287,7 @@ counter_data_done(int rc, const char *value, int value_len,
 						slot->path + slot->user_path_off, Max(value_len, 0),
 						counter_is_long(slot) ? "DistributedAtomicLong (8 bytes)" :
 						"SharedCount (4 bytes)");
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	switch (c->action)
@@ -310,7 +310,7 @@ counter_data_done(int rc, const char *value, int value_len,
 			zklock_req_finish(idx, ZKR_OK, 0);
 			break;
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -336,7 +336,7 @@ counter_children_done(int rc, const struct String_vector *strings,
 	}
 	else if (idx >= 0)
 		zklock_call_failed(idx, rc, "list the counter's node");
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -367,7 +367,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_counter_write_failed(idx, rc, "write the counter");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -403,7 +403,7 @@ counter_create_done(int rc, const char *value, const void *data)
 		else
 			zklock_counter_write_failed(idx, rc, "create the counter");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

@@ -261,7 +261,7 @@ fold_end(CounterFold *f)
  * for a request: take the lock and count the call in.  When the fold
  * ended meanwhile, free it if that was its last call and return false;
  * else settle its members (fold_settle) and return true.  The caller
- * releases the lock either way.
+ * ends with zklock_completion_end either way.
  */
 static bool
 fold_completion_begin(CounterFold *f)
@@ -411,7 +411,7 @@ static void
 fold_sync_done(int rc, const char *value, const void *data)
 {
 	(void) fold_completion_begin((CounterFold *) data);
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -432,7 +432,7 @@ fold_data_done(int rc, const char *value, int value_len,
 
 	if (!fold_completion_begin(f))
 	{
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	is_long = (rc == ZOK && zklock_long_decode(value, value_len, &cur));
@@ -474,7 +474,7 @@ fold_data_done(int rc, const char *value, int value_len,
 		}
 		pfree(ids);
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -493,7 +493,7 @@ fold_children_done(int rc, const struct String_vector *strings,
 
 	if (!fold_completion_begin(f))
 	{
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	if (f->nmembers == 0)
@@ -521,7 +521,7 @@ fold_children_done(int rc, const struct String_vector *strings,
 		}
 		pfree(ids);
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -540,7 +540,7 @@ fold_write_done(CounterFold *f, int rc, bool create)
 
 	if (!fold_completion_begin(f))
 	{
-		LWLockRelease(zklock_shared->lock);
+		zklock_completion_end();
 		return;
 	}
 	for (i = 0; i < f->nmembers; i++)
@@ -612,7 +612,7 @@ fold_write_done(CounterFold *f, int rc, bool create)
 	}
 	else
 		fold_read(f, true);		/* the adds not in the failed write */
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

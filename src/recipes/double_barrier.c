@@ -77,7 +77,7 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "watch the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -167,7 +167,7 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 		else
 			zklock_call_failed(idx, rc, "open the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -222,7 +222,7 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 		else
 			zklock_call_failed(idx, rc, "list the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -269,7 +269,7 @@ denter_given_up(int rc, const void *data)
 			zklock_shared->slots[idx].nodes[ZKN_MAIN].deleted = true;
 		zklock_give_up_try(idx);
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -343,7 +343,7 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "leave the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -386,7 +386,7 @@ leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -408,7 +408,7 @@ leave_ready_deleted(int rc, const void *data)
 		else
 			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -478,7 +478,7 @@ leave_member_deleted(int rc, const void *data)
 		else
 			zklock_call_failed(idx, rc, "leave the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -548,7 +548,7 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 		else
 			zklock_call_failed(idx, rc, "list the double barrier");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

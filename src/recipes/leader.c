@@ -169,7 +169,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "check the leader latch node of");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

@@ -220,7 +220,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 				participants_deliver(idx);
 		}
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

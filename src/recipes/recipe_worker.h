@@ -103,7 +103,8 @@ extern WorkerReq *zklock_reqs;
 /* ---------------------------------------------------------------------
  * Request calls (worker side): what a recipe's steps may call, by the
  * file that offers it.  A completion begins with zklock_completion_begin
- * (or _create_begin, _listing_begin), which takes the lock; every call
+ * (or _create_begin, _listing_begin), which takes the lock, and ends at
+ * each exit with zklock_completion_end, which releases it; every call
  * below expects the caller to hold it.
  * ---------------------------------------------------------------------
  */
@@ -139,6 +140,7 @@ extern void zklock_sweep_doubted(int idx, bool aux_only);
 extern void zklock_call_failed(int idx, int rc, const char *what);
 extern void zklock_call_sent(int idx, int rc);
 extern int zklock_completion_begin(const void *data);
+extern void zklock_completion_end(void);
 extern int zklock_create_begin(int rc, const char *value, const void *data);
 extern void zklock_create_took(int idx, const char *value, char *node,
 							   Size node_size, bool *create_sent);

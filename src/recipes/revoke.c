@@ -117,7 +117,7 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 		else
 			zklock_call_failed(idx, rc, "list the lock to revoke");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

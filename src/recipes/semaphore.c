@@ -61,7 +61,7 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 									  false, true, "create a lease node for"))
 			lease_create(idx);
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -147,7 +147,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				if (found >= 0)
 				{
 					zklock_adopt_check(idx, leases, strings->data[found]);
-					LWLockRelease(zklock_shared->lock);
+					zklock_completion_end();
 					return;
 				}
 			}
@@ -202,7 +202,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 		else
 			zklock_call_failed(idx, rc, "list the leases of");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

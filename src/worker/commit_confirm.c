@@ -30,7 +30,7 @@ confirm_sync_done(int rc, const char *value, const void *data)
 
 	if (idx >= 0 && rc != ZOK)
 		zklock_call_failed(idx, rc, "sync with the zookeeper leader");
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -56,7 +56,7 @@ confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "confirm the lock");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

@@ -320,7 +320,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_call_failed(idx, rc, "check the lock node handed over to");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

@@ -211,7 +211,7 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				zklock_lk_create(idx);
 		}
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -414,7 +414,7 @@ lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
 		else
 			zklock_call_failed(idx, rc, "list the parent of the lock");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -458,7 +458,7 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		else
 			zklock_call_failed(idx, rc, "watch the zookeeper lock");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -511,7 +511,7 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 			lk_start_fresh(idx);
 		}
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*
@@ -678,7 +678,7 @@ lk_children_done(int rc, const struct String_vector *strings,
 		else
 			zklock_call_failed(idx, rc, "list the zookeeper lock");
 	}
-	LWLockRelease(zklock_shared->lock);
+	zklock_completion_end();
 }
 
 /*

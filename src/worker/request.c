@@ -200,7 +200,7 @@ zklock_settle_cancel(int idx)
  * Common start of a request's completion: take the lock, find the request
  * the reply belongs to, count the reply in, and stop if the backend gave
  * up meanwhile.  Returns the slot index when the request carries on, -1
- * otherwise; the caller releases the lock either way.
+ * otherwise; the caller ends with zklock_completion_end either way.
  */
 int
 zklock_completion_begin(const void *data)
@@ -222,8 +222,8 @@ zklock_completion_begin(const void *data)
  * zklock_completion_begin, but a listing pipelined behind a create that
  * failed (zklock_create_failed counted it in skip_lists) is dropped: only
  * a cancel is settled.  Returns the slot index when the caller should
- * look at the answer, -1 otherwise; the caller releases the lock either
- * way.
+ * look at the answer, -1 otherwise; the caller ends with
+ * zklock_completion_end either way.
  */
 int
 zklock_listing_begin(const void *data)
@@ -253,7 +253,7 @@ zklock_listing_begin(const void *data)
  * zklock_completion_begin, but a node created for a request that is gone is
  * queued for deletion (it must not linger), and a cancel is left for the
  * caller to settle once it has recorded what the reply created.  Returns the
- * slot index or -1; the caller releases the lock either way.
+ * slot index or -1; the caller ends with zklock_completion_end either way.
  */
 int
 zklock_create_begin(int rc, const char *value, const void *data)
@@ -270,6 +270,18 @@ zklock_create_begin(int rc, const char *value, const void *data)
 	}
 	zklock_reqs[idx].inflight--;
 	return idx;
+}
+
+/*
+ * Common end of a completion begun with zklock_completion_begin,
+ * zklock_listing_begin or zklock_create_begin (or a counter fold's
+ * fold_completion_begin), at each of its exits: release the lock the
+ * begin took.  Caller holds the lock.
+ */
+void
+zklock_completion_end(void)
+{
+	LWLockRelease(zklock_shared->lock);
 }
 
 /*
