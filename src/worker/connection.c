@@ -9,6 +9,8 @@
  *
  *	  zklock_open_handle		open a handle, resuming the session if any
  *	  zklock_connect_failed		an attempt failed before a session was made
+ *	  zklock_zh, zklock_connected, zklock_conn_serial,
+ *	  zklock_connected_hosts	the handle and its connection's state
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +26,16 @@
 #include "common/settings.h"
 #include "common/session_file.h"
 #include "worker/worker.h"
+
+/*
+ * The handle (NULL: none; the event loop closes it to reconnect), whether
+ * its session is connected, which connection it is (bumped for every
+ * connection made) and the zklock.hosts it was opened with.
+ */
+zhandle_t *zklock_zh = NULL;
+bool zklock_connected = false;
+uint32		zklock_conn_serial = 0;
+char *zklock_connected_hosts = NULL;
 
 static uint32 handle_gen = 0;	/* bumped for every handle opened */
 

@@ -31,6 +31,9 @@
 #include "common/session_file.h"
 #include "worker/worker.h"
 
+/* the worker's progress on each entry (worker_attach allocates it) */
+DeleteProgress *zklock_delete_progress = NULL;
+
 static int	delete_hint = 0;	/* where to look for a free entry */
 
 /*

@@ -43,14 +43,6 @@
 #include "common/session_file.h"
 #include "worker/worker.h"
 
-zhandle_t *zklock_zh = NULL;
-bool zklock_connected = false;
-/* bumped by worker/connection.c for every connection made */
-uint32		zklock_conn_serial = 0;
-WorkerReq *zklock_reqs = NULL;
-DeleteProgress *zklock_delete_progress = NULL;	/* beside zklock_deletes */
-char *zklock_connected_hosts = NULL;
-
 /*
  * What the loop is asked to do on its next pass: set through the
  * zklock_request_* calls (worker/worker.h), read here and by the files

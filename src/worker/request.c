@@ -16,6 +16,9 @@
 #include "common/shmem.h"
 #include "worker/worker.h"
 
+/* the process-local state of each slot (worker_attach allocates it) */
+WorkerReq *zklock_reqs = NULL;
+
 static bool record_slot_deletes(int idx, bool can_wait);
 
 
