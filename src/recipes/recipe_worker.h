@@ -131,10 +131,10 @@ extern bool zklock_delete_add(const char *path, const char *prefix,
 extern void zklock_queue_delete(const char *path, const char *prefix);
 
 /* worker/ghosts.c */
-extern void zklock_delete_ghosts(const char *base, char *const *children,
+extern void zklock_ghosts_delete(const char *base, char *const *children,
 								 int n);
-extern void zklock_note_doubt(int idx, bool aux);
-extern void zklock_sweep_doubted(int idx, bool aux_only);
+extern void zklock_ghosts_note_doubt(int idx, bool aux);
+extern void zklock_ghosts_sweep_doubted(int idx, bool aux_only);
 
 /* worker/request.c */
 extern void zklock_call_failed(int idx, int rc, const char *what);
@@ -168,7 +168,7 @@ extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
 								const char *path, void *ctx);
 
 /* worker/lock_engine.c */
-extern void zklock_adopt_check(int idx, const char *base, const char *name);
+extern void zklock_lk_adopt_check(int idx, const char *base, const char *name);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
 extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,

@@ -136,17 +136,17 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			 * fires the watch this listing set, and we count again.
 			 */
 			zklock_recipe_path(leases, sizeof(leases), slot->path, ZKLOCK_LEASES_DIR, NULL);
-			zklock_delete_ghosts(leases, strings->data, strings->count);
+			zklock_ghosts_delete(leases, strings->data, strings->count);
 			if (slot->nodes[ZKN_MAIN].name[0] == '\0')
 			{
 				char		prefix[ZKLOCK_NODE_NAME_SIZE];
 
 				zklock_protected_prefix(slot->nodes[ZKN_MAIN].uuid, prefix);
-				zklock_note_doubt(idx, false);
+				zklock_ghosts_note_doubt(idx, false);
 				found = zklock_find_protected(strings->data, strings->count, prefix);
 				if (found >= 0)
 				{
-					zklock_adopt_check(idx, leases, strings->data[found]);
+					zklock_lk_adopt_check(idx, leases, strings->data[found]);
 					zklock_completion_end();
 					return;
 				}
@@ -182,7 +182,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 								   slot->nodes[ZKN_LEASE_LOCK].name);
 				zklock_queue_delete(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */
-				zklock_sweep_doubted(idx, true);
+				zklock_ghosts_sweep_doubted(idx, true);
 				slot->nodes[ZKN_LEASE_LOCK].name[0] = '\0';
 				slot->nodes[ZKN_LEASE_LOCK].uuid[0] = '\0';
 			}

@@ -68,7 +68,7 @@
  *	  on a delete being ahead of its own request calls zklock_batch_flush
  *	  (caller holds the lock) right before sending:
  *	  zklock_handover_node_gone (its exists must be answered after the
- *	  released node's delete, worker/handover.c), zklock_delete_ghosts (the
+ *	  released node's delete, worker/handover.c), zklock_ghosts_delete (the
  *	  decision's watch must find the ghost gone), and a create sent at once
  *	  with its listing.  Pickup and resume flush too, so a request that
  *	  starts or restarts goes behind every delete queued before it, as

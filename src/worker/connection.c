@@ -194,7 +194,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		sh->state_since = GetCurrentTimestamp();
 		zklock_request_reconnect();
 	}
-	else if (state == ZOO_AUTH_FAILED_STATE && zklock_uses_sasl())
+	else if (state == ZOO_AUTH_FAILED_STATE && zklock_secure_uses_sasl())
 		zklock_secure_login_refused(zzh);
 	else if (state == ZOO_AUTH_FAILED_STATE)
 		zklock_credentials_rejected(zzh);

@@ -40,7 +40,7 @@
  * holds the lock.
  */
 void
-zklock_delete_ghosts(const char *base, char *const *children, int n)
+zklock_ghosts_delete(const char *base, char *const *children, int n)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockLiveId *live;
@@ -113,7 +113,7 @@ zklock_delete_ghosts(const char *base, char *const *children, int n)
  * node it adopts or makes.  Caller holds the lock.
  */
 void
-zklock_note_doubt(int idx, bool aux)
+zklock_ghosts_note_doubt(int idx, bool aux)
 {
 	if (aux)
 		zklock_reqs[idx].nodes[ZKN_LEASE_LOCK].doubt = true;
@@ -124,7 +124,7 @@ zklock_note_doubt(int idx, bool aux)
 /*
  * The request idx lets go of its nodes (its deletes are being recorded;
  * aux_only: a lease lets go of its P/locks node once the lease is
- * granted).  A node whose create was ever in doubt (zklock_note_doubt)
+ * granted).  A node whose create was ever in doubt (zklock_ghosts_note_doubt)
  * and whose name is known is deleted by name by the caller; a late create
  * with its prefix, applied after the request's last listing, would be
  * known to nobody once the request is gone (its id no longer live, no
@@ -135,7 +135,7 @@ zklock_note_doubt(int idx, bool aux)
  * by prefix already (zklock_cleanup_plan).  Caller holds the lock.
  */
 void
-zklock_sweep_doubted(int idx, bool aux_only)
+zklock_ghosts_sweep_doubted(int idx, bool aux_only)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];

@@ -91,10 +91,10 @@ const ZklockHandoverLayer zklock_handover_layer = {
 	.wait_behind = local_wait_behind,
 	.settle_followers = settle_followers,
 	.node_gone = lk_node_gone,
-	.listed = zklock_known_listed,
-	.created = zklock_known_created,
-	.forget = zklock_known_forget,
-	.may_skip = zklock_known_may_skip,
+	.listed = zklock_numbering_listed,
+	.created = zklock_numbering_created,
+	.forget = zklock_numbering_forget,
+	.may_skip = zklock_numbering_may_skip,
 };
 
 /*
@@ -152,7 +152,7 @@ local_wait_behind(int idx, const LockTarget *t, const char *pred, int blockers)
  * Before that, the path's numbering (worker/handover_numbering.c): a create sent alone
  * because a listing taught that only this worker has nodes there is
  * first, and holds, when its number proves that nobody else created a
- * node since and no node of this worker is ahead (zklock_known_first).  A
+ * node since and no node of this worker is ahead (zklock_numbering_first).  A
  * write node is sent alone only then, and otherwise lists.
  *
  * Otherwise it lists.  Caller holds the lock.
@@ -167,7 +167,8 @@ lk_placed(int idx)
 	zklock_lk_target(idx, &t);
 	/* a write node (sent alone only on what a listing taught) never follows */
 	owner = (t.rw && !t.read) ? -1 : local_tail_owner(idx, t.base, t.node, t.rw);
-	if (owner < 0 && zklock_known_first(idx, &t, zklock_reqs[idx].seq_proven))
+	if (owner < 0 &&
+		zklock_numbering_first(idx, &t, zklock_reqs[idx].seq_proven))
 	{
 		/* no other client created a node, none of ours is ahead: first */
 		zklock_req_set_wait(idx, ZKWS_NONE);

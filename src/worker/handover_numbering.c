@@ -12,14 +12,14 @@
  *	  is unanswered: it holds the lock, and the acquire cost one create.
  *
  *	  Concept map:
- *	    learn       the lock engine's listing (zklock_known_listed), then,
- *	                from the path's second listing on a connection, the
- *	                parent's exists watch (known_watch_done)
+ *	    learn       the lock engine's listing (zklock_numbering_listed),
+ *	                then, from the path's second listing on a connection,
+ *	                the parent's exists watch (known_watch_done)
  *	    count       every create of ours under the path
- *	                (zklock_known_created); anything unexpected forgets
+ *	                (zklock_numbering_created); anything unexpected forgets
  *	    use         local_create_alone sends a create alone when the path
- *	                is known (zklock_known_may_skip); lk_placed grants it
- *	                when zklock_known_first says it is first
+ *	                is known (zklock_numbering_may_skip); lk_placed grants
+ *	                it when zklock_numbering_first says it is first
  *	    forget      the parent's watch fires (known_parent_watcher), a
  *	                create finds the parent missing, a reconnect (the
  *	                knowledge carries the connection it was learned on), a
@@ -159,8 +159,8 @@ known_child_ours(const char *base, const char *child)
  * alone.  Caller holds the lock.
  */
 void
-zklock_known_listed(const char *base, const struct Stat *stat, char **children,
-					int n)
+zklock_numbering_listed(const char *base, const struct Stat *stat,
+						char **children, int n)
 {
 	KnownPath  *e;
 	bool		only_ours = (n <= KNOWN_LIST_MAX);
@@ -241,7 +241,7 @@ known_watch_done(int rc, const struct Stat *stat, const void *data)
  * Caller holds the lock.
  */
 bool
-zklock_known_may_skip(int idx, const LockTarget *t)
+zklock_numbering_may_skip(int idx, const LockTarget *t)
 {
 	ZklockShared *sh = zklock_shared;
 	KnownPath  *e = known_lookup(t->base, false);
@@ -271,7 +271,7 @@ zklock_known_may_skip(int idx, const LockTarget *t)
  * since the path was listed.  Caller holds the lock.
  */
 bool
-zklock_known_created(const char *base, const char *node)
+zklock_numbering_created(const char *base, const char *node)
 {
 	KnownPath  *e = known_lookup(base, false);
 
@@ -291,7 +291,7 @@ zklock_known_created(const char *base, const char *node)
  * before skipping.  Caller holds the lock.
  */
 void
-zklock_known_forget(const char *base)
+zklock_numbering_forget(const char *base)
 {
 	KnownPath  *e = known_lookup(base, false);
 
@@ -307,7 +307,7 @@ zklock_known_forget(const char *base)
  * holds the lock.
  */
 bool
-zklock_known_first(int idx, const LockTarget *t, bool proven)
+zklock_numbering_first(int idx, const LockTarget *t, bool proven)
 {
 	ZklockShared *sh = zklock_shared;
 	long long	ours = zklock_node_seq(t->node);

@@ -18,7 +18,7 @@
  *	    .withMode(EPHEMERAL_SEQUENTIAL)         found one missing
  *	  CreateBuilderImpl protection: after     zklock_lk_resume (recover),
  *	    ConnectionLoss, find our node by        lk_decide looks by prefix,
- *	    its prefix                              zklock_adopt_check adopts
+ *	    its prefix                              zklock_lk_adopt_check adopts
  *	  internalLockLoop: getSortedChildren     lk_children_done (the listing,
  *	    (sorted by fixForSorting)               sorted by zklock_sort_children
  *	                                            or zklock_rw_sort_children)
@@ -519,7 +519,7 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
  * holds the lock.
  */
 void
-zklock_adopt_check(int idx, const char *base, const char *name)
+zklock_lk_adopt_check(int idx, const char *base, const char *name)
 {
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
@@ -569,7 +569,7 @@ lk_decide(int idx, char **children, int n)
 
 		zklock_protected_prefix(t.uuid, prefix);
 		/* a create with the prefix may still land after this listing */
-		zklock_note_doubt(idx, !t.final);
+		zklock_ghosts_note_doubt(idx, !t.final);
 		found = zklock_find_protected(children, n, prefix);
 		if (found < 0)
 		{
@@ -577,7 +577,7 @@ lk_decide(int idx, char **children, int n)
 			return;
 		}
 		/* check whose it is and learn its czxid before adopting it */
-		zklock_adopt_check(idx, t.base, children[found]);
+		zklock_lk_adopt_check(idx, t.base, children[found]);
 		return;
 	}
 
@@ -659,7 +659,7 @@ lk_children_done(int rc, const struct String_vector *strings,
 
 			/* late creates of our own requests go first (worker/ghosts.c) */
 			zklock_lk_target(idx, &t);
-			zklock_delete_ghosts(t.base, strings->data, n);
+			zklock_ghosts_delete(t.base, strings->data, n);
 			/* what the next creates may skip (worker/handover_numbering.c) */
 			if (lk_handover(idx) != NULL)
 				lk_handover(idx)->listed(t.base, stat, strings->data, n);

@@ -567,6 +567,7 @@ record_slot_deletes(int idx, bool can_wait)
 			zklock_queue_delete(buf, NULL);
 		}
 	}
-	zklock_sweep_doubted(idx, false);	/* late creates (worker/ghosts.c) */
+	/* late creates (worker/ghosts.c) */
+	zklock_ghosts_sweep_doubted(idx, false);
 	return true;
 }

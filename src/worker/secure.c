@@ -29,7 +29,7 @@
  *	  zklock_secure_settings_changed	did a reload change a TLS or SASL
  *									setting or a TLS file's contents (the
  *									worker then restarts)?
- *	  zklock_uses_sasl				is a SASL login asked?
+ *	  zklock_secure_uses_sasl		is a SASL login asked?
  *
  *-------------------------------------------------------------------------
  */
@@ -151,7 +151,7 @@ zklock_secure_settings_changed(void)
  * Is a SASL login asked (zklock.sasl_mechanism set)?
  */
 bool
-zklock_uses_sasl(void)
+zklock_secure_uses_sasl(void)
 {
 	return zklock_sasl_mechanism != NULL && zklock_sasl_mechanism[0] != '\0';
 }
@@ -281,7 +281,7 @@ zklock_secure_connected(void)
 	if (zklock_tls)
 		zklock_tls_connected(zklock_zh ? zoo_get_current_server(zklock_zh) : NULL);
 #endif
-	if (zklock_uses_sasl())
+	if (zklock_secure_uses_sasl())
 	{
 		const char *asked = zklock_sasl_principal[0] != '\0' ?
 			zklock_sasl_principal : zklock_sasl_user;
@@ -327,7 +327,7 @@ zklock_secure_proven(void)
 static bool
 sasl_refused(zhandle_t *zzh, int rc)
 {
-	if (!zklock_uses_sasl() || zzh == NULL || zklock_connected ||
+	if (!zklock_secure_uses_sasl() || zzh == NULL || zklock_connected ||
 		(rc != ZAUTHFAILED && zoo_state(zzh) != ZOO_AUTH_FAILED_STATE))
 		return false;
 	login_refused(zzh, false);
@@ -594,7 +594,7 @@ zklock_secure_sasl_required(zhandle_t *zzh)
 {
 	const char *server = zzh ? zoo_get_current_server(zzh) : NULL;
 
-	if (zklock_uses_sasl())
+	if (zklock_secure_uses_sasl())
 		secure_fail(false, ZKC_SASL_FAILED,
 					"zookeeper server %s requires a SASL login and closed the connection: it did not count the SASL %s login of \"%s\"",
 					server ? server : "?", zklock_sasl_mechanism,
@@ -645,7 +645,7 @@ zklock_secure_init_handle(watcher_fn watcher, int timeout, const clientid_t *cid
 			secure_fail(false, ZKC_TLS_FAILED, "%s", why);
 			return NULL;
 		}
-		if (zklock_uses_sasl())
+		if (zklock_secure_uses_sasl())
 		{
 #if ZKLOCK_HAVE_ZK_SASL
 			/* the SASL login is made inside the TLS connection */
@@ -666,7 +666,7 @@ zklock_secure_init_handle(watcher_fn watcher, int timeout, const clientid_t *cid
 		return NULL;
 #endif
 	}
-	else if (zklock_uses_sasl())
+	else if (zklock_secure_uses_sasl())
 	{
 #if ZKLOCK_HAVE_ZK_SASL
 		zoo_sasl_params_t *params = sasl_params();

@@ -283,12 +283,12 @@ extern void zklock_handover_guard_answer(const char *path, const char *guard,
 										 bool there);
 
 /* worker/handover_numbering.c: what a listing taught, to skip the next ones */
-extern void zklock_known_listed(const char *base, const struct Stat *stat,
+extern void zklock_numbering_listed(const char *base, const struct Stat *stat,
 								char **children, int n);
-extern bool zklock_known_may_skip(int idx, const LockTarget *t);
-extern bool zklock_known_created(const char *base, const char *node);
-extern void zklock_known_forget(const char *base);
-extern bool zklock_known_first(int idx, const LockTarget *t, bool proven);
+extern bool zklock_numbering_may_skip(int idx, const LockTarget *t);
+extern bool zklock_numbering_created(const char *base, const char *node);
+extern void zklock_numbering_forget(const char *base);
+extern bool zklock_numbering_first(int idx, const LockTarget *t, bool proven);
 
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);
@@ -320,7 +320,7 @@ extern void zklock_secure_fail_request(int idx);
 extern bool zklock_secure_may_open(void);
 extern void zklock_secure_retry_now(void);
 extern bool zklock_secure_settings_changed(void);
-extern bool zklock_uses_sasl(void);
+extern bool zklock_secure_uses_sasl(void);
 
 /* worker/auth.c: credentials the servers reject */
 extern void zklock_credentials_rejected(zhandle_t *zzh);
