@@ -190,7 +190,9 @@ sub start_servers
 	for my $r (@run)
 	{
 		my $ok = eval { $r->{h}->finish };
-		BAIL_OUT("zk.sh start of the server of $r->{key} failed: " . ($@ || '') . " $r->{err}")
+		# the reason first: the JVM's SLF4J notices say nothing of it
+		BAIL_OUT("zk.sh start of the server of $r->{key} failed: " . ($@ || '') . ' '
+			  . join(' | ', grep { !/^SLF4J/ } split /\n/, $r->{err}))
 		  unless $ok && $r->{out} =~ /^(\d+)\s*$/;
 		my $plain = "127.0.0.1:$1";
 		my $secure = slurp_file("$r->{dir}/zk.secure_port");

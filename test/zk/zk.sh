@@ -13,7 +13,8 @@
 # DIR/zoo-extra.cfg, when the caller wrote one, is added to the server's
 # configuration (a secureClientPort, ssl.*, authProvider.*); a
 # @SECURE_PORT@ in it becomes a free port, written to DIR/zk.secure_port
-# (kept by restarts), and the start then also waits until it listens.
+# (kept by restarts; picked again, with the client port, when the server
+# died at its start), and the start then also waits until it listens.
 #
 # The server binds 127.0.0.1 only. Works as root and as an unprivileged user
 # (everything is under DIR). Environment knobs:
@@ -30,6 +31,9 @@ NETTY_CODEC_JAR=${NETTY_CODEC_JAR:-/usr/share/java/netty-codec.jar}
 ZK_START_TIMEOUT=${ZK_START_TIMEOUT:-30}
 ZK_STOP_TIMEOUT=${ZK_STOP_TIMEOUT:-10}
 JAVA=${JAVA:-java}
+# set by launch when it picked DIR/zk.secure_port itself (not kept from
+# the caller or an earlier start)
+SECURE_PORT_PICKED=0
 
 die() { echo "zk.sh: $*" >&2; exit 1; }
 
@@ -95,8 +99,10 @@ maxClientCnxns=0
 EOF
     if [ -f "$dir/zoo-extra.cfg" ]; then
         if grep -q @SECURE_PORT@ "$dir/zoo-extra.cfg"; then
-            [ -f "$dir/zk.secure_port" ] || pick_port > "$dir/zk.secure_port" ||
-                die "no free port found"
+            if [ ! -f "$dir/zk.secure_port" ]; then
+                pick_port > "$dir/zk.secure_port" || die "no free port found"
+                SECURE_PORT_PICKED=1
+            fi
             sed "s/@SECURE_PORT@/$(cat "$dir/zk.secure_port")/g" "$dir/zoo-extra.cfg" >> "$dir/zoo.cfg"
         else
             cat "$dir/zoo-extra.cfg" >> "$dir/zoo.cfg"
@@ -146,7 +152,15 @@ cmd_start() {
             launch "$dir" "$port"; rc=$?
             [ $rc -eq 0 ] && break
             [ $rc -eq 1 ] && { tail -n 20 "$dir/zk.log" >&2; die "server on port $port did not serve within ${ZK_START_TIMEOUT}s"; }
-            # rc 2: the process died, most likely a lost race for the port.
+            # rc 2: the process died, most likely a lost race for a port:
+            # the client port, or the secure port picked for it (servers
+            # started at the same moment can pick the same free port), so
+            # the next attempt picks both again; a secure port the caller
+            # or an earlier start chose is kept
+            if [ "$SECURE_PORT_PICKED" = 1 ]; then
+                rm -f "$dir/zk.secure_port"
+                SECURE_PORT_PICKED=0
+            fi
         done
         [ $rc -eq 0 ] || { tail -n 20 "$dir/zk.log" >&2; die "server did not start after $attempt attempts"; }
     fi
