@@ -13,9 +13,9 @@ WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
 	lock_cache.o lock_engine.o handover_layer.o handover.o handover_numbering.o \
 	commit_confirm.o deadlock_records.o deadlock_check.o secure.o tls_context.o dispatch.o auth.o lease.o connection.o deferred_log.o \
 	event_loop.o)
-RECIPE_OBJS = $(addprefix src/recipes/, registry.o mutex.o rwlock.o \
-	semaphore.o barrier.o double_barrier.o revoke.o participants.o \
-	counter.o counter_fold.o counter_fence.o counter_sql.o leader.o)
+# every file of src/recipes/ is a recipe's (or the registry's): a new
+# recipe's file is built without a line here (src/README, "Adding a recipe")
+RECIPE_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/recipes/*.c)))
 OBJS = src/zklock.o $(CORE_OBJS) $(COMMON_OBJS) $(BACKEND_OBJS) \
 	$(WORKER_OBJS) $(RECIPE_OBJS)
 

@@ -6,8 +6,9 @@
  *	  request's step (ZklockPhase), and the per-recipe unions of its
  *	  arguments (ZklockRecipeArgs), its shared state (ZklockRecipeState)
  *	  and its worker-only state (ZklockRecipeWork, the worker's request
- *	  record's rcp).  A new recipe adds its op, its kind and its members
- *	  here.  Its reader is
+ *	  record's rcp); and the list of the recipes' descriptors
+ *	  (ZKLOCK_RECIPE_LIST).  A new recipe adds its line to the list, its
+ *	  op, its kind and its members here.  Its reader is
  *	  the shared-memory table (common/shmem.h, whose ZklockSlot holds
  *	  them), which includes it; a file includes common/shmem.h, not this
  *	  header.
@@ -21,6 +22,26 @@
  */
 #ifndef ZKLOCK_RECIPE_FIELDS_H
 #define ZKLOCK_RECIPE_FIELDS_H
+
+/*
+ * The recipes, one line each: R(name) names the descriptor
+ * zklock_recipe_<name> that ends the recipe's file.  recipes/recipe.h
+ * declares them from this list and recipes/registry.c indexes them; the
+ * list is only names, so this header needs nothing of recipes/.  The commit
+ * confirmation is the worker's own request (worker/commit_confirm.c), run
+ * the same way.
+ */
+#define ZKLOCK_RECIPE_LIST(R) \
+	R(mutex) \
+	R(read_write_lock) \
+	R(semaphore) \
+	R(barrier) \
+	R(double_barrier) \
+	R(revoke) \
+	R(participants) \
+	R(counter) \
+	R(leader_latch) \
+	R(commit_confirm)
 
 /* Which algorithm the worker runs for a slot */
 typedef enum ZklockOp

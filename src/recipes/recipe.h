@@ -17,7 +17,7 @@
  *
  *		const ZklockRecipe zklock_recipe_<name> = { ... };
  *
- * listed by one line of ZKLOCK_RECIPE_LIST below, which
+ * listed by one line of ZKLOCK_RECIPE_LIST (common/recipe_fields.h), which
  * recipes/registry.c indexes.  The descriptor names the
  * kinds of request the recipe runs (ZklockWorkerOps: its worker steps
  * and flags, one entry per ZklockOp) and the kinds of hold it gives
@@ -225,7 +225,7 @@ typedef struct ZklockWorkerOps
 /*
  * A recipe's descriptor: its name, the kinds of request it runs and the
  * kinds of hold it gives.  Each recipe file ends with one, named
- * zklock_recipe_<name>; ZKLOCK_RECIPE_LIST below lists them.
+ * zklock_recipe_<name>; ZKLOCK_RECIPE_LIST lists them.
  */
 typedef struct ZklockRecipe
 {
@@ -238,22 +238,10 @@ typedef struct ZklockRecipe
 } ZklockRecipe;
 
 /*
- * The descriptors, one line each (recipes/registry.c indexes them).  The
- * commit confirmation is the worker's own request (worker/commit_confirm.c),
- * run the same way.
+ * The descriptors, declared from ZKLOCK_RECIPE_LIST (common/recipe_fields.h,
+ * beside the ops and kinds a new recipe adds in the same edit);
+ * recipes/registry.c indexes them.
  */
-#define ZKLOCK_RECIPE_LIST(R) \
-	R(mutex) \
-	R(read_write_lock) \
-	R(semaphore) \
-	R(barrier) \
-	R(double_barrier) \
-	R(revoke) \
-	R(participants) \
-	R(counter) \
-	R(leader_latch) \
-	R(commit_confirm)
-
 #define ZKLOCK_RECIPE_EXTERN(name) extern const ZklockRecipe zklock_recipe_##name;
 ZKLOCK_RECIPE_LIST(ZKLOCK_RECIPE_EXTERN)
 

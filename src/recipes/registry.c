@@ -7,7 +7,7 @@
  *	  zk_locks' name for a running request (zklock_op_state_name).
  *
  *	  Each recipe file ends with its descriptor; adding a recipe adds one
- *	  line to ZKLOCK_RECIPE_LIST in recipes/recipe.h (as PostgreSQL's
+ *	  line to ZKLOCK_RECIPE_LIST in common/recipe_fields.h (as PostgreSQL's
  *	  rmgrlist.h lists the resource managers).  The commit confirmation's
  *	  request is not a recipe but is run the same way: its descriptor is
  *	  the worker's own (worker/commit_confirm.c) and is listed there too.
