@@ -2,7 +2,7 @@
 # callgraph.pl — the call graph between zklock's C files, from the built
 # objects (nm): which file calls a function another file defines (calls
 # only: reading a GUC, a worker-wide variable or a table of hooks is not
-# counted).  A file is named by its path under src/ (worker/handover).
+# counted).  A file is named by its path under src/ (worker/batch, worker/locks/handover).
 # It fails when
 #   - files call each other in a circle (a strongly connected component of
 #     more than one file): a call that runs back up the layering

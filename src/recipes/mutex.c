@@ -3,7 +3,7 @@
  * recipes/mutex.c
  *	  The mutex (InterProcessMutex) and the multi-lock
  *	  (InterProcessMultiLock): their SQL functions.  The worker's steps are
- *	  the lock engine's (worker/lock_engine.c).
+ *	  the lock engine's (worker/locks/lock_engine.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -51,7 +51,7 @@ typedef struct WorkerReq
 									 * server */
 		bool		doubt;		/* a create of it was in doubt: a late one
 								 * may make a second node with its prefix
-								 * (worker/ghosts.c) */
+								 * (worker/deletes/ghosts.c) */
 	}			nodes[ZKN_COUNT];
 	bool		need_parents;	/* create the parents before the node */
 	bool		parent_guarded;	/* lock engine: P passed the path guard
@@ -61,7 +61,7 @@ typedef struct WorkerReq
 												 * wait on ("": none) */
 	bool		pred_last;		/* pred is the only node keeping us out */
 	struct						/* the handover layer's own
-								 * (worker/handover_layer.c) */
+								 * (worker/locks/handover_layer.c) */
 	{
 		int			owner;		/* following (ZKWS_FOLLOWING): the slot
 								 * owning pred */
@@ -76,7 +76,8 @@ typedef struct WorkerReq
 								 * last (see released_readers) */
 	bool		seq_proven;		/* lock engine: the last create's sequence
 								 * number proved no foreign create since the
-								 * path was listed (worker/handover_numbering.c) */
+								 * path was listed
+								 * (worker/locks/handover_numbering.c) */
 	int			nonode_retries;
 	int			lost_retries;
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
@@ -109,7 +110,10 @@ extern WorkerReq *zklock_reqs;
  * ---------------------------------------------------------------------
  */
 
-/* worker/lock_engine.c: the steps lock recipes name in their descriptors */
+/*
+ * worker/locks/lock_engine.c: the steps lock recipes name in their
+ * descriptors
+ */
 extern void zklock_lk_resume(int idx, bool recover);
 
 /* worker/zkio.c */
@@ -124,13 +128,13 @@ extern bool zklock_rc_refused(int rc);
 extern bool zklock_rc_retryable(int rc);
 extern bool zklock_rc_session_gone(int rc);
 
-/* worker/deletes.c */
+/* worker/deletes/deletes.c */
 extern bool zklock_delete_add(const char *path, const char *prefix,
 							  bool persistent, uint64 gen, int64 czxid,
 							  int64 ctime);
 extern void zklock_queue_delete(const char *path, const char *prefix);
 
-/* worker/ghosts.c */
+/* worker/deletes/ghosts.c */
 extern void zklock_ghosts_delete(const char *base, char *const *children,
 								 int n);
 extern void zklock_ghosts_note_doubt(int idx, bool aux);
@@ -167,18 +171,18 @@ extern void zklock_start_request(int idx);
 extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
 								const char *path, void *ctx);
 
-/* worker/lock_engine.c */
+/* worker/locks/lock_engine.c */
 extern void zklock_lk_adopt_check(int idx, const char *base, const char *name);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
 extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
 								 bool rw, bool read);
 
-/* worker/handover_layer.c */
+/* worker/locks/handover_layer.c */
 extern const ZklockHandoverLayer zklock_handover_layer;
 extern void zklock_lk_released(int idx);
 
-/* worker/handover.c */
+/* worker/locks/handover.c */
 extern int	zklock_handover_choose(const char *base, const char *node,
 								   bool held_mutex);
 

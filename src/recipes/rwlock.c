@@ -2,7 +2,7 @@
  *
  * recipes/rwlock.c
  *	  The read/write lock (InterProcessReadWriteLock): its SQL functions.
- *	  The worker's steps are the lock engine's (worker/lock_engine.c).
+ *	  The worker's steps are the lock engine's (worker/locks/lock_engine.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -9,8 +9,9 @@
  *	  where each op alone costs all three.
  *
  *	  Concept map:
- *	    queue       zklock_delete_add marks a delete ready (worker/deletes.c
- *	                keeps that queue); zklock_batch_create queues a create
+ *	    queue       zklock_delete_add marks a delete ready
+ *	                (worker/deletes/deletes.c keeps that queue);
+ *	                zklock_batch_create queues a create
  *	                (the lock engine, for a create that goes without its
  *	                listing)
  *	    flush       zklock_batch_flush, mid-pass: the queued deletes only,
@@ -34,8 +35,8 @@
  *	  server); persistent entries (P/ready) and deletes by prefix are sent
  *	  at once.  Which creates: a lock node's create that goes without its
  *	  listing (the handover layer's create_alone, or a path whose
- *	  numbering proves it, worker/handover_numbering.c), other than a read
- *	  node's or a downgrade's: a reader that shares the answer of a reader
+ *	  numbering proves it, worker/locks/handover_numbering.c), other than a
+ *	  read node's or a downgrade's: a reader that shares the answer of a reader
  *	  released after its create left (released_readers) counts on the
  *	  create leaving when it is numbered.  Nothing waits for more ops: a
  *	  pass batches what it produced.
@@ -68,9 +69,9 @@
  *	  on a delete being ahead of its own request calls zklock_batch_flush
  *	  (caller holds the lock) right before sending:
  *	  zklock_handover_node_gone (its exists must be answered after the
- *	  released node's delete, worker/handover.c), zklock_ghosts_delete (the
- *	  decision's watch must find the ghost gone), and a create sent at once
- *	  with its listing.  Pickup and resume flush too, so a request that
+ *	  released node's delete, worker/locks/handover.c), zklock_ghosts_delete
+ *	  (the decision's watch must find the ghost gone), and a create sent at
+ *	  once with its listing.  Pickup and resume flush too, so a request that
  *	  starts or restarts goes behind every delete queued before it, as
  *	  unbatched: a backend's release reaches ZooKeeper before its next
  *	  acquire (whose listing would otherwise show its own released node and
@@ -94,6 +95,8 @@
 #include "core/handover_rules.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
 
 /* creates waiting for the end of the pass; more are sent alone at once */
 #define CREATE_QUEUE_MAX	256

@@ -92,6 +92,7 @@
 #include "common/settings.h"
 #include "worker/worker.h"
 #include "worker/deadlock_records.h"
+#include "worker/locks/locks.h"
 
 /* largest record written */
 #define DLX_RECORD_MAX	32768

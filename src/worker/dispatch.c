@@ -19,6 +19,9 @@
 #include "zklock.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 static void resume(int idx);
 static void pickup(int i);

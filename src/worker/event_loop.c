@@ -42,6 +42,9 @@
 #include "common/settings.h"
 #include "common/session_file.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 /*
  * What the loop is asked to do on its next pass: set through the

@@ -15,6 +15,8 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 /* the process-local state of each slot (worker_attach allocates it) */
 WorkerReq *zklock_reqs = NULL;
@@ -567,7 +569,7 @@ record_slot_deletes(int idx, bool can_wait)
 			zklock_queue_delete(buf, NULL);
 		}
 	}
-	/* late creates (worker/ghosts.c) */
+	/* late creates (worker/deletes/ghosts.c) */
 	zklock_ghosts_sweep_doubted(idx, false);
 	return true;
 }

@@ -94,8 +94,8 @@ zklock_rc_sqlstate(int rc)
  * rejected zklock.auth on this connection and closed it (the session
  * watcher fails the waiting requests then); the server requires a SASL
  * login the session has not made, refused the request unapplied and
- * closed the connection (worker/secure.c says why and fails the waiting
- * requests).
+ * closed the connection (worker/connection/secure.c says why and fails the
+ * waiting requests).
  */
 bool
 zklock_rc_retryable(int rc)

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * worker/deletes.c
+ * worker/deletes/deletes.c
  *	  Guaranteed deletes: the entries of the shared pending-delete table
- *	  (worker/delete_table.c) sent and retried for the life of the session,
- *	  and what a request records in it.  The entries of persistent nodes
- *	  (P/ready) are also kept on disk, so they outlive shared memory (a
+ *	  (worker/deletes/delete_table.c) sent and retried for the life of the
+ *	  session, and what a request records in it.  The entries of persistent
+ *	  nodes (P/ready) are also kept on disk, so they outlive shared memory (a
  *	  crash-restart or a restart of the server).
  *
  *	  zklock_delete_add			record a delete and send it
@@ -18,12 +18,12 @@
  *	  zklock_delete_guard		make a queued delete wait for a check of the
  *								node the lock was handed to
  *	  zklock_deletes_load		put the persistent entries on disk back
- *	  (zklock_node_gone_hook, worker/handover_layer.c, is told of a queued
- *	  delete by name; zklock_guard_answer_hook of a guarded delete's
+ *	  (zklock_node_gone_hook, worker/locks/handover_layer.c, is told of a
+ *	  queued delete by name; zklock_guard_answer_hook of a guarded delete's
  *	  answer)
  *
  *	  A guarded delete (the released node of a handover at memory speed,
- *	  worker/handover.c) is one multi of a check that the guard node is
+ *	  worker/locks/handover.c) is one multi of a check that the guard node is
  *	  there and the delete, sent alone: the released node goes only while
  *	  the node the lock was handed to is there, so it never goes while
  *	  nobody holds the lock by ZooKeeper's queue.  Its answers:
@@ -52,7 +52,8 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes_int.h"
+#include "worker/locks/locks.h"
 
 /*
  * The deletes by name that became due in this pass of the worker's event
@@ -397,8 +398,8 @@ zklock_queue_delete(const char *path, const char *prefix)
 	{
 		/*
 		 * waiters on it look again: zklock_node_gone_hook is data, defined
-		 * with the handover layer (worker/handover_layer.c), so the delete
-		 * table calls nothing above it by name
+		 * with the handover layer (worker/locks/handover_layer.c), so the
+		 * delete table calls nothing above it by name
 		 */
 		zklock_node_gone_hook(path);
 	}
@@ -654,7 +655,7 @@ zklock_deletes_due(ZklockMonoTime now)
 
 /*
  * A worker starts: put the persistent entries on disk (written by
- * zklock_deletes_persist, worker/delete_table.c) back into the table
+ * zklock_deletes_persist, worker/deletes/delete_table.c) back into the table
  * (those it does not hold already: a restarted worker finds them in shared
  * memory too).  They are sent once connected, on any session.  Takes the
  * lock.

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * worker/delete_table.c
+ * worker/deletes/delete_table.c
  *	  The entries of the shared pending-delete table (zklock_deletes, see
  *	  ZklockDelete) and the worker's progress on each (DeleteProgress):
  *	  recording one, freeing one, looking one up, and the copy of the
  *	  persistent ones on disk.  Sending them and their completions are
- *	  worker/deletes.c's, above it.
+ *	  worker/deletes/deletes.c's, above it.
  *
  *	  zklock_delete_record		record an entry (not sent yet)
  *	  zklock_delete_free		free an entry: its node is gone
@@ -29,7 +29,7 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes_int.h"
 
 /* the worker's progress on each entry (worker_attach allocates it) */
 DeleteProgress *zklock_delete_progress = NULL;
@@ -272,7 +272,7 @@ zklock_delete_find_ephemeral(const char *path)
 
 /*
  * Is a pending delete of a child of base guarded by node (a handover to
- * node not yet confirmed, worker/handover.c)?  Caller holds the lock.
+ * node not yet confirmed, worker/locks/handover.c)?  Caller holds the lock.
  */
 bool
 zklock_delete_guarded_by(const char *base, const char *node)

@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * worker/secure.c
+ * worker/connection/secure.c
  *	  TLS and SASL of the worker's connection (zklock.tls*, zklock.sasl_*):
  *	  the handle opened with zookeeper_init_ssl_ctx (TLS, with a SASL login
- *	  inside it when one is asked; worker/tls_context.c makes each
+ *	  inside it when one is asked; worker/connection/tls_context.c makes each
  *	  connection's context) or zookeeper_init_sasl as the settings ask, the
  *	  client's files checked before, why a handshake failed or a login was
  *	  refused, and what zk_status shows of it.  Never
  *	  a fallback: when TLS or SASL is asked and cannot be had, no handle is
  *	  opened, the log and zk_status say why, and requests fail with 08006
  *	  and that reason until a connection is made.  Below worker/dispatch.c
- *	  (a pickup fails while a failure stands) and worker/connection.c.
+ *	  (a pickup fails while a failure stands) and
+ *	  worker/connection/connection.c.
  *
  *	  zklock_secure_init_handle		open a handle as the settings ask
  *	  zklock_secure_call_failed	a call of the client failed: a TLS
@@ -41,7 +42,7 @@
 #include "compat.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 #include "common/hashfn.h"
 

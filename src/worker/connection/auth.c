@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * worker/auth.c
+ * worker/connection/auth.c
  *	  Credentials the servers reject (zklock.auth), and what zk_status says
  *	  of the connection while the worker is not connected, which they
- *	  decide too.  Below worker/lease.c (a heartbeat's answer proves the
- *	  credentials passed) and worker/connection.c.
+ *	  decide too.  Below worker/connection/lease.c (a heartbeat's answer proves
+ *	  the credentials passed) and worker/connection/connection.c.
  *
  *	  zklock_auth_failed_at		when the servers began to reject them (0: no)
  *	  zklock_credentials_rejected	a server rejected them: say so, fail requests
@@ -22,11 +22,11 @@
 #include "zklock.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 /*
  * The servers rejected zklock.auth: when that began (0: they did not; see
- * worker/worker.h), and when the next handle may be opened.
+ * worker/connection/connection.h), and when the next handle may be opened.
  */
 TimestampTz zklock_auth_failed_at = 0;
 static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
@@ -37,10 +37,10 @@ static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
 
 /*
  * What zk_status says while the worker is not connected: tls_failed or
- * sasl_failed while such a failure stands (worker/secure.c), suspended
- * while it has a session to resume, expired from the loss of a session
- * until the next one is made, connecting before the first.  Caller holds
- * the lock.
+ * sasl_failed while such a failure stands (worker/connection/secure.c),
+ * suspended while it has a session to resume, expired from the loss of a
+ * session until the next one is made, connecting before the first.  Caller
+ * holds the lock.
  */
 ZklockConnState
 zklock_not_connected_state(void)
@@ -144,7 +144,7 @@ zklock_auth_retry_later(void)
 /*
  * May a new handle be opened now?  Always, except while the servers reject
  * zklock.auth: then once every AUTH_RETRY_MS, and while a TLS or SASL
- * failure stands (worker/secure.c).
+ * failure stands (worker/connection/secure.c).
  */
 bool
 zklock_handle_may_open(void)

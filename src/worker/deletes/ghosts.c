@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/ghosts.c
+ * worker/deletes/ghosts.c
  *	  Ghost nodes: a node that carries the protection prefix of a live
  *	  request of this worker but is not that request's node.  A create sent
  *	  on an older connection (or by an earlier worker) whose reply never
@@ -17,7 +17,7 @@
 
 #include "zklock.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes.h"
 
 
 /*

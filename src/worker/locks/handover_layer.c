@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * worker/handover_layer.c
+ * worker/locks/handover_layer.c
  *	  The lock engine's handover layer: what one worker, seeing every
  *	  waiter and holder of its cluster, may decide without Curator's round
  *	  trips.  A waiter behind a node of this worker waits without a watch
  *	  (local waits); a release hands the lock to the waiter next in line
  *	  once ZooKeeper applied the released node's delete (local handover,
- *	  worker/handover.c, whose banner has its sequence and outcomes); a
+ *	  worker/locks/handover.c, whose banner has its sequence and outcomes); a
  *	  read node right behind a read node of this worker shares its answer
  *	  (read joins, with the ring of readers released lately); a create
  *	  behind a node of this worker is placed without a listing.  src/README
@@ -31,7 +31,7 @@
 #include "core/handover_rules.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
 
 static void lk_placed(int idx);
 static int	local_node_owner(const char *base, const char *name, int except);
@@ -70,8 +70,8 @@ static ReleasedReader released_readers[RELEASED_READERS];
 static int	released_readers_next = 0;
 
 /*
- * The one way up from the delete table (worker/deletes.c): told when the
- * delete of a node of this worker is queued by name, so the waiters on
+ * The one way up from the delete table (worker/deletes/deletes.c): told when
+ * the delete of a node of this worker is queued by name, so the waiters on
  * that node look again (or send their handover check).
  */
 void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
@@ -79,7 +79,7 @@ void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
 /*
  * Told by the delete table of the answer to a guarded delete: the node the
  * lock was handed to was there when the released node went (there), or
- * it was gone (worker/handover.c).
+ * it was gone (worker/locks/handover.c).
  */
 void		(*const zklock_guard_answer_hook) (const char *path, const char *guard,
 											   bool there) = zklock_handover_guard_answer;
@@ -102,7 +102,7 @@ const ZklockHandoverLayer zklock_handover_layer = {
  * normally follows it on the session?  Yes when the node will most likely
  * sit right behind a node of this worker that then decides for it
  * (lk_placed; the rule is zklock_create_alone).  (The lock engine asks
- * may_skip, worker/handover_numbering.c, first.)  Caller holds the lock.
+ * may_skip, worker/locks/handover_numbering.c, first.)  Caller holds the lock.
  */
 static bool
 local_create_alone(int idx, const LockTarget *t)
@@ -149,9 +149,9 @@ local_wait_behind(int idx, const LockTarget *t, const char *pred, int blockers)
  *   with it, or we list when it has to wait; behind a read lock released
  *   since our create left, the lock is ours (follows_released_reader).
  *
- * Before that, the path's numbering (worker/handover_numbering.c): a create sent alone
- * because a listing taught that only this worker has nodes there is
- * first, and holds, when its number proves that nobody else created a
+ * Before that, the path's numbering (worker/locks/handover_numbering.c): a
+ * create sent alone because a listing taught that only this worker has nodes
+ * there is first, and holds, when its number proves that nobody else created a
  * node since and no node of this worker is ahead (zklock_numbering_first).  A
  * write node is sent alone only then, and otherwise lists.
  *
@@ -490,7 +490,7 @@ zklock_lk_check_local_waits(void)
  * goes to the local waiters next in line, if there are any, and a read
  * lock is remembered for the read nodes created just behind it
  * (released_readers); a mutex nobody of ours takes over may keep its node
- * (worker/lock_cache.c).  Caller holds the lock.
+ * (worker/locks/lock_cache.c).  Caller holds the lock.
  */
 void
 zklock_lk_released(int idx)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/lease.c
+ * worker/connection/lease.c
  *	  The session's lease (ZklockShared.lease_until): what proves that the
  *	  ZooKeeper leader counts the session alive (the handshake, heartbeats
  *	  and the chain of syncs through an ensemble), the kind of server it is
@@ -30,7 +30,7 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 /* ZooKeeper's default maxSessionTimeout, in tickTimes */
 #define ZKLOCK_DEFAULT_MAX_TICKS	20

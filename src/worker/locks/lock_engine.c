@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/lock_engine.c
+ * worker/locks/lock_engine.c
  *	  Curator's lock engine (LockInternals with StandardLockInternalsDriver),
  *	  as asynchronous steps of the worker: create the protected node, list,
  *	  decide, watch the predecessor, adopt a node whose create reply was
@@ -37,11 +37,11 @@
  *	  releaseLock: deleteOurPath              the same, on withdraw
  *
  *	  Where zklock does more than Curator can, it is the handover layer
- *	  (worker/handover_layer.c), reached only through the recipe's ops entry
- *	  (.handover, lk_handover() below): a create sent without its listing
+ *	  (worker/locks/handover_layer.c), reached only through the recipe's ops
+ *	  entry (.handover, lk_handover() below): a create sent without its listing
  *	  (create_alone, then placed; also when the path's sequence numbers
  *	  can prove it first: listed, created, forget,
- *	  worker/handover_numbering.c), a wait without a watch behind a node
+ *	  worker/locks/handover_numbering.c), a wait without a watch behind a node
  *	  of this worker (wait_behind), a reader's answer shared with the readers
  *	  right behind it (settle_followers), and a node going away
  *	  (node_gone).  Without .handover this file is Curator's engine alone.
@@ -54,7 +54,7 @@
 #include "zklock.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
 
 static void lk_create_done(int rc, const char *value, const struct Stat *stat,
 						   const void *data);
@@ -71,7 +71,7 @@ static void lk_children_done(int rc, const struct String_vector *strings,
 static void lk_parent_listed(int rc, const struct String_vector *strings,
 							 const void *data);
 
-/* creates of lock nodes sent, ever (worker/handover_layer.c reads it) */
+/* creates of lock nodes sent, ever (worker/locks/handover_layer.c reads it) */
 uint64		zklock_lk_creates_sent = 0;
 
 /*
@@ -261,8 +261,9 @@ lk_downgrade_allowed(int idx)
  * the listing: the create's reply most likely shows the node right behind
  * that one (lk_placed), and then the listing would tell nothing new; so
  * does a create on a path whose numbering will prove it first or not
- * (worker/handover_numbering.c).  A create that goes alone waits for the end of the
- * worker's pass in the batch (worker/batch.c).  Caller holds the lock.
+ * (worker/locks/handover_numbering.c).  A create that goes alone waits for the
+ * end of the worker's pass in the batch (worker/batch.c).  Caller holds the
+ * lock.
  */
 void
 zklock_lk_create(int idx)
@@ -296,7 +297,7 @@ zklock_lk_create(int idx)
 		return;
 	}
 	zklock_lk_target(idx, &t);
-	/* a node kept on the path (worker/lock_cache.c): ours, or given up first */
+	/* a node kept on the path (locks/lock_cache.c): ours, or given up first */
 	if (zklock_cache_take(idx, &t))
 	{
 		zklock_lk_granted(idx);
@@ -334,7 +335,10 @@ zklock_lk_create(int idx)
 				sizeof(slot->nodes[ZKN_MAIN].name));
 		mode = ZOO_EPHEMERAL;
 	}
-	/* the path's numbering will tell whether it is first (worker/handover_numbering.c) */
+	/*
+	 * the path's numbering will tell whether it is first
+	 * (worker/locks/handover_numbering.c)
+	 */
 	by_numbers = (slot->downgrade_seq[0] == '\0' && lk_handover(idx) != NULL &&
 				  lk_handover(idx)->may_skip(idx, &t));
 	if (slot->downgrade_seq[0] != '\0' || by_numbers)
@@ -347,12 +351,12 @@ zklock_lk_create(int idx)
 	 * A create that goes alone on the path's numbering waits for the end
 	 * of the pass, to leave in one multi with the others
 	 * (worker/batch.c), unless it is a read node: a reader may share the
-	 * answer of a reader released after its create left (worker/handover_layer.c's
-	 * released_readers), which counts on the create leaving when it is
-	 * numbered.  A create alone behind a node of this worker is not
-	 * batched: with no other lock's create to share the multi, the exists
-	 * that gives a batch its token would only cost a round trip.
-	 * Anything else leaves now, behind the deletes queued so far (a
+	 * answer of a reader released after its create left
+	 * (worker/locks/handover_layer.c's released_readers), which counts on the
+	 * create leaving when it is numbered.  A create alone behind a node of
+	 * this worker is not batched: with no other lock's create to share the
+	 * multi, the exists that gives a batch its token would only cost a round
+	 * trip.  Anything else leaves now, behind the deletes queued so far (a
 	 * backend's release goes ahead of its next acquire).
 	 */
 	batched = (by_numbers && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
@@ -657,10 +661,10 @@ lk_children_done(int rc, const struct String_vector *strings,
 			int			n = strings->count;
 			LockTarget	t;
 
-			/* late creates of our own requests go first (worker/ghosts.c) */
+			/* late creates of our own requests go first (deletes/ghosts.c) */
 			zklock_lk_target(idx, &t);
 			zklock_ghosts_delete(t.base, strings->data, n);
-			/* what the next creates may skip (worker/handover_numbering.c) */
+			/* what the next creates may skip (locks/handover_numbering.c) */
 			if (lk_handover(idx) != NULL)
 				lk_handover(idx)->listed(t.base, stat, strings->data, n);
 			/* sort a copy of the pointers; the client frees the strings */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/handover.c
+ * worker/locks/handover.c
  *	  Local handover: a lock released by a session of this cluster goes to
  *	  a waiter of this cluster that ZooKeeper's queue puts next, at once
  *	  (in memory, the released node's delete guarded by a check of the
@@ -36,7 +36,7 @@
  *	                                         gets the waiter's node W as
  *	                                         its guard and leaves alone as
  *	                                         multi(check W, delete N)
- *	                                         (worker/deletes.c); the
+ *	                                         (worker/deletes/deletes.c); the
  *	                                         waiter is granted now
  *	  confirm  zklock_handover_guard_answer  applied: W was there when N
  *	                                         went, W is the lowest; the
@@ -114,7 +114,8 @@
 #include "core/handover_rules.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
+#include "worker/deletes/deletes.h"
 
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
@@ -166,9 +167,9 @@ zklock_handover_choose(const char *base, const char *node, bool held_mutex)
 		return 0;
 
 	/*
-	 * The slots indexed under base (worker/path_index.c).  A twin's slot is a
-	 * read lock of P = base, so it is there too, once the worker picked it
-	 * up; a downgrade the worker has not picked up yet cannot meet a
+	 * The slots indexed under base (worker/locks/path_index.c).  A twin's slot
+	 * is a read lock of P = base, so it is there too, once the worker picked
+	 * it up; a downgrade the worker has not picked up yet cannot meet a
 	 * release of its writer: its backend waits for it until it is granted
 	 * or given back, and gives its writer back only after that (a give-back
 	 * of it is applied before any withdrawal).
@@ -330,8 +331,8 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
  * confirmed), or it was gone, deleted by another client before the
  * handover, so ZooKeeper's queue never named it holder and path is still
  * there.  Then the lock of guard's request is lost now, before path goes
- * (worker/deletes.c deletes it only zklock.commit_min_lease later): a held
- * lock is called lost (COMMIT under it fails with 40000), a lease request
+ * (worker/deletes/deletes.c deletes it only zklock.commit_min_lease later): a
+ * held lock is called lost (COMMIT under it fails with 40000), a lease request
  * taking its P/locks mutex fails.  Caller holds the lock.
  */
 void
