@@ -8,9 +8,9 @@ CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
 BACKEND_OBJS = $(addprefix src/backend/, args.o deadlock.o channel.o cancel_on_loss.o \
 	xact.o holds.o acquire.o views.o stat_worker.o drop_guard.o)
-WORKER_OBJS = $(addprefix src/worker/, zkio.o batch.o request.o revocation_watch.o \
-	commit_confirm.o deadlock_records.o deadlock_check.o dispatch.o deferred_log.o \
-	event_loop.o) \
+WORKER_OBJS = $(addprefix src/worker/, result_codes.o zkio.o batch.o request.o \
+	revocation_watch.o commit_confirm.o deadlock_records.o deadlock_check.o \
+	dispatch.o deferred_log.o event_loop.o) \
 	$(addprefix src/worker/connection/, secure.o tls_context.o auth.o lease.o \
 	connection.o) \
 	$(addprefix src/worker/deletes/, delete_table.o deletes.o ghosts.o) \

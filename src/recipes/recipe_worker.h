@@ -124,6 +124,8 @@ extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
 							 size_t len);
 extern const void *zklock_slot_tag(int idx);
 extern int zklock_tag_current(const void *tag);
+
+/* worker/result_codes.c */
 extern bool zklock_rc_refused(int rc);
 extern bool zklock_rc_retryable(int rc);
 extern bool zklock_rc_session_gone(int rc);

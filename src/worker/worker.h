@@ -15,8 +15,9 @@
  *
  *	  Interface: ZKLOCK_DELETE_BATCH_MAX, ZKLOCK_BATCH_MAX, zklock_loop and
  *	  the zklock_request_* calls that set its flags, and the functions of
- *	  batch.c, request.c, dispatch.c, zkio.c, revocation_watch.c,
- *	  deferred_log.c and the deadlock check declared below.
+ *	  batch.c, request.c, dispatch.c, zkio.c, result_codes.c,
+ *	  revocation_watch.c, deferred_log.c and the deadlock check declared
+ *	  below.
  *
  *-------------------------------------------------------------------------
  */
@@ -135,7 +136,9 @@ extern void zklock_dlx_check_pass(void);
 
 /* worker/zkio.c */
 extern const void *zklock_make_tag(int idx, uint32 serial);
-extern int zklock_rc_sqlstate(int rc);
+
+/* worker/result_codes.c */
+extern int	zklock_rc_sqlstate(int rc);
 
 /* worker/batch.c */
 extern bool zklock_batch_create(const char *path, const char *data, int len,

@@ -2,8 +2,8 @@
  *
  * worker/zkio.c
  *	  ZooKeeper I/O helpers of the worker: the tags that tie a reply to
- *	  its request, result codes, node paths and ACLs, parent containers, and
- *	  the listing and exists calls every recipe sends.
+ *	  its request, node paths and ACLs, parent containers, UUIDs.  What a
+ *	  result code means is worker/result_codes.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,89 +51,6 @@ zklock_tag_current(const void *tag)
 	if (zklock_reqs[idx].serial != serial || zklock_shared->slots[idx].serial != serial)
 		return -1;
 	return idx;
-}
-
-/*
- * Map a ZooKeeper result code to an SQLSTATE for errors handed to a
- * backend.
- */
-int
-zklock_rc_sqlstate(int rc)
-{
-	switch (rc)
-	{
-		case ZNOAUTH:
-		case ZAUTHFAILED:
-			return ERRCODE_INSUFFICIENT_PRIVILEGE;
-		case ZCONNECTIONLOSS:
-		case ZSESSIONCLOSEDREQUIRESASLAUTH:
-		case ZOPERATIONTIMEOUT:
-		case ZSESSIONEXPIRED:
-		case ZSESSIONMOVED:
-		case ZCLOSING:
-		case ZINVALIDSTATE:
-			return ERRCODE_CONNECTION_FAILURE;
-		case ZBADARGUMENTS:
-			return ERRCODE_INVALID_PARAMETER_VALUE;
-		case ZNOCHILDRENFOREPHEMERALS:
-			return ERRCODE_WRONG_OBJECT_TYPE;
-		case ZNOTEMPTY:
-			return ERRCODE_OBJECT_IN_USE;
-		default:
-			return ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
-	}
-}
-
-/*
- * True for the result codes after which the call may or may not have been
- * applied and should be tried again once the connection is back: the
- * connection was lost or timed out; the session moved to another server
- * (which drops this connection, and the client reconnects); the client
- * closed its socket after a send error or an out-of-order reply (the
- * 3.8 client reports that as a runtime inconsistency); the server
- * rejected zklock.auth on this connection and closed it (the session
- * watcher fails the waiting requests then); the server requires a SASL
- * login the session has not made, refused the request unapplied and
- * closed the connection (worker/connection/secure.c says why and fails the
- * waiting requests).
- */
-bool
-zklock_rc_retryable(int rc)
-{
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-		rc == ZSESSIONMOVED || rc == ZRUNTIMEINCONSISTENCY ||
-		rc == ZAUTHFAILED || rc == ZSESSIONCLOSEDREQUIRESASLAUTH;
-}
-
-/*
- * True for the result codes with which the server refused a create: no
- * node was made.
- */
-bool
-zklock_rc_refused(int rc)
-{
-	switch (rc)
-	{
-		case ZNONODE:
-		case ZNOAUTH:
-		case ZNODEEXISTS:
-		case ZINVALIDACL:
-		case ZBADARGUMENTS:
-		case ZNOCHILDRENFOREPHEMERALS:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * True for the result codes that mean the session is ending; the session
- * watcher deals with every request then.
- */
-bool
-zklock_rc_session_gone(int rc)
-{
-	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
 /*
