@@ -9,7 +9,7 @@
  *	  where each op alone costs all three.
  *
  *	  Concept map:
- *	    queue       zklock_delete_add marks a delete ready
+ *	    queue       zklock_deletes_add marks a delete ready
  *	                (worker/deletes/deletes.c keeps that queue);
  *	                zklock_batch_create queues a create
  *	                (the lock engine, for a create that goes without its
@@ -76,7 +76,7 @@
  *	  unbatched: a backend's release reaches ZooKeeper before its next
  *	  acquire (whose listing would otherwise show its own released node and
  *	  wait on it), and a request resumed after a reconnect lists after the
- *	  deletes zklock_send_deletes queued.  The give-backs of a pass are all
+ *	  deletes zklock_deletes_send queued.  The give-backs of a pass are all
  *	  withdrawn before its first pickup, so they still share a multi.
  *	  Nothing else relies on the order: any other request that may overtake
  *	  a queued delete sees the node a little longer, which is conservative
@@ -262,7 +262,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	if (zklock_zh == NULL || !zklock_connected)
 	{
 		for (k = 0; k < ndel; k++)
-			zklock_delete_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
+			zklock_deletes_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
 		for (k = 0; k < ncr; k++)
 			create_answer_later(&cr[k]);
 		return;
@@ -270,7 +270,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	if (ndel + ncr == 1)
 	{
 		if (ndel == 1)
-			zklock_delete_send_alone(idx[0]);
+			zklock_deletes_send_alone(idx[0]);
 		else
 			create_alone(&cr[0]);
 		return;
@@ -312,7 +312,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	{
 		/* the client took nothing (its connection is going): later */
 		for (k = 0; k < ndel; k++)
-			zklock_delete_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
+			zklock_deletes_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
 		for (k = ndel; k < b->count; k++)
 			create_answer_later(&b->creates[k]);
 		pfree(b);
@@ -394,7 +394,7 @@ batch_done(int rc, const void *data)
 	if (rc != ZOK && !lost)
 		zklock_shared->batches_failed++;
 	for (k = 0; k < b->ndeletes; k++)
-		zklock_delete_batch_answer(b->idx[k], b->serial[k], rc);
+		zklock_deletes_batch_answer(b->idx[k], b->serial[k], rc);
 	if (b->ndeletes == b->count)
 	{
 		LWLockRelease(zklock_shared->lock);

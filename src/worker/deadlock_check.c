@@ -307,8 +307,8 @@ multi_done(int rc, const void *data)
 		 * and the next tick publishes the wait again.
 		 */
 		zklock_dlx_rec_path(zklock_dlx_recs[m->idx].name, path, sizeof(path));
-		(void) zklock_delete_add(path, NULL, false,
-								 zklock_dlx_recs[m->idx].session_gen, 0, 0);
+		(void) zklock_deletes_add(path, NULL, false,
+								  zklock_dlx_recs[m->idx].session_gen, 0, 0);
 		zklock_dlx_rec_forget(m->idx);
 	}
 	else

@@ -101,7 +101,7 @@ zklock_request_delete_retry(ZklockMonoTime at)
 
 /*
  * The pass over the pending deletes asked for is being made
- * (zklock_send_deletes); the entries still pausing ask again.
+ * (zklock_deletes_send); the entries still pausing ask again.
  */
 static inline void
 zklock_deletes_scan_done(void)
@@ -135,7 +135,7 @@ extern void zklock_dlx_rec_asked(int idx);
 extern void zklock_dlx_check_pass(void);
 
 /* worker/zkio.c */
-extern const void *zklock_make_tag(int idx, uint32 serial);
+extern const void *zklock_zkio_make_tag(int idx, uint32 serial);
 
 /* worker/result_codes.c */
 extern int	zklock_rc_sqlstate(int rc);
@@ -148,16 +148,16 @@ extern void zklock_batch_flush(void);
 extern void zklock_batch_send_ready(void);
 
 /* worker/request.c */
-extern void zklock_continue_request(int idx);
+extern void zklock_req_continue(int idx);
 extern void zklock_req_reset(int idx);
 extern void zklock_req_withdraw(int idx);
-extern void zklock_send_listing2(int idx, const char *path,
-								 strings_stat_completion_t done);
+extern void zklock_req_send_listing2(int idx, const char *path,
+									 strings_stat_completion_t done);
 
 /* worker/dispatch.c */
-extern void zklock_fail_auth_rejected(int idx);
-extern void zklock_run_requests(void);
-extern void zklock_sweep_lost_session(const char *why);
+extern void zklock_dispatch_fail_auth_rejected(int idx);
+extern void zklock_dispatch_run_requests(void);
+extern void zklock_dispatch_sweep_lost_session(const char *why);
 
 /* worker/revocation_watch.c */
 extern void zklock_revoke_watch(int idx);

@@ -21,7 +21,7 @@ static void container_done(int rc, const char *value, const void *data);
  * hands back to completions and watchers.
  */
 const void *
-zklock_make_tag(int idx, uint32 serial)
+zklock_zkio_make_tag(int idx, uint32 serial)
 {
 	return (const void *) (uintptr_t) (((uint64) serial << ZKLOCK_TAG_INDEX_BITS) | (uint64) idx);
 }
@@ -30,9 +30,9 @@ zklock_make_tag(int idx, uint32 serial)
  * Tag of the request now running in slot idx.
  */
 const void *
-zklock_slot_tag(int idx)
+zklock_zkio_slot_tag(int idx)
 {
-	return zklock_make_tag(idx, zklock_shared->slots[idx].serial);
+	return zklock_zkio_make_tag(idx, zklock_shared->slots[idx].serial);
 }
 
 /*
@@ -40,7 +40,7 @@ zklock_slot_tag(int idx)
  * request running in that slot, -1 when it is stale.
  */
 int
-zklock_tag_current(const void *tag)
+zklock_zkio_tag_current(const void *tag)
 {
 	uint64		v = (uint64) (uintptr_t) tag;
 	int			idx = (int) (v & ZKLOCK_TAG_INDEX_MASK);
@@ -58,7 +58,7 @@ zklock_tag_current(const void *tag)
  * else directly under P.
  */
 void
-zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
+zklock_zkio_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 {
 	if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
 		zklock_recipe_path(buf, len, slot->path, ZKLOCK_LEASES_DIR, name);
@@ -73,7 +73,7 @@ zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
  * that share such a path authenticate with the same digest credentials.
  */
 struct ACL_vector *
-zklock_node_acl(void)
+zklock_zkio_node_acl(void)
 {
 	return zklock_acl == ZKLOCK_ACL_CREATOR ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
 }
@@ -94,7 +94,7 @@ container_done(int rc, const char *value, const void *data)
  * parents in place, since one session's requests are applied in order.
  */
 void
-zklock_create_containers(const char *path, bool include_self)
+zklock_zkio_create_containers(const char *path, bool include_self)
 {
 	char		parent[ZKLOCK_NODE_PATH_SIZE];
 	char	   *p;
@@ -109,7 +109,7 @@ zklock_create_containers(const char *path, bool include_self)
 			if (saved == '\0' && !include_self)
 				break;
 			*p = '\0';
-			(void) zoo_acreate(zklock_zh, parent, "", 0, zklock_node_acl(),
+			(void) zoo_acreate(zklock_zh, parent, "", 0, zklock_zkio_node_acl(),
 							   ZOO_CONTAINER, container_done, NULL);
 			*p = saved;
 			if (saved == '\0')
@@ -122,7 +122,7 @@ zklock_create_containers(const char *path, bool include_self)
  * A fresh protection id.
  */
 bool
-zklock_new_uuid(char *out)
+zklock_zkio_new_uuid(char *out)
 {
 	unsigned char bytes[16];
 

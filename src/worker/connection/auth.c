@@ -6,14 +6,16 @@
  *	  decide too.  Below worker/connection/lease.c (a heartbeat's answer proves
  *	  the credentials passed) and worker/connection/connection.c.
  *
- *	  zklock_auth_failed_at		when the servers began to reject them (0: no)
- *	  zklock_credentials_rejected	a server rejected them: say so, fail requests
- *	  zklock_credentials_accepted	a server accepted them again
- *	  zklock_not_connected_state	zk_status's state while not connected
- *	  zklock_handle_may_open	may a new handle be opened now?
- *	  zklock_auth_retry_later	the next try only after AUTH_RETRY_MS
- *	  zklock_auth_retry_now		a reload: try again at once
- *	  zklock_auth_wakeup_ms		ms until the next try is due
+ *	  zklock_auth_failed_at				when the servers began to reject them
+ *										(0: no)
+ *	  zklock_auth_credentials_rejected	a server rejected them: say so, fail
+ *										requests
+ *	  zklock_auth_credentials_accepted	a server accepted them again
+ *	  zklock_auth_not_connected_state	zk_status's state while not connected
+ *	  zklock_auth_may_open				may a new handle be opened now?
+ *	  zklock_auth_retry_later			the next try only after AUTH_RETRY_MS
+ *	  zklock_auth_retry_now				a reload: try again at once
+ *	  zklock_auth_wakeup_ms				ms until the next try is due
  *
  *-------------------------------------------------------------------------
  */
@@ -43,7 +45,7 @@ static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
  * holds the lock.
  */
 ZklockConnState
-zklock_not_connected_state(void)
+zklock_auth_not_connected_state(void)
 {
 	if (zklock_secure_failed())
 		return zklock_secure_failed_state(ZKC_CONNECTING);
@@ -59,7 +61,7 @@ zklock_not_connected_state(void)
  * as made from now on.  Caller holds the lock.
  */
 void
-zklock_credentials_accepted(void)
+zklock_auth_credentials_accepted(void)
 {
 	ZklockShared *sh = zklock_shared;
 	const char *server = zklock_zh ? zoo_get_current_server(zklock_zh) : NULL;
@@ -78,7 +80,7 @@ zklock_credentials_accepted(void)
 		sh->connected_count++;
 	}
 	else
-		sh->conn_state = zklock_not_connected_state();
+		sh->conn_state = zklock_auth_not_connected_state();
 	sh->state_since = GetCurrentTimestamp();
 	zklock_request_rescan();
 }
@@ -93,7 +95,7 @@ zklock_credentials_accepted(void)
  * configuration reload.  Caller holds the lock.
  */
 void
-zklock_credentials_rejected(zhandle_t *zzh)
+zklock_auth_credentials_rejected(zhandle_t *zzh)
 {
 	ZklockShared *sh = zklock_shared;
 	TimestampTz now = GetCurrentTimestamp();
@@ -127,7 +129,7 @@ zklock_credentials_rejected(zhandle_t *zzh)
 		ZklockSlotState st = sh->slots[i].state;
 
 		if (st == ZKS_NEW || st == ZKS_ACTIVE)
-			zklock_fail_auth_rejected(i);
+			zklock_dispatch_fail_auth_rejected(i);
 	}
 }
 
@@ -147,7 +149,7 @@ zklock_auth_retry_later(void)
  * failure stands (worker/connection/secure.c).
  */
 bool
-zklock_handle_may_open(void)
+zklock_auth_may_open(void)
 {
 	if (!zklock_secure_may_open())
 		return false;

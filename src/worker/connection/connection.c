@@ -8,8 +8,8 @@
  *	  (worker/connection/auth.c).  TLS and SASL are
  *	  worker/connection/secure.c's.
  *
- *	  zklock_open_handle		open a handle, resuming the session if any
- *	  zklock_connect_failed		an attempt failed before a session was made
+ *	  zklock_conn_open		open a handle, resuming the session if any
+ *	  zklock_conn_failed		an attempt failed before a session was made
  *	  zklock_zh, zklock_connected, zklock_conn_serial,
  *	  zklock_connected_hosts	the handle and its connection's state
  *
@@ -74,7 +74,7 @@ auth_done(int rc, const void *data)
 	if (rc != ZOK || (uint32) (uintptr_t) data != handle_gen || zklock_auth_failed_at == 0)
 		return;
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	zklock_credentials_accepted();
+	zklock_auth_credentials_accepted();
 	LWLockRelease(zklock_shared->lock);
 }
 
@@ -105,7 +105,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (!sh->have_session || sh->session_id != cid->client_id)
 		{
 			if (sh->have_session)
-				zklock_sweep_lost_session("was replaced");
+				zklock_dispatch_sweep_lost_session("was replaced");
 			/* what was known about an earlier session says nothing now */
 			zklock_lease_forget();
 			sh->session_gen++;
@@ -178,7 +178,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zklock_cache_connection_lost();
 		if (zklock_auth_failed_at == 0)
 		{
-			sh->conn_state = zklock_not_connected_state();
+			sh->conn_state = zklock_auth_not_connected_state();
 			sh->state_since = GetCurrentTimestamp();
 		}
 	}
@@ -187,7 +187,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		ereport(LOG, (errmsg("zklock: zookeeper session expired")));
 		zklock_connected = false;
 		zklock_lease_forget();
-		zklock_sweep_lost_session("expired");
+		zklock_dispatch_sweep_lost_session("expired");
 		sh->have_session = false;
 		zklock_session_forget();
 		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :
@@ -199,7 +199,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	else if (state == ZOO_AUTH_FAILED_STATE && zklock_secure_uses_sasl())
 		zklock_secure_login_refused(zzh);
 	else if (state == ZOO_AUTH_FAILED_STATE)
-		zklock_credentials_rejected(zzh);
+		zklock_auth_credentials_rejected(zzh);
 	LWLockRelease(sh->lock);
 	if (save_session)
 		zklock_session_save(saved.client_id, saved.passwd);
@@ -210,7 +210,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
  * there is one (the worker was restarted, the cluster was not).
  */
 void
-zklock_open_handle(void)
+zklock_conn_open(void)
 {
 	ZklockShared *sh = zklock_shared;
 	clientid_t	cid;
@@ -225,7 +225,7 @@ zklock_open_handle(void)
 	}
 	if (zklock_auth_failed_at == 0)
 	{
-		sh->conn_state = zklock_not_connected_state();
+		sh->conn_state = zklock_auth_not_connected_state();
 		sh->state_since = GetCurrentTimestamp();
 	}
 	else
@@ -328,7 +328,7 @@ note_failure(const char *why)
  * the connection was made is the session watcher's.
  */
 void
-zklock_connect_failed(int rc, int err)
+zklock_conn_failed(int rc, int err)
 {
 	const char *server;
 	char		why[ZKLOCK_CONN_FAILURE_LEN];

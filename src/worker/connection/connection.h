@@ -41,13 +41,13 @@ zklock_auth_rejected(void)
 }
 
 /* worker/connection/auth.c: credentials the servers reject */
-extern bool zklock_handle_may_open(void);
+extern bool zklock_auth_may_open(void);
 extern void zklock_auth_retry_now(void);
 extern long zklock_auth_wakeup_ms(ZklockMonoTime now, long max_ms);
 
 /* worker/connection/connection.c: the handle */
-extern void zklock_open_handle(void);
-extern void zklock_connect_failed(int rc, int err);
+extern void zklock_conn_open(void);
+extern void zklock_conn_failed(int rc, int err);
 
 /* worker/connection/secure.c: TLS and SASL */
 extern void zklock_secure_call_failed(zhandle_t *zzh, int rc);
@@ -58,10 +58,10 @@ extern bool zklock_secure_settings_changed(void);
 
 /* worker/connection/lease.c: the lease, its heartbeats, the kind of server */
 extern void zklock_lease_settings_changed(void);
-extern void zklock_track_handshake(ZklockMonoTime before);
-extern void zklock_heartbeat(ZklockMonoTime now);
+extern void zklock_lease_track_handshake(ZklockMonoTime before);
+extern void zklock_lease_heartbeat(ZklockMonoTime now);
 extern long zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms);
-extern void zklock_check_lease(ZklockMonoTime now);
-extern void zklock_cut_stuck_attempt(int fd, ZklockMonoTime now);
+extern void zklock_lease_check(ZklockMonoTime now);
+extern void zklock_lease_cut_stuck_attempt(int fd, ZklockMonoTime now);
 
 #endif							/* ZKLOCK_WORKER_CONNECTION_H */

@@ -16,9 +16,9 @@
 #include "worker/connection/connection.h"
 
 /* worker/connection/auth.c: credentials the servers reject */
-extern void zklock_credentials_rejected(zhandle_t *zzh);
-extern void zklock_credentials_accepted(void);
-extern ZklockConnState zklock_not_connected_state(void);
+extern void zklock_auth_credentials_rejected(zhandle_t *zzh);
+extern void zklock_auth_credentials_accepted(void);
+extern ZklockConnState zklock_auth_not_connected_state(void);
 extern void zklock_auth_retry_later(void);
 
 /* worker/connection/secure.c: TLS and SASL */
@@ -45,6 +45,6 @@ extern void zklock_tls_connected(const char *server);
 extern void zklock_lease_connected(zhandle_t *zzh);
 extern void zklock_lease_forget(void);
 extern void zklock_lease_timeout_seen(int timeout_ms);
-extern bool zklock_attempt_cut;
+extern bool zklock_lease_attempt_cut;
 
 #endif							/* ZKLOCK_WORKER_CONNECTION_INT_H */

@@ -344,8 +344,8 @@ sasl_refused(zhandle_t *zzh, int rc)
  * the server refuses a client certificate after the client's side of the
  * handshake is done: the client then sees its alert as a lost
  * connection).  Why, from OpenSSL's errors, which the client leaves
- * queued.  A handshake zklock_cut_stuck_attempt cut (no answer) is no such
- * failure: the client tries the next server.
+ * queued.  A handshake zklock_lease_cut_stuck_attempt cut (no answer) is no
+ * such failure: the client tries the next server.
  */
 void
 zklock_secure_call_failed(zhandle_t *zzh, int rc)
@@ -364,12 +364,12 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 		ERR_clear_error();
 		return;
 	}
-	if (zklock_attempt_cut)
+	if (zklock_lease_attempt_cut)
 	{
 		/* no answer: the client goes on with the next server */
 		elog(DEBUG1, "zklock: the TLS handshake with zookeeper server %s was cut: no answer",
 			 server ? server : "?");
-		zklock_attempt_cut = false;
+		zklock_lease_attempt_cut = false;
 		ERR_clear_error();
 		return;
 	}

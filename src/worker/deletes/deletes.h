@@ -4,11 +4,11 @@
  *	  The pending deletes as the rest of the worker calls them: the
  *	  entries of the shared pending-delete table (delete_table.c) and
  *	  their sending until the server confirms (deletes.c).  What the
- *	  recipes call of the module (zklock_delete_add, zklock_queue_delete,
+ *	  recipes call of the module (zklock_deletes_add, zklock_deletes_queue,
  *	  the ghosts of ghosts.c) is in recipes/recipe_worker.h; what the
  *	  module's files call of each other is in deletes_int.h.
  *
- *	  Interface: DeleteProgress, zklock_delete_progress, and the
+ *	  Interface: DeleteProgress, zklock_dtable_progress, and the
  *	  functions below.
  *
  *-------------------------------------------------------------------------
@@ -42,24 +42,24 @@ typedef struct DeleteProgress
  * (defined in worker/deletes/delete_table.c, allocated by
  * worker/event_loop.c).
  */
-extern DeleteProgress *zklock_delete_progress;	/* beside zklock_deletes */
+extern DeleteProgress *zklock_dtable_progress;	/* beside zklock_deletes */
 
 /* worker/deletes/delete_table.c: the entries of the pending-delete table */
-extern bool zklock_delete_pending(const char *path);
-extern bool zklock_delete_pending_under(const char *path);
-extern bool zklock_delete_guarded_by(const char *base, const char *node);
-extern bool zklock_deletes_have_room(int n);
-extern void zklock_drop_session_deletes(void);
-extern void zklock_deletes_persist(void);
+extern bool zklock_dtable_pending(const char *path);
+extern bool zklock_dtable_pending_under(const char *path);
+extern bool zklock_dtable_guarded_by(const char *base, const char *node);
+extern bool zklock_dtable_have_room(int n);
+extern void zklock_dtable_drop_session(void);
+extern void zklock_dtable_persist(void);
 
 /* worker/deletes/deletes.c: sending them, until the server confirms */
 extern int	zklock_deletes_ready(void);
 extern int	zklock_deletes_take_ready(int *idx, uint32 *serial, int max);
-extern void zklock_delete_send_alone(int i);
-extern void zklock_delete_batch_answer(int i, uint32 serial, int rc);
-extern bool zklock_delete_guard(const char *path, const char *guard);
+extern void zklock_deletes_send_alone(int i);
+extern void zklock_deletes_batch_answer(int i, uint32 serial, int rc);
+extern bool zklock_deletes_guard(const char *path, const char *guard);
 extern bool zklock_deletes_due(ZklockMonoTime now);
 extern void zklock_deletes_load(void);
-extern void zklock_send_deletes(void);
+extern void zklock_deletes_send(void);
 
 #endif							/* ZKLOCK_WORKER_DELETES_H */

@@ -20,15 +20,15 @@
 #define DELETE_RETRY_MAX_MS		10000
 
 /* worker/deletes/delete_table.c: the entries of the pending-delete table */
-extern bool zklock_delete_record(const char *path, const char *prefix,
+extern bool zklock_dtable_record(const char *path, const char *prefix,
 								 bool persistent, uint64 gen, int64 czxid,
 								 int64 ctime, int *entry);
-extern void zklock_delete_free(int i);
-extern DeleteProgress *zklock_delete_progress_of(int i);
-extern int	zklock_delete_tag_current(const void *tag);
-extern int	zklock_delete_find_persistent(const char *path, const char *prefix,
+extern void zklock_dtable_free(int i);
+extern DeleteProgress *zklock_dtable_progress_of(int i);
+extern int	zklock_dtable_tag_current(const void *tag);
+extern int	zklock_dtable_find_persistent(const char *path, const char *prefix,
 										  int64 czxid);
-extern int	zklock_delete_find_ephemeral(const char *path);
-extern void zklock_deletes_mark_dirty(void);
+extern int	zklock_dtable_find_ephemeral(const char *path);
+extern void zklock_dtable_mark_dirty(void);
 
 #endif							/* ZKLOCK_WORKER_DELETES_INT_H */

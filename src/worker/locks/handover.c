@@ -70,7 +70,7 @@
  *	  there (delete refused or never  protocol (a node deleted from
  *	  sent), or no lease              outside queues again, as Curator's
  *	                                  waiter would)
- *	  any other answer (connection    zklock_call_failed: park, list again
+ *	  any other answer (connection    zklock_req_call_failed: park, list again
  *	  loss)                           once connected (after the deletes)
  *	  no delete recorded for N (the   the waiter lists at once
  *	  table was full)
@@ -236,7 +236,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u parks: not connected",
 			 idx, zklock_shared->slots[idx].serial);
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
@@ -249,7 +249,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	 */
 	if (!zklock_shared->slots[idx].revocable &&
 		zklock_lease_valid(zklock_mono_now(), NULL) &&
-		zklock_delete_guard(buf, t->node))
+		zklock_deletes_guard(buf, t->node))
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u granted at once: %s goes only with %s/%s there",
 			 idx, zklock_shared->slots[idx].serial, buf, t->base, t->node);
@@ -259,7 +259,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 		zklock_lk_granted(idx);
 		return;
 	}
-	if (!zklock_delete_pending(buf))
+	if (!zklock_dtable_pending(buf))
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u lists: no delete of %s recorded",
 			 idx, zklock_shared->slots[idx].serial, buf);
@@ -269,10 +269,10 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
 	zklock_batch_flush();		/* the queued delete of pred leaves first */
 	/* still ZKWS_HANDOVER while the check is on its way */
-	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
+	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_zkio_slot_tag(idx));
 	elog(DEBUG2, "zklock: handover: slot %d serial %u checks %s behind the delete of %s (rc %d)",
 		 idx, zklock_shared->slots[idx].serial, buf, req->pred, rc);
-	zklock_call_sent(idx, rc);
+	zklock_req_call_sent(idx, rc);
 }
 
 /*
@@ -289,7 +289,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 static void
 handover_check_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -300,7 +300,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 		zklock_req_set_wait(idx, ZKWS_NONE);
 		zklock_lk_target(idx, &t);
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
-		if (rc == ZOK && !zklock_delete_pending(buf) && zklock_connected &&
+		if (rc == ZOK && !zklock_dtable_pending(buf) && zklock_connected &&
 			zklock_lease_valid(zklock_mono_now(), NULL))
 		{
 			elog(DEBUG2, "zklock: handover: slot %d serial %u granted: %s gone, own node there",
@@ -314,14 +314,14 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 			elog(DEBUG2, "zklock: handover: slot %d serial %u lists: %s",
 				 idx, zklock_shared->slots[idx].serial,
 				 rc == ZNONODE ? "its own node is gone" :
-				 zklock_delete_pending(buf) ? "the delete was not confirmed" :
+				 zklock_dtable_pending(buf) ? "the delete was not confirmed" :
 				 "no connection or lease");
 			zklock_lk_list(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "check the lock node handed over to");
+			zklock_req_call_failed(idx, rc, "check the lock node handed over to");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -410,7 +410,7 @@ released_node_pending(const char *base, const char *node)
 
 /*
  * The safety net of the handover, run every second with the local waits'
- * (zklock_lk_check_local_waits): a waiter chosen for a handover whose
+ * (zklock_layer_check_local_waits): a waiter chosen for a handover whose
  * check was not sent lists again when its released node is no longer
  * being withdrawn (its release ended some way this worker did not
  * announce); one whose release waits for room in the pending-delete table

@@ -17,9 +17,9 @@
  *	  zklock_node_gone_hook		told by the delete table of a node going
  *								away (registered here, where it is defined)
  *	  zklock_guard_answer_hook	told by it of a guarded delete's answer
- *	  zklock_lk_released		a release: choose the next holder, remember
+ *	  zklock_layer_released		a release: choose the next holder, remember
  *								a released reader
- *	  zklock_lk_check_local_waits	the safety net of local waits (and of
+ *	  zklock_layer_check_local_waits	the safety net of local waits (and of
  *								the handover), every second
  *
  *-------------------------------------------------------------------------
@@ -196,7 +196,7 @@ lk_placed(int idx)
 			join_reader(idx);
 			break;
 		case ZKLOCK_PLACE_GIVE_UP_TRY:
-			zklock_give_up_try(idx);
+			zklock_req_give_up_try(idx);
 			break;
 		case ZKLOCK_PLACE_FOLLOW_READER:
 		case ZKLOCK_PLACE_WAIT_BEHIND:
@@ -359,7 +359,7 @@ static void
 end_local_wait(int idx)
 {
 	zklock_req_set_wait(idx, ZKWS_NONE);
-	zklock_continue_request(idx);
+	zklock_req_continue(idx);
 }
 
 /*
@@ -444,7 +444,7 @@ lk_node_gone(const char *path)
  * (zklock_handover_safety_net).  Caller holds the lock.
  */
 void
-zklock_lk_check_local_waits(void)
+zklock_layer_check_local_waits(void)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -493,7 +493,7 @@ zklock_lk_check_local_waits(void)
  * (worker/locks/lock_cache.c).  Caller holds the lock.
  */
 void
-zklock_lk_released(int idx)
+zklock_layer_released(int idx)
 {
 	LockTarget	t;
 	int			handed_over = 0;

@@ -147,7 +147,7 @@ known_child_ours(const char *base, const char *child)
 			return true;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", base, child);
-	return zklock_delete_pending(buf);
+	return zklock_dtable_pending(buf);
 }
 
 /*
@@ -341,6 +341,6 @@ zklock_numbering_first(int idx, const LockTarget *t, bool proven)
 			ahead = (seq < 0 || seq < ours);
 		}
 	}
-	pending = zklock_delete_pending_under(t->base);
+	pending = zklock_dtable_pending_under(t->base);
 	return zklock_first_unlisted(proven, ahead, pending);
 }

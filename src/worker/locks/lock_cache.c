@@ -135,7 +135,7 @@ cache_drop(ZklockCacheEntry *e, bool cool)
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		snprintf(buf, sizeof(buf), "%s/%s", e->base, e->node.name);
-		zklock_queue_delete(buf, NULL);
+		zklock_deletes_queue(buf, NULL);
 	}
 	e->gen++;
 	e->watched = false;
@@ -343,7 +343,7 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	 * this node is not confirmed, worker/locks/handover.c)
 	 */
 	f.alone = cache_path_alone(idx, t->base) &&
-		!zklock_delete_guarded_by(t->base, slot->nodes[ZKN_MAIN].name);
+		!zklock_dtable_guarded_by(t->base, slot->nodes[ZKN_MAIN].name);
 	/* cooling down, or (never seen) another node of ours kept there */
 	f.cooling = (e != NULL && !was_kept);
 	what = zklock_cache_keep_decide(&f);
@@ -395,9 +395,9 @@ cache_watch(ZklockCacheEntry *e)
 	int			rc;
 
 	rc = zoo_awget_children2(zklock_zh, e->base, cache_watcher,
-							 (void *) zklock_make_tag(cache_index(e), e->gen),
+							 (void *) zklock_zkio_make_tag(cache_index(e), e->gen),
 							 cache_listing_done,
-							 zklock_make_tag(cache_index(e), e->gen));
+							 zklock_zkio_make_tag(cache_index(e), e->gen));
 	if (rc != ZOK)
 		cache_contended(e, false);
 	else

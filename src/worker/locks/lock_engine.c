@@ -28,7 +28,8 @@
  *	    validateOurIndex: our node gone         d.lost -> lk_start_fresh
  *	  getData().usingWatcher(watcher) on      lk_decide: zoo_awget of the
  *	    the predecessor; NoNode: loop           predecessor, lk_watch_done;
- *	                                            the watch: zklock_step_watcher
+ *	                                            the watch:
+ *	                                            zklock_req_step_watcher
  *	  checkRevocableWatcher / revocable-      zklock_revoke_watch
  *	    Watcher (makeRevocable)                 (worker/revocation_watch.c) on grant
  *	  deleteOurPath on failure or timeout     the request layer records the
@@ -162,7 +163,7 @@ zklock_lk_resume(int idx, bool recover)
 static void
 lk_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_create_begin(rc, value, data);
+	int			idx = zklock_req_create_begin(rc, value, data);
 
 	if (idx >= 0)
 	{
@@ -175,13 +176,13 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 		{
 			/* our own earlier create whose reply was lost */
 			*t.create_sent = false;
-			if (!zklock_settle_cancel(idx))
-				zklock_grant(idx);
+			if (!zklock_req_settle_cancel(idx))
+				zklock_req_grant(idx);
 		}
 		else if (rc == ZOK)
 		{
-			zklock_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
-							   t.create_sent);
+			zklock_req_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
+								   t.create_sent);
 			/* count it in the path's numbering (a fixed name is not counted) */
 			zklock_reqs[idx].seq_proven = false;
 			if (lk_handover(idx) != NULL && downgrade)
@@ -192,10 +193,10 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
 				zklock_revoke_watch(idx);
-			if (zklock_settle_cancel(idx))
+			if (zklock_req_settle_cancel(idx))
 				;
 			else if (downgrade)
-				zklock_grant(idx);
+				zklock_req_grant(idx);
 			else if (!zklock_reqs[idx].list_piped)
 				lk_handover(idx)->placed(idx); /* only it sends a create alone */
 			/* otherwise the pipelined listing decides */
@@ -205,13 +206,13 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 			/* the parent may be gone, or a create of ours lost: list again */
 			if (lk_handover(idx) != NULL)
 				lk_handover(idx)->forget(t.base);
-			if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
-									 zklock_reqs[idx].list_piped,
-									 "create a lock node for"))
+			if (zklock_req_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
+										 zklock_reqs[idx].list_piped,
+										 "create a lock node for"))
 				zklock_lk_create(idx);
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -293,7 +294,7 @@ zklock_lk_create(int idx)
 	}
 	if (!zklock_connected)
 	{
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	zklock_lk_target(idx, &t);
@@ -303,7 +304,7 @@ zklock_lk_create(int idx)
 		zklock_lk_granted(idx);
 		return;
 	}
-	if (t.uuid[0] == '\0' && !zklock_new_uuid(t.uuid))
+	if (t.uuid[0] == '\0' && !zklock_zkio_new_uuid(t.uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
 		return;
@@ -317,10 +318,10 @@ zklock_lk_create(int idx)
 
 			strlcpy(parent, t.base, sizeof(parent));
 			*strrchr(parent, '/') = '\0';
-			zklock_send_listing(idx, parent, lk_parent_listed, false, false);
+			zklock_req_send_listing(idx, parent, lk_parent_listed, false, false);
 			return;
 		}
-		zklock_create_containers(t.base, true);
+		zklock_zkio_create_containers(t.base, true);
 		req->need_parents = false;
 	}
 
@@ -360,16 +361,16 @@ zklock_lk_create(int idx)
 	 * backend's release goes ahead of its next acquire).
 	 */
 	batched = (by_numbers && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
-			   zklock_batch_create(name, data, strlen(data), mode, zklock_node_acl(),
-								   lk_create_done, zklock_slot_tag(idx)));
+			   zklock_batch_create(name, data, strlen(data), mode, zklock_zkio_node_acl(),
+								   lk_create_done, zklock_zkio_slot_tag(idx)));
 	if (!batched)
 	{
 		zklock_batch_flush();
-		rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_node_acl(), mode,
-						  lk_create_done, zklock_slot_tag(idx));
+		rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_zkio_node_acl(), mode,
+						  lk_create_done, zklock_zkio_slot_tag(idx));
 		if (rc != ZOK)
 		{
-			zklock_park(idx, false);
+			zklock_req_park(idx, false);
 			return;
 		}
 	}
@@ -393,7 +394,7 @@ zklock_lk_create(int idx)
 static void
 lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_listing_begin(data);
+	int			idx = zklock_req_listing_begin(data);
 
 	if (idx >= 0)
 	{
@@ -416,9 +417,9 @@ lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
 			zklock_lk_create(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the parent of the lock");
+			zklock_req_call_failed(idx, rc, "list the parent of the lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -451,7 +452,7 @@ static void
 lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			  const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -460,9 +461,9 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		else if (rc == ZNONODE)
 			zklock_lk_list(idx);		/* predecessor already gone */
 		else
-			zklock_call_failed(idx, rc, "watch the zookeeper lock");
+			zklock_req_call_failed(idx, rc, "watch the zookeeper lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -475,7 +476,7 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 static void
 adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -489,7 +490,7 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 
 		zklock_lk_target(idx, &t);
 		if (rc != ZOK && rc != ZNONODE)
-			zklock_call_failed(idx, rc, "check the recovered node of");
+			zklock_req_call_failed(idx, rc, "check the recovered node of");
 		else if (ops->adopted && ops->adopted(idx, ours ? stat : NULL, rc == ZOK))
 			;					/* a step of the recipe's own took it on */
 		else if (ours)
@@ -510,12 +511,12 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
-				zklock_queue_delete(buf, NULL);
+				zklock_deletes_queue(buf, NULL);
 			}
 			lk_start_fresh(idx);
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -529,8 +530,8 @@ zklock_lk_adopt_check(int idx, const char *base, const char *name)
 
 	strlcpy(zklock_reqs[idx].adopt_name, name, sizeof(zklock_reqs[idx].adopt_name));
 	snprintf(buf, sizeof(buf), "%s/%s", base, name);
-	if (zoo_aexists(zklock_zh, buf, 0, adopt_stat_done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, true);
+	if (zoo_aexists(zklock_zh, buf, 0, adopt_stat_done, zklock_zkio_slot_tag(idx)) != ZOK)
+		zklock_req_park(idx, true);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -616,7 +617,7 @@ lk_decide(int idx, char **children, int n)
 	else if (d.holds)
 		zklock_lk_granted(idx);
 	else if (slot->try_only)
-		zklock_give_up_try(idx);
+		zklock_req_give_up_try(idx);
 	else if (lk_handover(idx) != NULL &&
 			 lk_handover(idx)->wait_behind(idx, &t, children[d.watch_index], d.blockers))
 		;						/* behind a node of this worker: no watch */
@@ -626,9 +627,9 @@ lk_decide(int idx, char **children, int n)
 		int			rc;
 
 		snprintf(wpath, sizeof(wpath), "%s/%s", t.base, children[d.watch_index]);
-		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-					   lk_watch_done, zklock_slot_tag(idx));
-		zklock_call_sent(idx, rc);
+		rc = zoo_awget(zklock_zh, wpath, zklock_req_step_watcher, (void *) zklock_zkio_slot_tag(idx),
+					   lk_watch_done, zklock_zkio_slot_tag(idx));
+		zklock_req_call_sent(idx, rc);
 		if (rc == ZOK)
 		{
 			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
@@ -649,7 +650,7 @@ static void
 lk_children_done(int rc, const struct String_vector *strings,
 				 const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_listing_begin(data);
+	int			idx = zklock_req_listing_begin(data);
 
 	if (idx >= 0)
 	{
@@ -680,9 +681,9 @@ lk_children_done(int rc, const struct String_vector *strings,
 			lk_start_fresh(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the zookeeper lock");
+			zklock_req_call_failed(idx, rc, "list the zookeeper lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -697,5 +698,5 @@ zklock_lk_list(int idx)
 	if (!zklock_req_parked(&zklock_reqs[idx]))
 		zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_lk_target(idx, &t);
-	zklock_send_listing2(idx, t.base, lk_children_done);
+	zklock_req_send_listing2(idx, t.base, lk_children_done);
 }

@@ -36,7 +36,7 @@ extern void zklock_lk_target(int idx, LockTarget *t);
 extern void (*const zklock_node_gone_hook) (const char *path);
 extern void (*const zklock_guard_answer_hook) (const char *path,
 												const char *guard, bool there);
-extern void zklock_lk_check_local_waits(void);
+extern void zklock_layer_check_local_waits(void);
 
 /* worker/locks/lock_cache.c */
 extern void zklock_cache_tick(ZklockMonoTime now);
