@@ -8,11 +8,14 @@ CORE_OBJS = $(addprefix src/core/, curator_rules.o value_codec.o names.o \
 COMMON_OBJS = $(addprefix src/common/, settings.o shmem.o session_file.o)
 BACKEND_OBJS = $(addprefix src/backend/, args.o deadlock.o channel.o cancel_on_loss.o \
 	xact.o holds.o acquire.o views.o stat_worker.o drop_guard.o)
-WORKER_OBJS = $(addprefix src/worker/, zkio.o delete_table.o deletes.o \
-	batch.o ghosts.o path_index.o request.o revocation_watch.o \
-	lock_cache.o lock_engine.o handover_layer.o handover.o handover_numbering.o \
-	commit_confirm.o deadlock_records.o deadlock_check.o secure.o tls_context.o dispatch.o auth.o lease.o connection.o deferred_log.o \
-	event_loop.o)
+WORKER_OBJS = $(addprefix src/worker/, result_codes.o zkio.o batch.o request.o \
+	revocation_watch.o commit_confirm.o deadlock_records.o deadlock_check.o \
+	dispatch.o deferred_log.o event_loop.o) \
+	$(addprefix src/worker/connection/, secure.o tls_context.o auth.o lease.o \
+	connection.o) \
+	$(addprefix src/worker/deletes/, delete_table.o deletes.o ghosts.o) \
+	$(addprefix src/worker/locks/, path_index.o lock_cache.o lock_engine.o \
+	handover_layer.o handover.o handover_numbering.o)
 # every file of src/recipes/ is a recipe's (or the registry's): a new
 # recipe's file is built without a line here (src/README, "Adding a recipe")
 RECIPE_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/recipes/*.c)))

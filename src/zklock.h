@@ -65,7 +65,10 @@ StaticAssertDecl(sizeof(uintptr_t) * 8 >= ZKLOCK_TAG_INDEX_BITS + 32,
  */
 #define ZKLOCK_WAITS_DIR		"/zklock-waits"
 
-/* the longest reason of a TLS or SASL failure kept (worker/secure.c) */
+/*
+ * the longest reason of a TLS or SASL failure kept
+ * (worker/connection/secure.c)
+ */
 #define ZKLOCK_CONN_FAILURE_LEN 512
 
 /*

@@ -2,7 +2,7 @@
 # callgraph.pl — the call graph between zklock's C files, from the built
 # objects (nm): which file calls a function another file defines (calls
 # only: reading a GUC, a worker-wide variable or a table of hooks is not
-# counted).  A file is named by its path under src/ (worker/handover).
+# counted).  A file is named by its path under src/ (worker/batch, worker/locks/handover).
 # It fails when
 #   - files call each other in a circle (a strongly connected component of
 #     more than one file): a call that runs back up the layering
@@ -29,7 +29,14 @@
 #     below);
 #   - a file of backend/ reaches the ZooKeeper client's header
 #     (<zookeeper/...>) through the headers of ours it includes, followed
-#     transitively: only the worker process sees the client.
+#     transitively: only the worker process sees the client;
+#   - a file includes a module's internal header (a *_int.h, such as
+#     worker/locks/locks_int.h) from outside that module's folder: what
+#     the module's files call of each other is theirs alone, the rest of
+#     the worker includes the module's own header (worker/locks/locks.h).
+# A folder's subfolders (worker/connection/, worker/deletes/,
+# worker/locks/: the worker's modules) belong to its layer: the rules of
+# %MAY_USE and %MAY_INCLUDE go by the first component of a path.
 #
 #   perl test/callgraph.pl [srcdir]     (default: src, after make)
 use strict;
@@ -71,7 +78,8 @@ my %MAY_INCLUDE = (
 # folders whose files must not reach the ZooKeeper client's header
 my @NO_ZOOKEEPER = ('backend');
 
-# folder_of($file): the folder of a file named by its path under src/
+# folder_of($file): the layer of a file named by its path under src/: its
+# first folder (worker/locks/handover -> worker), '.' at the top
 sub folder_of { return $_[0] =~ m{^(\w+)/} ? $1 : '.'; }
 
 # may_use($from, $to): whether file $from may call or read file $to
@@ -178,6 +186,7 @@ for my $sym (sort keys %used_by)
 my @sources = sort map { s{^\Q$dir\E/}{}r } split /\n/,
   `find "$dir" -name '*.[ch]' | sort`;
 my $includes = 0;
+my $int_includes = 0;
 my (%ours, %zk_direct);			# headers of ours each source includes;
 								# whether it includes <zookeeper/...>
 for my $src (@sources)
@@ -193,6 +202,18 @@ for my $src (@sources)
 		my $hdr = -f "$dir/$inc" ? $inc : -f "$dir/$here$inc" ? "$here$inc" : next;
 		$includes++;
 		push @{ $ours{$src} }, $hdr;
+		# a module's internal header: only files of its folder (or below)
+		if ($hdr =~ m{^(.*/)[^/]*_int\.h$})
+		{
+			my $module = $1;
+			$int_includes++;
+			if (substr($src, 0, length $module) ne $module)
+			{
+				printf "%s:%d includes \"%s\": only the files of %s may include that module's internal header\n",
+				  $src, $., $inc, $module;
+				$fail = 1;
+			}
+		}
 		next if may_include($src, $hdr);
 		printf "%s:%d includes \"%s\": folder %s/ may not include %s\n",
 		  $src, $., $inc, folder_of($src), $hdr;
@@ -227,11 +248,11 @@ for my $src (@sources)
 
 my $edges = 0;
 $edges += keys %{ $edge{$_} } for keys %edge;
-printf "%d files, %d calls between files, %d cycle group(s); %d sources, %d includes of ours\n",
-  scalar(keys %uses), $edges, scalar(@sccs), scalar(@sources), $includes;
+printf "%d files, %d calls between files, %d cycle group(s); %d sources, %d includes of ours (%d of a module's _int.h)\n",
+  scalar(keys %uses), $edges, scalar(@sccs), scalar(@sources), $includes, $int_includes;
 if ($fail)
 {
-	print "callgraph: failed; make calls and includes go one way and only to the folders allowed (src/README, Layers) and keep file-local names static\n";
+	print "callgraph: failed; make calls and includes go one way and only to the folders allowed (src/README, Layers) and keep file-local names static; include a module's _int.h only in its own files\n";
 	exit 1;
 }
 exit 0;

@@ -55,7 +55,10 @@ zk_lock_token(PG_FUNCTION_ARGS)
 			continue;
 		zklock_lock_table(LW_SHARED);
 		token = zklock_shared->slots[ll->slot].czxid;
-		/* its node is not kept for a later holder (worker/lock_cache.c) */
+		/*
+		 * its node is not kept for a later holder
+		 * (worker/locks/lock_cache.c)
+		 */
 		zklock_shared->slots[ll->slot].token_asked = true;
 		LWLockRelease(zklock_shared->lock);
 		if (token != 0)
@@ -349,7 +352,7 @@ zk_status(PG_FUNCTION_ARGS)
 	/*
 	 * What the worker's handle asked for, and a session timeout set since
 	 * then, which takes effect at its next handle (a lower one shortens
-	 * the lease at once: worker/lease.c).
+	 * the lease at once: worker/connection/lease.c).
 	 */
 	values[STATUS_COL_SESSION_TIMEOUT_ASKED] = Int32GetDatum(snap.timeout_asked);
 	nulls[STATUS_COL_SESSION_TIMEOUT_ASKED] = (snap.timeout_asked == 0);

@@ -336,9 +336,9 @@ show_sasl_password(void)
 /*
  * Define the TLS and SASL GUCs: superuser-only, read from the server's
  * configuration; a reload that changes one restarts the worker, as
- * zklock.hosts does (worker/secure.c).  The password, like zklock.auth, is
- * read at server start only: on a reload the postmaster logs "parameter
- * ... changed to" with the new value of every setting that changed.
+ * zklock.hosts does (worker/connection/secure.c).  The password, like
+ * zklock.auth, is read at server start only: on a reload the postmaster logs
+ * "parameter ... changed to" with the new value of every setting that changed.
  */
 static void
 define_secure_settings(void)

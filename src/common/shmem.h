@@ -167,7 +167,7 @@ typedef struct ZklockSlot
 } ZklockSlot;
 
 /*
- * Lock caching (worker/lock_cache.c): a mutex node kept after its last
+ * Lock caching (worker/locks/lock_cache.c): a mutex node kept after its last
  * local release, and granted to the next local acquire of the same path
  * by a backend with the same identity, with no ZooKeeper request.
  *
@@ -323,7 +323,7 @@ typedef struct ZklockShared
 	int			deletes_used;	/* entries in use: zk_status().deletes_pending */
 	uint32		delete_serial;	/* last serial handed to an entry */
 	bool		deletes_full_logged;	/* "table full" was logged */
-	/* lock caching (worker/lock_cache.c) */
+	/* lock caching (worker/locks/lock_cache.c) */
 	int64		cache_grants;	/* locks granted from a cached node, ever */
 	int64		connection_attempts;	/* handles the worker opened, ever */
 	/*

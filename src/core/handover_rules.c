@@ -3,9 +3,9 @@
  * core/handover_rules.c
  *	  The handover layer's decisions as pure functions (no PostgreSQL or
  *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c).  Why
- *	  each is safe is argued in worker/handover.c's banner (local handover)
- *	  and src/README ("Local handover": local waits, read joins, creates
- *	  placed without a listing).
+ *	  each is safe is argued in worker/locks/handover.c's banner (local
+ *	  handover) and src/README ("Local handover": local waits, read joins,
+ *	  creates placed without a listing).
  *
  *-------------------------------------------------------------------------
  */
@@ -184,7 +184,7 @@ zklock_wait_for_event(ZklockWaitState s)
 }
 
 /* ---------------------------------------------------------------------
- * Skipping a listing by sequence numbers (worker/handover_numbering.c).
+ * Skipping a listing by sequence numbers (worker/locks/handover_numbering.c).
  *
  * A create of ours may decide without a listing only when the worker can
  * prove what the listing would show.  What can be under the parent when

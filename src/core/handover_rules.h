@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * core/handover_rules.h
- *	  The handover layer's decisions (worker/handover_layer.c and
- *	  worker/handover.c), as pure functions: no PostgreSQL or ZooKeeper
+ *	  The handover layer's decisions (worker/locks/handover_layer.c and
+ *	  worker/locks/handover.c), as pure functions: no PostgreSQL or ZooKeeper
  *	  calls, unit-tested in test/unit.
  *
  *-------------------------------------------------------------------------
@@ -24,7 +24,7 @@ typedef enum ZklockWaitState
 	ZKWS_WATCHING,				/* a ZooKeeper watch it set moves it on */
 	ZKWS_LOCAL,					/* behind pred, a node of this worker, with
 								 * no watch: its owner's release or loss
-								 * moves it (worker/handover.c) */
+								 * moves it (worker/locks/handover.c) */
 	ZKWS_FOLLOWING,				/* a read node right behind a reader of this
 								 * worker still deciding: that answer is its
 								 * own */
@@ -102,9 +102,9 @@ extern bool zklock_tail_candidate(const ZklockTailNode *n, bool reader,
 /*
  * What the worker knows of the children of one lock path (its base) from
  * a listing of its own, kept so that a later create can go without its
- * listing (worker/handover_numbering.c).  A sequential node's number is the count of
- * the creates its parent has seen (ZooKeeper's internal cversion; the
- * cversion a Stat shows counts deletes too: it is 2 * creates - children,
+ * listing (worker/locks/handover_numbering.c).  A sequential node's number is
+ * the count of the creates its parent has seen (ZooKeeper's internal cversion;
+ * the cversion a Stat shows counts deletes too: it is 2 * creates - children,
  * see DataNode.copyStat), so a create of ours answered with number
  * "next" proves that nobody else created a child since.
  */
@@ -143,8 +143,8 @@ extern bool zklock_first_unlisted(bool seq_proven, bool own_node_ahead,
 extern int	zklock_batch_take(const char *const *create_base, int n, int max);
 
 /*
- * Lock caching (worker/lock_cache.c): what a request may take from a kept
- * node, and what a release does with its node.  Every member is a fact
+ * Lock caching (worker/locks/lock_cache.c): what a request may take from a
+ * kept node, and what a release does with its node.  Every member is a fact
  * the worker knows at that moment.
  */
 typedef struct ZklockCacheTakeFacts

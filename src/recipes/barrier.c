@@ -42,24 +42,24 @@ static void barrier_remove_done(int rc, const void *data);
 static void
 barrier_set_done(int rc, const char *value, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZNODEEXISTS)
-			zklock_send_listing(idx, zklock_shared->slots[idx].path,
-								barrier_set_children_done, false, false);
+			zklock_req_send_listing(idx, zklock_shared->slots[idx].path,
+									barrier_set_children_done, false, false);
 		else if (rc == ZNONODE)
 		{
-			if (zklock_retry_with_parents(idx))
-				zklock_start_request(idx);
+			if (zklock_req_retry_with_parents(idx))
+				zklock_req_start(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "set the barrier");
+			zklock_req_call_failed(idx, rc, "set the barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -94,18 +94,18 @@ static void
 barrier_set_children_done(int rc, const struct String_vector *strings,
 						  const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0 && !barrier_guard_failed(idx, rc, strings))
 	{
 		if (rc == ZOK)
 			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc == ZNONODE)
-			zklock_start_request(idx);
+			zklock_req_start(idx);
 		else
-			zklock_call_failed(idx, rc, "set the barrier");
+			zklock_req_call_failed(idx, rc, "set the barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -117,7 +117,7 @@ barrier_set_children_done(int rc, const struct String_vector *strings,
 static void
 barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -126,7 +126,7 @@ barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 		if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc != ZOK)
-			zklock_call_failed(idx, rc, "look at the barrier");
+			zklock_req_call_failed(idx, rc, "look at the barrier");
 		else if (stat->ephemeralOwner != 0)
 			zklock_req_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
 					  "zookeeper node \"%s\" is ephemeral and not a barrier",
@@ -134,14 +134,14 @@ barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 		else
 		{
 			rc = zoo_adelete(zklock_zh, slot->path, stat->version, barrier_remove_done,
-							 zklock_slot_tag(idx));
+							 zklock_zkio_slot_tag(idx));
 			if (rc != ZOK)
-				zklock_park(idx, false);	/* not connected: start over later */
+				zklock_req_park(idx, false);	/* not connected: start over later */
 			else
 				zklock_reqs[idx].inflight++;
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -150,7 +150,7 @@ barrier_remove_stat_done(int rc, const struct Stat *stat, const void *data)
 static void
 barrier_remove_done(int rc, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -159,15 +159,15 @@ barrier_remove_done(int rc, const void *data)
 		else if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 0);
 		else if (rc == ZBADVERSION)
-			zklock_start_request(idx); /* changed since we looked: look again */
+			zklock_req_start(idx); /* changed since we looked: look again */
 		else if (rc == ZNOTEMPTY)
 			zklock_req_fail(idx, ERRCODE_OBJECT_IN_USE,
 					  "zookeeper node \"%s\" has children and is not a barrier",
 					  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off);
 		else
-			zklock_call_failed(idx, rc, "remove the barrier");
+			zklock_req_call_failed(idx, rc, "remove the barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -180,7 +180,7 @@ barrier_remove_done(int rc, const void *data)
 static void
 barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -188,16 +188,16 @@ barrier_wait_done(int rc, const struct Stat *stat, const void *data)
 			zklock_req_finish(idx, ZKR_OK, 1);
 		else if (rc == ZOK && stat->numChildren > 0 &&
 				 !zklock_reqs[idx].rcp.barrier.guarded)
-			zklock_send_listing(idx, zklock_shared->slots[idx].path,
-								barrier_children_done, false, false);
+			zklock_req_send_listing(idx, zklock_shared->slots[idx].path,
+									barrier_children_done, false, false);
 		else if (rc == ZOK && zklock_shared->slots[idx].try_only)
 			zklock_req_finish(idx, ZKR_OK, 0);	/* a look only: still up */
 		else if (rc == ZOK)
 			zklock_req_set_wait(idx, ZKWS_WATCHING);
 		else
-			zklock_call_failed(idx, rc, "wait on the barrier");
+			zklock_req_call_failed(idx, rc, "wait on the barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -209,7 +209,7 @@ static void
 barrier_children_done(int rc, const struct String_vector *strings,
 					  const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0 && !barrier_guard_failed(idx, rc, strings))
 	{
@@ -221,9 +221,9 @@ barrier_children_done(int rc, const struct String_vector *strings,
 			barrier_wait_start(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "wait on the barrier");
+			zklock_req_call_failed(idx, rc, "wait on the barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -238,12 +238,12 @@ barrier_set_start(int idx)
 
 	if (req->need_parents)
 	{
-		zklock_create_containers(slot->path, false);
+		zklock_zkio_create_containers(slot->path, false);
 		req->need_parents = false;
 	}
-	zklock_call_sent(idx, zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
-					 zklock_node_acl(), 0, barrier_set_done,
-					 zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_acreate(zklock_zh, slot->path, slot->data, strlen(slot->data),
+						 zklock_zkio_node_acl(), 0, barrier_set_done,
+						 zklock_zkio_slot_tag(idx)));
 }
 
 /*
@@ -253,8 +253,8 @@ barrier_set_start(int idx)
 static void
 barrier_remove_start(int idx)
 {
-	zklock_call_sent(idx, zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
-					 barrier_remove_stat_done, zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_aexists(zklock_zh, zklock_shared->slots[idx].path, 0,
+						 barrier_remove_stat_done, zklock_zkio_slot_tag(idx)));
 }
 
 /*
@@ -269,12 +269,12 @@ barrier_wait_start(int idx)
 
 	if (slot->try_only)
 		rc = zoo_aexists(zklock_zh, slot->path, 0, barrier_wait_done,
-						 zklock_slot_tag(idx));
+						 zklock_zkio_slot_tag(idx));
 	else
-		rc = zoo_awexists(zklock_zh, slot->path, zklock_step_watcher,
-						  (void *) zklock_slot_tag(idx), barrier_wait_done,
-						  zklock_slot_tag(idx));
-	zklock_call_sent(idx, rc);
+		rc = zoo_awexists(zklock_zh, slot->path, zklock_req_step_watcher,
+						  (void *) zklock_zkio_slot_tag(idx), barrier_wait_done,
+						  zklock_zkio_slot_tag(idx));
+	zklock_req_call_sent(idx, rc);
 }
 
 /* ---------------------------------------------------------------------

@@ -142,12 +142,12 @@ counter_read(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
-	zklock_call_sent(idx, zoo_async(zklock_zh, slot->path, counter_sync_done,
-									zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_async(zklock_zh, slot->path, counter_sync_done,
+										zklock_zkio_slot_tag(idx)));
 	if (zklock_req_parked(&zklock_reqs[idx]))
 		return;
-	zklock_call_sent(idx, zoo_aget(zklock_zh, slot->path, 0, counter_data_done,
-								   zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_aget(zklock_zh, slot->path, 0, counter_data_done,
+									   zklock_zkio_slot_tag(idx)));
 }
 
 /*
@@ -169,10 +169,10 @@ counter_write(int idx, int version, int64 value)
 	zklock_reqs[idx].rcp.counter.pending = value;
 	slot->rstate.counter.write_sent = true;
 	rc = zoo_aset(zklock_zh, slot->path, (const char *) buf, len, version,
-				  counter_set_done, zklock_slot_tag(idx));
+				  counter_set_done, zklock_zkio_slot_tag(idx));
 	if (rc != ZOK)
 		slot->rstate.counter.write_sent = false;	/* the client did not take it */
-	zklock_call_sent(idx, rc);
+	zklock_req_call_sent(idx, rc);
 }
 
 /*
@@ -194,17 +194,17 @@ counter_create(int idx, int64 value)
 		return;
 	if (req->need_parents)
 	{
-		zklock_create_containers(slot->path, false);
+		zklock_zkio_create_containers(slot->path, false);
 		req->need_parents = false;
 	}
 	len = counter_encode(slot, value, buf);
 	req->rcp.counter.pending = value;
 	slot->rstate.counter.write_sent = true;
 	rc = zoo_acreate(zklock_zh, slot->path, (const char *) buf, len,
-					 zklock_node_acl(), 0, counter_create_done, zklock_slot_tag(idx));
+					 zklock_zkio_node_acl(), 0, counter_create_done, zklock_zkio_slot_tag(idx));
 	if (rc != ZOK)
 		slot->rstate.counter.write_sent = false;	/* the client did not take it */
-	zklock_call_sent(idx, rc);
+	zklock_req_call_sent(idx, rc);
 }
 
 /*
@@ -213,11 +213,11 @@ counter_create(int idx, int64 value)
 static void
 counter_sync_done(int rc, const char *value, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0 && rc != ZOK)
-		zklock_call_failed(idx, rc, "sync the counter");
-	zklock_completion_end();
+		zklock_req_call_failed(idx, rc, "sync the counter");
+	zklock_req_completion_end();
 }
 
 /*
@@ -229,7 +229,7 @@ static void
 counter_data_done(int rc, const char *value, int value_len,
 				  const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 	ZklockSlot *slot;
 	ZklockCounterArgs *c;
 	int64		cur = 0;
@@ -237,7 +237,7 @@ counter_data_done(int rc, const char *value, int value_len,
 
 	if (idx < 0)
 	{
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	slot = &zklock_shared->slots[idx];
@@ -254,13 +254,13 @@ counter_data_done(int rc, const char *value, int value_len,
 				zklock_req_finish(idx, ZKR_OK, 0);
 				break;
 		}
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	if (rc != ZOK)
 	{
-		zklock_call_failed(idx, rc, "read the counter");
-		zklock_completion_end();
+		zklock_req_call_failed(idx, rc, "read the counter");
+		zklock_req_completion_end();
 		return;
 	}
 	if (stat->ephemeralOwner != 0)
@@ -268,15 +268,15 @@ counter_data_done(int rc, const char *value, int value_len,
 		zklock_req_fail(idx, ERRCODE_WRONG_OBJECT_TYPE,
 						"zookeeper node \"%s\" is ephemeral and not a counter",
 						slot->path + slot->user_path_off);
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	if (stat->numChildren > 0 && !zklock_reqs[idx].rcp.counter.guarded)
 	{
 		/* the path guard: whose nodes are below P? (zklock_counter_guard) */
-		zklock_send_listing(idx, slot->path, counter_children_done,
-							false, false);
-		zklock_completion_end();
+		zklock_req_send_listing(idx, slot->path, counter_children_done,
+								false, false);
+		zklock_req_completion_end();
 		return;
 	}
 	if (counter_is_long(slot) ? !zklock_long_decode(value, value_len, &cur) :
@@ -287,7 +287,7 @@ counter_data_done(int rc, const char *value, int value_len,
 						slot->path + slot->user_path_off, Max(value_len, 0),
 						counter_is_long(slot) ? "DistributedAtomicLong (8 bytes)" :
 						"SharedCount (4 bytes)");
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	switch (c->action)
@@ -310,7 +310,7 @@ counter_data_done(int rc, const char *value, int value_len,
 			zklock_req_finish(idx, ZKR_OK, 0);
 			break;
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -320,7 +320,7 @@ static void
 counter_children_done(int rc, const struct String_vector *strings,
 					  const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 	const char *held = zklock_counter_guard(rc, strings);
 	ZklockSlot *slot = idx >= 0 ? &zklock_shared->slots[idx] : NULL;
 
@@ -335,8 +335,8 @@ counter_children_done(int rc, const struct String_vector *strings,
 		counter_start(idx);		/* read again */
 	}
 	else if (idx >= 0)
-		zklock_call_failed(idx, rc, "list the counter's node");
-	zklock_completion_end();
+		zklock_req_call_failed(idx, rc, "list the counter's node");
+	zklock_req_completion_end();
 }
 
 /*
@@ -345,7 +345,7 @@ counter_children_done(int rc, const struct String_vector *strings,
 static void
 counter_set_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -367,7 +367,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 		else
 			zklock_counter_write_failed(idx, rc, "write the counter");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -376,7 +376,7 @@ counter_set_done(int rc, const struct Stat *stat, const void *data)
 static void
 counter_create_done(int rc, const char *value, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -397,13 +397,13 @@ counter_create_done(int rc, const char *value, const void *data)
 		else if (rc == ZNONODE)
 		{
 			slot->rstate.counter.write_sent = false;
-			if (zklock_retry_with_parents(idx))
+			if (zklock_req_retry_with_parents(idx))
 				counter_create(idx, req->rcp.counter.pending);
 		}
 		else
 			zklock_counter_write_failed(idx, rc, "create the counter");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*

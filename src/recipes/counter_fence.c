@@ -158,7 +158,7 @@ zklock_counter_write_failed(int idx, int rc, const char *what)
 									 "the connection to zookeeper was lost" :
 									 "the zookeeper session ended");
 	else
-		zklock_call_failed(idx, rc, what);
+		zklock_req_call_failed(idx, rc, what);
 }
 
 /*

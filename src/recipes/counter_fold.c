@@ -171,7 +171,7 @@ fold_member_current(const CounterFold *f, const FoldMember *m)
 /*
  * Keep only the members of f that are still its own, in order: drop those
  * that left, withdraw those whose backend gave up meanwhile
- * (zklock_settle_cancel), and let go those parked meanwhile (the sweep of
+ * (zklock_req_settle_cancel), and let go those parked meanwhile (the sweep of
  * a lost session: they start again when resumed) unless their write is
  * in flight, whose answer is theirs.  Caller holds the lock.
  */
@@ -185,7 +185,7 @@ fold_settle(CounterFold *f)
 	{
 		FoldMember	m = f->members[i];
 
-		if (!fold_member_current(f, &m) || zklock_settle_cancel(m.idx))
+		if (!fold_member_current(f, &m) || zklock_req_settle_cancel(m.idx))
 			continue;
 		if (!m.in_write && zklock_req_parked(&zklock_reqs[m.idx]))
 		{
@@ -257,11 +257,11 @@ fold_end(CounterFold *f)
 }
 
 /*
- * Common start of a completion of fold f, as zklock_completion_begin is
+ * Common start of a completion of fold f, as zklock_req_completion_begin is
  * for a request: take the lock and count the call in.  When the fold
  * ended meanwhile, free it if that was its last call and return false;
  * else settle its members (fold_settle) and return true.  The caller
- * ends with zklock_completion_end either way.
+ * ends with zklock_req_completion_end either way.
  */
 static bool
 fold_completion_begin(CounterFold *f)
@@ -289,7 +289,7 @@ fold_park(CounterFold *f)
 	int			i;
 
 	for (i = 0; i < n; i++)
-		zklock_park(ids[i], false);
+		zklock_req_park(ids[i], false);
 	pfree(ids);
 }
 
@@ -378,11 +378,11 @@ fold_write(CounterFold *f, int version, int64 cur)
 	{
 		if (f->need_parents)
 		{
-			zklock_create_containers(f->path, false);
+			zklock_zkio_create_containers(f->path, false);
 			f->need_parents = false;
 		}
 		rc = zoo_acreate(zklock_zh, f->path, (const char *) buf, 8,
-						 zklock_node_acl(), 0, fold_create_done, f);
+						 zklock_zkio_node_acl(), 0, fold_create_done, f);
 	}
 	else
 		rc = zoo_aset(zklock_zh, f->path, (const char *) buf, 8, version,
@@ -411,7 +411,7 @@ static void
 fold_sync_done(int rc, const char *value, const void *data)
 {
 	(void) fold_completion_begin((CounterFold *) data);
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -432,7 +432,7 @@ fold_data_done(int rc, const char *value, int value_len,
 
 	if (!fold_completion_begin(f))
 	{
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	is_long = (rc == ZOK && zklock_long_decode(value, value_len, &cur));
@@ -462,7 +462,7 @@ fold_data_done(int rc, const char *value, int value_len,
 			ZklockSlot *slot = &zklock_shared->slots[ids[i]];
 
 			if (rc != ZOK)
-				zklock_call_failed(ids[i], rc, "read the counter");
+				zklock_req_call_failed(ids[i], rc, "read the counter");
 			else if (stat->ephemeralOwner != 0)
 				zklock_req_fail(ids[i], ERRCODE_WRONG_OBJECT_TYPE,
 								"zookeeper node \"%s\" is ephemeral and not a counter",
@@ -474,7 +474,7 @@ fold_data_done(int rc, const char *value, int value_len,
 		}
 		pfree(ids);
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -493,7 +493,7 @@ fold_children_done(int rc, const struct String_vector *strings,
 
 	if (!fold_completion_begin(f))
 	{
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	if (f->nmembers == 0)
@@ -512,7 +512,7 @@ fold_children_done(int rc, const struct String_vector *strings,
 			ZklockSlot *slot = &zklock_shared->slots[ids[i]];
 
 			if (held == NULL)
-				zklock_call_failed(ids[i], rc, "list the counter's node");
+				zklock_req_call_failed(ids[i], rc, "list the counter's node");
 			else
 				zklock_req_fail(ids[i], ERRCODE_INVALID_PARAMETER_VALUE,
 								"zookeeper path \"%s\" holds %s, not %s",
@@ -521,7 +521,7 @@ fold_children_done(int rc, const struct String_vector *strings,
 		}
 		pfree(ids);
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -540,7 +540,7 @@ fold_write_done(CounterFold *f, int rc, bool create)
 
 	if (!fold_completion_begin(f))
 	{
-		zklock_completion_end();
+		zklock_req_completion_end();
 		return;
 	}
 	for (i = 0; i < f->nmembers; i++)
@@ -607,12 +607,12 @@ fold_write_done(CounterFold *f, int rc, bool create)
 		int			n = fold_disband(f, ids);
 
 		for (i = 0; i < n; i++)
-			zklock_call_failed(ids[i], rc, "read the counter");
+			zklock_req_call_failed(ids[i], rc, "read the counter");
 		pfree(ids);
 	}
 	else
 		fold_read(f, true);		/* the adds not in the failed write */
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*

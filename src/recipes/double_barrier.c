@@ -50,7 +50,7 @@ static void leave_children_done(int rc, const struct String_vector *strings,
 static void
 denter_ready_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -63,7 +63,7 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 			slot->rstate.dbarrier.ready_czxid = stat->czxid;	/* the P/ready we pass */
 			slot->rstate.dbarrier.ready_ctime = stat->ctime;
 			if (req->inflight == 0 && !req->nodes[ZKN_MAIN].create_sent)
-				zklock_grant(idx);		/* member node made, barrier ready */
+				zklock_req_grant(idx);		/* member node made, barrier ready */
 		}
 		else if (rc == ZNONODE)
 		{
@@ -75,9 +75,9 @@ denter_ready_done(int rc, const struct Stat *stat, const void *data)
 				denter_list(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "watch the double barrier");
+			zklock_req_call_failed(idx, rc, "watch the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -91,7 +91,7 @@ denter_watch_ready(int idx)
 
 	zklock_recipe_path(ready, sizeof(ready), zklock_shared->slots[idx].path,
 					   NULL, ZKLOCK_READY_NODE);
-	return zklock_send_exists_watch(idx, ready, denter_ready_done, true);
+	return zklock_req_send_exists_watch(idx, ready, denter_ready_done, true);
 }
 
 /*
@@ -103,7 +103,7 @@ denter_create_done(int rc, const char *value, const void *data)
 	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &zklock_reqs[idx];
@@ -120,25 +120,25 @@ denter_create_done(int rc, const char *value, const void *data)
 			slot->nodes[ZKN_MAIN].name[0] = '\0';
 			slot->nodes[ZKN_MAIN].uuid[0] = '\0';
 		}
-		if (zklock_settle_cancel(idx))
+		if (zklock_req_settle_cancel(idx))
 			;
 		else if (rc == ZOK || rc == ZNODEEXISTS)
 		{
 			if (req->inflight == 0)
 			{
 				if (req->rcp.dbarrier.ready_seen)
-					zklock_grant(idx);
+					zklock_req_grant(idx);
 				else
 					denter_list(idx);
 			}
 		}
 		else if (rc == ZNONODE)
 		{
-			if (zklock_retry_with_parents(idx))
-				zklock_start_request(idx);
+			if (zklock_req_retry_with_parents(idx))
+				zklock_req_start(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "enter the double barrier");
+			zklock_req_call_failed(idx, rc, "enter the double barrier");
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -152,7 +152,7 @@ static void
 denter_ready_created(int rc, const char *value, const struct Stat *stat,
 					 const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -160,14 +160,14 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 		{
 			zklock_shared->slots[idx].rstate.dbarrier.ready_czxid = stat->czxid;
 			zklock_shared->slots[idx].rstate.dbarrier.ready_ctime = stat->ctime;
-			zklock_grant(idx);
+			zklock_req_grant(idx);
 		}
 		else if (rc == ZNODEEXISTS)
 			(void) denter_watch_ready(idx);
 		else
-			zklock_call_failed(idx, rc, "open the double barrier");
+			zklock_req_call_failed(idx, rc, "open the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -180,7 +180,7 @@ denter_ready_created(int rc, const char *value, const struct Stat *stat,
 static void
 denter_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -205,9 +205,9 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 
 				zklock_recipe_path(ready, sizeof(ready), slot->path, NULL, ZKLOCK_READY_NODE);
 				zrc = zoo_acreate2(zklock_zh, ready, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0,
-								   denter_ready_created, zklock_slot_tag(idx));
+								   denter_ready_created, zklock_zkio_slot_tag(idx));
 				if (zrc != ZOK)
-					zklock_park(idx, true);
+					zklock_req_park(idx, true);
 				else
 					req->inflight++;
 			}
@@ -220,9 +220,9 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
 			}
 		}
 		else
-			zklock_call_failed(idx, rc, "list the double barrier");
+			zklock_req_call_failed(idx, rc, "list the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -230,7 +230,7 @@ denter_children_done(int rc, const struct String_vector *strings, const void *da
  * answer false only once ZooKeeper answered the delete.  A member node
  * left for a moment after the answer would be counted by another member's
  * enter, which would then pass with one member too few.  When the delete
- * cannot be sent, the pending-delete table takes it (zklock_give_up_try).
+ * cannot be sent, the pending-delete table takes it (zklock_req_give_up_try).
  * Caller holds the lock.
  */
 static void
@@ -241,13 +241,13 @@ denter_give_up(int idx)
 
 	if (slot->nodes[ZKN_MAIN].name[0] == '\0' || !zklock_connected)
 	{
-		zklock_give_up_try(idx);
+		zklock_req_give_up_try(idx);
 		return;
 	}
-	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
-	if (zoo_adelete(zklock_zh, buf, -1, denter_given_up, zklock_slot_tag(idx)) != ZOK)
+	zklock_zkio_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
+	if (zoo_adelete(zklock_zh, buf, -1, denter_given_up, zklock_zkio_slot_tag(idx)) != ZOK)
 	{
-		zklock_give_up_try(idx);
+		zklock_req_give_up_try(idx);
 		return;
 	}
 	zklock_reqs[idx].inflight++;
@@ -261,15 +261,15 @@ denter_give_up(int idx)
 static void
 denter_given_up(int rc, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
 		if (rc == ZOK || rc == ZNONODE)
 			zklock_shared->slots[idx].nodes[ZKN_MAIN].deleted = true;
-		zklock_give_up_try(idx);
+		zklock_req_give_up_try(idx);
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -278,7 +278,7 @@ denter_given_up(int rc, const void *data)
 static void
 denter_list(int idx)
 {
-	zklock_send_listing(idx, zklock_shared->slots[idx].path, denter_children_done,
+	zklock_req_send_listing(idx, zklock_shared->slots[idx].path, denter_children_done,
 				 false, true);
 }
 
@@ -298,7 +298,7 @@ denter_start(int idx)
 	{
 		slot->rstate.dbarrier.ready_czxid = 0;
 		slot->rstate.dbarrier.ready_ctime = 0;
-		if (!zklock_new_uuid(slot->nodes[ZKN_MAIN].uuid))
+		if (!zklock_zkio_new_uuid(slot->nodes[ZKN_MAIN].uuid))
 		{
 			zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random member id");
 			return;
@@ -308,17 +308,17 @@ denter_start(int idx)
 	}
 	if (req->need_parents)
 	{
-		zklock_create_containers(slot->path, true);
+		zklock_zkio_create_containers(slot->path, true);
 		req->need_parents = false;
 	}
 	if (!denter_watch_ready(idx))
 		return;
-	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
-	rc = zoo_acreate(zklock_zh, buf, slot->data, strlen(slot->data), zklock_node_acl(),
-					 ZOO_EPHEMERAL, denter_create_done, zklock_slot_tag(idx));
+	zklock_zkio_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
+	rc = zoo_acreate(zklock_zh, buf, slot->data, strlen(slot->data), zklock_zkio_node_acl(),
+					 ZOO_EPHEMERAL, denter_create_done, zklock_zkio_slot_tag(idx));
 	if (rc != ZOK)
 	{
-		zklock_park(idx, true);
+		zklock_req_park(idx, true);
 		return;
 	}
 	slot->session_gen = zklock_shared->session_gen;
@@ -332,7 +332,7 @@ denter_start(int idx)
 static void
 leave_watch_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -341,9 +341,9 @@ leave_watch_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZNONODE)
 			leave_list(idx);
 		else
-			zklock_call_failed(idx, rc, "leave the double barrier");
+			zklock_req_call_failed(idx, rc, "leave the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -366,7 +366,7 @@ leave_done(int idx)
 static void
 leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -380,13 +380,13 @@ leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZOK)
 		{
 			zklock_recipe_path(buf, sizeof(buf), slot->path, NULL, ZKLOCK_READY_NODE);
-			zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, stat->version,
-											  leave_ready_deleted, zklock_slot_tag(idx)));
+			zklock_req_call_sent(idx, zoo_adelete(zklock_zh, buf, stat->version,
+												  leave_ready_deleted, zklock_zkio_slot_tag(idx)));
 		}
 		else
-			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
+			zklock_req_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -397,7 +397,7 @@ leave_ready_stat_done(int rc, const struct Stat *stat, const void *data)
 static void
 leave_ready_deleted(int rc, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -406,9 +406,9 @@ leave_ready_deleted(int rc, const void *data)
 		else if (rc == ZBADVERSION)
 			leave_finish(idx);
 		else
-			zklock_call_failed(idx, rc, "remove the ready node of the double barrier");
+			zklock_req_call_failed(idx, rc, "remove the ready node of the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -433,13 +433,13 @@ leave_finish(int idx)
 	if (slot->phase != ZKP_READY)
 	{
 		slot->phase = ZKP_READY;
-		(void) zklock_delete_add(buf, NULL, true, zklock_shared->session_gen,
-								 slot->rstate.dbarrier.ready_czxid,
-								 slot->rstate.dbarrier.ready_ctime);
+		(void) zklock_deletes_add(buf, NULL, true, zklock_shared->session_gen,
+								  slot->rstate.dbarrier.ready_czxid,
+								  slot->rstate.dbarrier.ready_ctime);
 	}
 	if (!zklock_connected ||
-		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
+		zoo_aexists(zklock_zh, buf, 0, leave_ready_stat_done, zklock_zkio_slot_tag(idx)) != ZOK)
+		zklock_req_park(idx, false);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -453,7 +453,7 @@ leave_finish(int idx)
 static void
 leave_member_deleted(int rc, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -468,17 +468,17 @@ leave_member_deleted(int rc, const void *data)
 			if (req->rcp.dbarrier.leave_watch[0] == '\0')
 				leave_finish(idx);
 			else if (slot->try_only)
-				zklock_give_up_try(idx);
+				zklock_req_give_up_try(idx);
 			else
 			{
 				snprintf(buf, sizeof(buf), "%s/%s", slot->path, req->rcp.dbarrier.leave_watch);
-				(void) zklock_send_exists_watch(idx, buf, leave_watch_done, false);
+				(void) zklock_req_send_exists_watch(idx, buf, leave_watch_done, false);
 			}
 		}
 		else
-			zklock_call_failed(idx, rc, "leave the double barrier");
+			zklock_req_call_failed(idx, rc, "leave the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -491,7 +491,7 @@ leave_member_deleted(int rc, const void *data)
 static void
 leave_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -527,28 +527,28 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 					strlcpy(zklock_reqs[idx].rcp.dbarrier.leave_watch,
 							action == ZKLOCK_LEAVE_DELETE_OURS_DONE ? "" : watch,
 							sizeof(zklock_reqs[idx].rcp.dbarrier.leave_watch));
-					zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
+					zklock_zkio_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
 					slot->rstate.dbarrier.own_delete_sent = true;
-					zklock_call_sent(idx, zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
-									 zklock_slot_tag(idx)));
+					zklock_req_call_sent(idx, zoo_adelete(zklock_zh, buf, -1, leave_member_deleted,
+										 zklock_zkio_slot_tag(idx)));
 					break;
 				case ZKLOCK_LEAVE_WATCH_HIGHEST:
 				case ZKLOCK_LEAVE_WATCH_LOWEST:
 					if (slot->try_only)
 					{
-						zklock_give_up_try(idx);
+						zklock_req_give_up_try(idx);
 						break;
 					}
 					snprintf(buf, sizeof(buf), "%s/%s", slot->path, watch);
-					(void) zklock_send_exists_watch(idx, buf, leave_watch_done, false);
+					(void) zklock_req_send_exists_watch(idx, buf, leave_watch_done, false);
 					break;
 			}
 			pfree(children);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the double barrier");
+			zklock_req_call_failed(idx, rc, "list the double barrier");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -557,7 +557,7 @@ leave_children_done(int rc, const struct String_vector *strings, const void *dat
 static void
 leave_list(int idx)
 {
-	zklock_send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
+	zklock_req_send_listing(idx, zklock_shared->slots[idx].path, leave_children_done,
 				 false, false);
 }
 

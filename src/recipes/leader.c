@@ -124,7 +124,7 @@ latch_granted(int idx)
 	char		path[ZKLOCK_NODE_PATH_SIZE];
 
 	snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
-	(void) zklock_send_exists_watch(idx, path, latch_owner_done, false);
+	(void) zklock_req_send_exists_watch(idx, path, latch_owner_done, false);
 }
 
 /*
@@ -133,7 +133,7 @@ latch_granted(int idx)
 static void
 latch_owner_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -156,7 +156,7 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 
 			/* a node of another session: not ours to lead with */
 			snprintf(path, sizeof(path), "%s/%s", slot->path, slot->nodes[ZKN_MAIN].name);
-			zklock_queue_delete(path, NULL);
+			zklock_deletes_queue(path, NULL);
 			latch_set_leader(idx, false);
 			zklock_req_clear_nodes(slot);
 			zklock_lk_create(idx);
@@ -167,9 +167,9 @@ latch_owner_done(int rc, const struct Stat *stat, const void *data)
 			zklock_lk_list(idx);	/* gone: the listing starts afresh */
 		}
 		else
-			zklock_call_failed(idx, rc, "check the leader latch node of");
+			zklock_req_call_failed(idx, rc, "check the leader latch node of");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -212,7 +212,7 @@ latch_lost_session(int idx)
 	slot->rstate.latch.member = false;
 	zklock_req_clear_nodes(slot);
 	slot->czxid = 0;
-	zklock_park(idx, false);
+	zklock_req_park(idx, false);
 }
 
 /* ---------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * recipes/mutex.c
  *	  The mutex (InterProcessMutex) and the multi-lock
  *	  (InterProcessMultiLock): their SQL functions.  The worker's steps are
- *	  the lock engine's (worker/lock_engine.c).
+ *	  the lock engine's (worker/locks/lock_engine.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -274,8 +274,8 @@ static const ZklockWorkerOps mutex_ops[] = {
 		.op = ZKOP_MUTEX,
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = mutex_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.lock_granted = zklock_req_grant,
+		.released = zklock_layer_released, .handover = &zklock_handover_layer,
 		.flags = ZKW_CACHEABLE,
 	},
 };

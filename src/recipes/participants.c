@@ -123,7 +123,7 @@ participants_data_done(int rc, const char *value, int value_len,
 
 	pfree((void *) data);
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(call.tag);
+	idx = zklock_zkio_tag_current(call.tag);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &zklock_reqs[idx];
@@ -143,13 +143,13 @@ participants_data_done(int rc, const char *value, int value_len,
 			else
 				req->rcp.participants.len[k] = -1;	/* gone meanwhile, unreadable, no data */
 		}
-		if (zklock_settle_cancel(idx))
+		if (zklock_req_settle_cancel(idx))
 			;
 		else if (zklock_rc_retryable(rc) || zklock_req_parked(req))
 		{
 			/* the connection dropped: list again once it is back */
 			if (!zklock_req_parked(req))
-				zklock_park(idx, false);
+				zklock_req_park(idx, false);
 		}
 		else if (req->inflight == 0)
 			participants_deliver(idx);
@@ -164,7 +164,7 @@ participants_data_done(int rc, const char *value, int value_len,
 static void
 participants_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -174,7 +174,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 		if (rc == ZNONODE)
 			participants_deliver(idx);
 		else if (rc != ZOK)
-			zklock_call_failed(idx, rc, "list the participants of");
+			zklock_req_call_failed(idx, rc, "list the participants of");
 		else if (req->rcp.participants.kind == ZKLOCK_PARTICIPANTS_LOCK &&
 				 zklock_find_child(strings->data, strings->count, "leases") >= 0)
 		{
@@ -183,8 +183,8 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 			req->rcp.participants.kind = ZKLOCK_PARTICIPANTS_LEASES;
 			zklock_recipe_path(req->rcp.participants.dir, sizeof(req->rcp.participants.dir), slot->path, ZKLOCK_LEASES_DIR, NULL);
 			zrc = zoo_aget_children(zklock_zh, req->rcp.participants.dir, 0, participants_children_done,
-									zklock_slot_tag(idx));
-			zklock_call_sent(idx, zrc);
+									zklock_zkio_slot_tag(idx));
+			zklock_req_call_sent(idx, zrc);
 		}
 		else
 		{
@@ -206,7 +206,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 				req->rcp.participants.len[i] = -1;
 				snprintf(buf, sizeof(buf), "%s/%s", req->rcp.participants.dir, strings->data[i]);
 				call = MemoryContextAlloc(TopMemoryContext, sizeof(ParticipantCall));
-				call->tag = zklock_slot_tag(idx);
+				call->tag = zklock_zkio_slot_tag(idx);
 				call->k = i;
 				if (zoo_aget(zklock_zh, buf, 0, participants_data_done, call) == ZOK)
 					req->inflight++;
@@ -220,7 +220,7 @@ participants_children_done(int rc, const struct String_vector *strings, const vo
 				participants_deliver(idx);
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -235,9 +235,9 @@ participants_start(int idx)
 
 	req->rcp.participants.kind = ZKLOCK_PARTICIPANTS_LOCK;
 	strlcpy(req->rcp.participants.dir, slot->path, sizeof(req->rcp.participants.dir));
-	zklock_call_sent(idx, zoo_aget_children(zklock_zh, slot->path, 0,
+	zklock_req_call_sent(idx, zoo_aget_children(zklock_zh, slot->path, 0,
 					   participants_children_done,
-					   zklock_slot_tag(idx)));
+					   zklock_zkio_slot_tag(idx)));
 }
 
 /* ---------------------------------------------------------------------

@@ -145,7 +145,10 @@ typedef struct LockTarget
 									 * the parents are made; ZKG_NONE: never */
 } LockTarget;
 
-/* the handover layer (worker/handover_layer.c), which a lock recipe may opt in to */
+/*
+ * the handover layer (worker/locks/handover_layer.c), which a lock recipe
+ * may opt in to
+ */
 typedef struct ZklockHandoverLayer ZklockHandoverLayer;
 
 /*
@@ -213,12 +216,12 @@ typedef struct ZklockWorkerOps
 #define ZKW_PLAIN_NAMES		0x04
 /*
  * its final lock, not a read/write one, may be kept idle by the lock cache
- * after its release and taken by a later request (worker/lock_cache.c)
+ * after its release and taken by a later request (worker/locks/lock_cache.c)
  */
 #define ZKW_CACHEABLE		0x08
 /*
  * its held lock is a write lock a read request of the same session may
- * downgrade from (worker/lock_engine.c, lk_downgrade_allowed)
+ * downgrade from (worker/locks/lock_engine.c, lk_downgrade_allowed)
  */
 #define ZKW_DOWNGRADE_FROM	0x10
 

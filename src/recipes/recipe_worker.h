@@ -51,7 +51,7 @@ typedef struct WorkerReq
 									 * server */
 		bool		doubt;		/* a create of it was in doubt: a late one
 								 * may make a second node with its prefix
-								 * (worker/ghosts.c) */
+								 * (worker/deletes/ghosts.c) */
 	}			nodes[ZKN_COUNT];
 	bool		need_parents;	/* create the parents before the node */
 	bool		parent_guarded;	/* lock engine: P passed the path guard
@@ -61,7 +61,7 @@ typedef struct WorkerReq
 												 * wait on ("": none) */
 	bool		pred_last;		/* pred is the only node keeping us out */
 	struct						/* the handover layer's own
-								 * (worker/handover_layer.c) */
+								 * (worker/locks/handover_layer.c) */
 	{
 		int			owner;		/* following (ZKWS_FOLLOWING): the slot
 								 * owning pred */
@@ -76,7 +76,8 @@ typedef struct WorkerReq
 								 * last (see released_readers) */
 	bool		seq_proven;		/* lock engine: the last create's sequence
 								 * number proved no foreign create since the
-								 * path was listed (worker/handover_numbering.c) */
+								 * path was listed
+								 * (worker/locks/handover_numbering.c) */
 	int			nonode_retries;
 	int			lost_retries;
 	char		adopt_name[ZKLOCK_NODE_NAME_SIZE];	/* node found by prefix,
@@ -102,83 +103,88 @@ extern WorkerReq *zklock_reqs;
 
 /* ---------------------------------------------------------------------
  * Request calls (worker side): what a recipe's steps may call, by the
- * file that offers it.  A completion begins with zklock_completion_begin
+ * file that offers it.  A completion begins with zklock_req_completion_begin
  * (or _create_begin, _listing_begin), which takes the lock, and ends at
- * each exit with zklock_completion_end, which releases it; every call
+ * each exit with zklock_req_completion_end, which releases it; every call
  * below expects the caller to hold it.
  * ---------------------------------------------------------------------
  */
 
-/* worker/lock_engine.c: the steps lock recipes name in their descriptors */
+/*
+ * worker/locks/lock_engine.c: the steps lock recipes name in their
+ * descriptors
+ */
 extern void zklock_lk_resume(int idx, bool recover);
 
 /* worker/zkio.c */
-extern void zklock_create_containers(const char *path, bool include_self);
-extern bool zklock_new_uuid(char *out);
-extern struct ACL_vector *zklock_node_acl(void);
-extern void zklock_node_path(ZklockSlot *slot, const char *name, char *buf,
-							 size_t len);
-extern const void *zklock_slot_tag(int idx);
-extern int zklock_tag_current(const void *tag);
+extern void zklock_zkio_create_containers(const char *path, bool include_self);
+extern bool zklock_zkio_new_uuid(char *out);
+extern struct ACL_vector *zklock_zkio_node_acl(void);
+extern void zklock_zkio_node_path(ZklockSlot *slot, const char *name, char *buf,
+								  size_t len);
+extern const void *zklock_zkio_slot_tag(int idx);
+extern int zklock_zkio_tag_current(const void *tag);
+
+/* worker/result_codes.c */
 extern bool zklock_rc_refused(int rc);
 extern bool zklock_rc_retryable(int rc);
 extern bool zklock_rc_session_gone(int rc);
 
-/* worker/deletes.c */
-extern bool zklock_delete_add(const char *path, const char *prefix,
-							  bool persistent, uint64 gen, int64 czxid,
-							  int64 ctime);
-extern void zklock_queue_delete(const char *path, const char *prefix);
+/* worker/deletes/deletes.c */
+extern bool zklock_deletes_add(const char *path, const char *prefix,
+							   bool persistent, uint64 gen, int64 czxid,
+							   int64 ctime);
+extern void zklock_deletes_queue(const char *path, const char *prefix);
 
-/* worker/ghosts.c */
+/* worker/deletes/ghosts.c */
 extern void zklock_ghosts_delete(const char *base, char *const *children,
 								 int n);
 extern void zklock_ghosts_note_doubt(int idx, bool aux);
 extern void zklock_ghosts_sweep_doubted(int idx, bool aux_only);
 
 /* worker/request.c */
-extern void zklock_call_failed(int idx, int rc, const char *what);
-extern void zklock_call_sent(int idx, int rc);
-extern int zklock_completion_begin(const void *data);
-extern void zklock_completion_end(void);
-extern int zklock_create_begin(int rc, const char *value, const void *data);
-extern void zklock_create_took(int idx, const char *value, char *node,
-							   Size node_size, bool *create_sent);
-extern bool zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-								 bool fixed_name, bool listing_follows,
-								 const char *what);
-extern void zklock_give_up_try(int idx);
-extern int zklock_listing_begin(const void *data);
-extern void zklock_grant(int idx);
-extern void zklock_park(int idx, bool recover);
+extern void zklock_req_call_failed(int idx, int rc, const char *what);
+extern void zklock_req_call_sent(int idx, int rc);
+extern int zklock_req_completion_begin(const void *data);
+extern void zklock_req_completion_end(void);
+extern int zklock_req_create_begin(int rc, const char *value, const void *data);
+extern void zklock_req_create_took(int idx, const char *value, char *node,
+								   Size node_size, bool *create_sent);
+extern bool zklock_req_create_failed(int idx, int rc, char *uuid, bool *create_sent,
+									 bool fixed_name, bool listing_follows,
+									 const char *what);
+extern void zklock_req_give_up_try(int idx);
+extern int zklock_req_listing_begin(const void *data);
+extern void zklock_req_grant(int idx);
+extern void zklock_req_park(int idx, bool recover);
 extern void zklock_req_clear_nodes(ZklockSlot *slot);
 extern void zklock_req_fail(int idx, int sqlerrcode, const char *fmt,...) pg_attribute_printf(3, 4);
 extern void zklock_req_finish(int idx, ZklockResult result, int64 value);
 extern MemoryContext zklock_req_memory(int idx);
 extern void zklock_req_set_wait(int idx, ZklockWaitState to);
-extern bool zklock_retry_with_parents(int idx);
-extern bool zklock_send_exists_watch(int idx, const char *path,
-									 stat_completion_t done, bool recover);
-extern void zklock_send_listing(int idx, const char *path,
-								strings_completion_t done, bool watch,
-								bool recover);
-extern bool zklock_settle_cancel(int idx);
-extern void zklock_start_request(int idx);
-extern void zklock_step_watcher(zhandle_t *zzh, int type, int state,
-								const char *path, void *ctx);
+extern bool zklock_req_retry_with_parents(int idx);
+extern bool zklock_req_send_exists_watch(int idx, const char *path,
+										 stat_completion_t done, bool recover);
+extern void zklock_req_send_listing(int idx, const char *path,
+									strings_completion_t done, bool watch,
+									bool recover);
+extern bool zklock_req_settle_cancel(int idx);
+extern void zklock_req_start(int idx);
+extern void zklock_req_step_watcher(zhandle_t *zzh, int type, int state,
+									const char *path, void *ctx);
 
-/* worker/lock_engine.c */
+/* worker/locks/lock_engine.c */
 extern void zklock_lk_adopt_check(int idx, const char *base, const char *name);
 extern void zklock_lk_create(int idx);
 extern void zklock_lk_list(int idx);
 extern void zklock_lk_target_own(int idx, LockTarget *t, const char *lock_name,
 								 bool rw, bool read);
 
-/* worker/handover_layer.c */
+/* worker/locks/handover_layer.c */
 extern const ZklockHandoverLayer zklock_handover_layer;
-extern void zklock_lk_released(int idx);
+extern void zklock_layer_released(int idx);
 
-/* worker/handover.c */
+/* worker/locks/handover.c */
 extern int	zklock_handover_choose(const char *base, const char *node,
 								   bool held_mutex);
 

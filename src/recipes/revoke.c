@@ -35,7 +35,7 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx >= 0)
 	{
 		WorkerReq  *req = &zklock_reqs[idx];
@@ -43,7 +43,7 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 		req->inflight--;
 		if (rc == ZOK)
 			req->rcp.revoke.written++;
-		if (zklock_settle_cancel(idx))
+		if (zklock_req_settle_cancel(idx))
 			;
 		else if (req->inflight == 0)
 			zklock_req_finish(idx, ZKR_OK, req->rcp.revoke.written);
@@ -58,7 +58,7 @@ revoke_set_done(int rc, const struct Stat *stat, const void *data)
 static void
 revoke_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -103,7 +103,7 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 
 				snprintf(buf, sizeof(buf), "%s/%s", slot->path, children[holders[i]]);
 				if (zoo_aset(zklock_zh, buf, ZKLOCK_REVOKE_MESSAGE, strlen(ZKLOCK_REVOKE_MESSAGE), -1,
-							 revoke_set_done, zklock_slot_tag(idx)) == ZOK)
+							 revoke_set_done, zklock_zkio_slot_tag(idx)) == ZOK)
 				{
 					req->inflight++;
 					nholders++;
@@ -115,9 +115,9 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 				zklock_req_finish(idx, ZKR_OK, 0);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the lock to revoke");
+			zklock_req_call_failed(idx, rc, "list the lock to revoke");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -126,8 +126,8 @@ revoke_children_done(int rc, const struct String_vector *strings, const void *da
 static void
 revoke_start(int idx)
 {
-	zklock_call_sent(idx, zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
-					   revoke_children_done, zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_aget_children(zklock_zh, zklock_shared->slots[idx].path, 0,
+					   revoke_children_done, zklock_zkio_slot_tag(idx)));
 }
 
 /* ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
  *
  * recipes/rwlock.c
  *	  The read/write lock (InterProcessReadWriteLock): its SQL functions.
- *	  The worker's steps are the lock engine's (worker/lock_engine.c).
+ *	  The worker's steps are the lock engine's (worker/locks/lock_engine.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -249,15 +249,15 @@ static const ZklockWorkerOps rw_ops[] = {
 		.op = ZKOP_READ,
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = read_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.lock_granted = zklock_req_grant,
+		.released = zklock_layer_released, .handover = &zklock_handover_layer,
 	},
 	{
 		.op = ZKOP_WRITE,
 		.start = zklock_lk_create, .next = zklock_lk_list,
 		.resume = zklock_lk_resume, .lock_target = write_lock_target,
-		.lock_granted = zklock_grant,
-		.released = zklock_lk_released, .handover = &zklock_handover_layer,
+		.lock_granted = zklock_req_grant,
+		.released = zklock_layer_released, .handover = &zklock_handover_layer,
 		.flags = ZKW_DOWNGRADE_FROM,
 	},
 };

@@ -41,7 +41,7 @@ static void lease_children_done(int rc, const struct String_vector *strings,
 static void
 lease_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_create_begin(rc, value, data);
+	int			idx = zklock_req_create_begin(rc, value, data);
 
 	if (idx >= 0)
 	{
@@ -50,18 +50,18 @@ lease_create_done(int rc, const char *value, const struct Stat *stat, const void
 
 		if (rc == ZOK)
 		{
-			zklock_create_took(idx, value, slot->nodes[ZKN_MAIN].name,
-							   sizeof(slot->nodes[ZKN_MAIN].name),
-							   &req->nodes[ZKN_MAIN].create_sent);
+			zklock_req_create_took(idx, value, slot->nodes[ZKN_MAIN].name,
+								   sizeof(slot->nodes[ZKN_MAIN].name),
+								   &req->nodes[ZKN_MAIN].create_sent);
 			slot->czxid = stat ? stat->czxid : 0;
-			(void) zklock_settle_cancel(idx);
+			(void) zklock_req_settle_cancel(idx);
 		}
-		else if (zklock_create_failed(idx, rc, slot->nodes[ZKN_MAIN].uuid,
-									  &req->nodes[ZKN_MAIN].create_sent,
-									  false, true, "create a lease node for"))
+		else if (zklock_req_create_failed(idx, rc, slot->nodes[ZKN_MAIN].uuid,
+										  &req->nodes[ZKN_MAIN].create_sent,
+										  false, true, "create a lease node for"))
 			lease_create(idx);
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -79,11 +79,11 @@ lease_create(int idx)
 	slot->phase = ZKP_LEASE;
 	if (!zklock_connected)
 	{
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	if (slot->nodes[ZKN_MAIN].uuid[0] == '\0' &&
-		!zklock_new_uuid(slot->nodes[ZKN_MAIN].uuid))
+		!zklock_zkio_new_uuid(slot->nodes[ZKN_MAIN].uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lease id");
 		return;
@@ -91,7 +91,7 @@ lease_create(int idx)
 	zklock_recipe_path(name, sizeof(name), slot->path, ZKLOCK_LEASES_DIR, NULL);
 	if (req->need_parents)
 	{
-		zklock_create_containers(name, true);
+		zklock_zkio_create_containers(name, true);
 		req->need_parents = false;
 	}
 	strlcat(name, "/", sizeof(name));
@@ -99,11 +99,11 @@ lease_create(int idx)
 						  name + strlen(name),
 						  sizeof(name) - strlen(name));
 	rc = zoo_acreate2(zklock_zh, name, slot->data, strlen(slot->data),
-					  zklock_node_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
-					  lease_create_done, zklock_slot_tag(idx));
+					  zklock_zkio_node_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
+					  lease_create_done, zklock_zkio_slot_tag(idx));
 	if (rc != ZOK)
 	{
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	slot->session_gen = zklock_shared->session_gen;
@@ -118,7 +118,7 @@ lease_create(int idx)
 static void
 lease_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_listing_begin(data);
+	int			idx = zklock_req_listing_begin(data);
 
 	if (idx >= 0)
 	{
@@ -147,7 +147,7 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				if (found >= 0)
 				{
 					zklock_lk_adopt_check(idx, leases, strings->data[found]);
-					zklock_completion_end();
+					zklock_req_completion_end();
 					return;
 				}
 			}
@@ -174,20 +174,20 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 				/* granted: let the next acquirer have P/locks */
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-				zklock_grant(idx);
+				zklock_req_grant(idx);
 				/* the next acquirer of this worker may be waiting for it */
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 				(void) zklock_handover_choose(buf, slot->nodes[ZKN_LEASE_LOCK].name, true);
 				zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LOCKS_DIR,
 								   slot->nodes[ZKN_LEASE_LOCK].name);
-				zklock_queue_delete(buf, NULL);
+				zklock_deletes_queue(buf, NULL);
 				/* and a late create of it, if one was ever in doubt */
 				zklock_ghosts_sweep_doubted(idx, true);
 				slot->nodes[ZKN_LEASE_LOCK].name[0] = '\0';
 				slot->nodes[ZKN_LEASE_LOCK].uuid[0] = '\0';
 			}
 			else if (slot->try_only)
-				zklock_give_up_try(idx);
+				zklock_req_give_up_try(idx);
 			else
 				zklock_req_set_wait(idx, ZKWS_WATCHING);
 		}
@@ -200,9 +200,9 @@ lease_children_done(int rc, const struct String_vector *strings, const void *dat
 			lease_create(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the leases of");
+			zklock_req_call_failed(idx, rc, "list the leases of");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -214,7 +214,7 @@ lease_list(int idx)
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 	zklock_recipe_path(buf, sizeof(buf), zklock_shared->slots[idx].path, ZKLOCK_LEASES_DIR, NULL);
-	zklock_send_listing(idx, buf, lease_children_done, true, false);
+	zklock_req_send_listing(idx, buf, lease_children_done, true, false);
 }
 
 /*
@@ -308,7 +308,7 @@ lease_adopted(int idx, const struct Stat *ours, bool exists)
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		zklock_recipe_path(buf, sizeof(buf), slot->path, ZKLOCK_LEASES_DIR, req->adopt_name);
-		zklock_queue_delete(buf, NULL);
+		zklock_deletes_queue(buf, NULL);
 	}
 	slot->nodes[ZKN_MAIN].name[0] = '\0';
 	slot->nodes[ZKN_MAIN].uuid[0] = '\0';

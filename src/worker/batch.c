@@ -9,8 +9,9 @@
  *	  where each op alone costs all three.
  *
  *	  Concept map:
- *	    queue       zklock_delete_add marks a delete ready (worker/deletes.c
- *	                keeps that queue); zklock_batch_create queues a create
+ *	    queue       zklock_deletes_add marks a delete ready
+ *	                (worker/deletes/deletes.c keeps that queue);
+ *	                zklock_batch_create queues a create
  *	                (the lock engine, for a create that goes without its
  *	                listing)
  *	    flush       zklock_batch_flush, mid-pass: the queued deletes only,
@@ -34,8 +35,8 @@
  *	  server); persistent entries (P/ready) and deletes by prefix are sent
  *	  at once.  Which creates: a lock node's create that goes without its
  *	  listing (the handover layer's create_alone, or a path whose
- *	  numbering proves it, worker/handover_numbering.c), other than a read
- *	  node's or a downgrade's: a reader that shares the answer of a reader
+ *	  numbering proves it, worker/locks/handover_numbering.c), other than a
+ *	  read node's or a downgrade's: a reader that shares the answer of a reader
  *	  released after its create left (released_readers) counts on the
  *	  create leaving when it is numbered.  Nothing waits for more ops: a
  *	  pass batches what it produced.
@@ -68,14 +69,14 @@
  *	  on a delete being ahead of its own request calls zklock_batch_flush
  *	  (caller holds the lock) right before sending:
  *	  zklock_handover_node_gone (its exists must be answered after the
- *	  released node's delete, worker/handover.c), zklock_ghosts_delete (the
- *	  decision's watch must find the ghost gone), and a create sent at once
- *	  with its listing.  Pickup and resume flush too, so a request that
+ *	  released node's delete, worker/locks/handover.c), zklock_ghosts_delete
+ *	  (the decision's watch must find the ghost gone), and a create sent at
+ *	  once with its listing.  Pickup and resume flush too, so a request that
  *	  starts or restarts goes behind every delete queued before it, as
  *	  unbatched: a backend's release reaches ZooKeeper before its next
  *	  acquire (whose listing would otherwise show its own released node and
  *	  wait on it), and a request resumed after a reconnect lists after the
- *	  deletes zklock_send_deletes queued.  The give-backs of a pass are all
+ *	  deletes zklock_deletes_send queued.  The give-backs of a pass are all
  *	  withdrawn before its first pickup, so they still share a multi.
  *	  Nothing else relies on the order: any other request that may overtake
  *	  a queued delete sees the node a little longer, which is conservative
@@ -94,6 +95,8 @@
 #include "core/handover_rules.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
 
 /* creates waiting for the end of the pass; more are sent alone at once */
 #define CREATE_QUEUE_MAX	256
@@ -259,7 +262,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	if (zklock_zh == NULL || !zklock_connected)
 	{
 		for (k = 0; k < ndel; k++)
-			zklock_delete_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
+			zklock_deletes_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
 		for (k = 0; k < ncr; k++)
 			create_answer_later(&cr[k]);
 		return;
@@ -267,7 +270,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	if (ndel + ncr == 1)
 	{
 		if (ndel == 1)
-			zklock_delete_send_alone(idx[0]);
+			zklock_deletes_send_alone(idx[0]);
 		else
 			create_alone(&cr[0]);
 		return;
@@ -309,7 +312,7 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 	{
 		/* the client took nothing (its connection is going): later */
 		for (k = 0; k < ndel; k++)
-			zklock_delete_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
+			zklock_deletes_batch_answer(idx[k], serial[k], ZCONNECTIONLOSS);
 		for (k = ndel; k < b->count; k++)
 			create_answer_later(&b->creates[k]);
 		pfree(b);
@@ -391,7 +394,7 @@ batch_done(int rc, const void *data)
 	if (rc != ZOK && !lost)
 		zklock_shared->batches_failed++;
 	for (k = 0; k < b->ndeletes; k++)
-		zklock_delete_batch_answer(b->idx[k], b->serial[k], rc);
+		zklock_deletes_batch_answer(b->idx[k], b->serial[k], rc);
 	if (b->ndeletes == b->count)
 	{
 		LWLockRelease(zklock_shared->lock);

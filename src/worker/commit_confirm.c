@@ -26,11 +26,11 @@ static void confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 static void
 confirm_sync_done(int rc, const char *value, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0 && rc != ZOK)
-		zklock_call_failed(idx, rc, "sync with the zookeeper leader");
-	zklock_completion_end();
+		zklock_req_call_failed(idx, rc, "sync with the zookeeper leader");
+	zklock_req_completion_end();
 }
 
 /*
@@ -42,7 +42,7 @@ confirm_sync_done(int rc, const char *value, const void *data)
 static void
 confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -54,9 +54,9 @@ confirm_stat_done(int rc, const struct Stat *stat, const void *data)
 		else if (rc == ZNONODE)
 			zklock_req_finish(idx, ZKR_OK, 0);
 		else
-			zklock_call_failed(idx, rc, "confirm the lock");
+			zklock_req_call_failed(idx, rc, "confirm the lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -73,12 +73,12 @@ confirm_start(int idx)
 	int			rc;
 
 	snprintf(buf, sizeof(buf), "%s/%s", slot->path, slot->data);
-	rc = zoo_async(zklock_zh, buf, confirm_sync_done, zklock_slot_tag(idx));
-	zklock_call_sent(idx, rc);
+	rc = zoo_async(zklock_zh, buf, confirm_sync_done, zklock_zkio_slot_tag(idx));
+	zklock_req_call_sent(idx, rc);
 	if (rc != ZOK)
 		return;
-	zklock_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, confirm_stat_done,
-					 zklock_slot_tag(idx)));
+	zklock_req_call_sent(idx, zoo_aexists(zklock_zh, buf, 0, confirm_stat_done,
+						 zklock_zkio_slot_tag(idx)));
 }
 
 /*

@@ -50,7 +50,7 @@
  * until its worker deletes it, which may be a little after its wait was
  * granted; but an edge i -> j from a waiter already granted needs the
  * node ahead of i to still exist, and a lock is granted while a node
- * ahead of it exists only by a local handover (worker/handover.c), which
+ * ahead of it exists only by a local handover (worker/locks/handover.c), which
  * grants at memory speed and deletes the released node after, guarded.
  * Following such stale edges around the cycle orders the grants strictly
  * (i was granted after j released, so after j was granted: g_i > g_j >
@@ -307,8 +307,8 @@ multi_done(int rc, const void *data)
 		 * and the next tick publishes the wait again.
 		 */
 		zklock_dlx_rec_path(zklock_dlx_recs[m->idx].name, path, sizeof(path));
-		(void) zklock_delete_add(path, NULL, false,
-								 zklock_dlx_recs[m->idx].session_gen, 0, 0);
+		(void) zklock_deletes_add(path, NULL, false,
+								  zklock_dlx_recs[m->idx].session_gen, 0, 0);
 		zklock_dlx_rec_forget(m->idx);
 	}
 	else

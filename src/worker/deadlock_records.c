@@ -92,6 +92,7 @@
 #include "common/settings.h"
 #include "worker/worker.h"
 #include "worker/deadlock_records.h"
+#include "worker/locks/locks.h"
 
 /* largest record written */
 #define DLX_RECORD_MAX	32768
@@ -295,7 +296,7 @@ send_create(int idx)
 	int			rc;
 
 	zklock_dlx_rec_path(r->name, path, sizeof(path));
-	rc = zoo_acreate(zklock_zh, path, r->data, r->len, zklock_node_acl(),
+	rc = zoo_acreate(zklock_zh, path, r->data, r->len, zklock_zkio_node_acl(),
 					 ZOO_EPHEMERAL, create_done,
 					 zklock_dlx_rec_call(idx, r->serial));
 	if (rc != ZOK)
@@ -328,7 +329,7 @@ create_done(int rc, const char *value, const void *data)
 
 			r->retried = true;
 			zklock_dlx_rec_dir(dir, sizeof(dir));
-			zklock_create_containers(dir, true);
+			zklock_zkio_create_containers(dir, true);
 			send_create(c->idx);
 		}
 		else
@@ -341,13 +342,13 @@ create_done(int rc, const char *value, const void *data)
 
 				/* it may have been applied: it goes (a name never reused) */
 				zklock_dlx_rec_path(r->name, path, sizeof(path));
-				(void) zklock_delete_add(path, NULL, false, r->session_gen, 0, 0);
+				(void) zklock_deletes_add(path, NULL, false, r->session_gen, 0, 0);
 			}
 			zklock_dlx_rec_forget(c->idx);
 		}
 	}
 	else if (rc == ZOK && c->session_gen == zklock_shared->session_gen)
-		(void) zklock_delete_add(value, NULL, false, c->session_gen, 0, 0);
+		(void) zklock_deletes_add(value, NULL, false, c->session_gen, 0, 0);
 	LWLockRelease(zklock_shared->lock);
 	pfree(c);
 }
@@ -426,7 +427,7 @@ build_record(int idx, const DlxQueue *q, char **children, int n,
 			zklock_give_back_pending(h) || !slot_in_records(h) ||
 			h->nodes[ZKN_MAIN].name[0] == '\0')
 			continue;
-		zklock_node_path(h, h->nodes[ZKN_MAIN].name, path, sizeof(path));
+		zklock_zkio_node_path(h, h->nodes[ZKN_MAIN].name, path, sizeof(path));
 		if (buf->len + strlen(path) + 8 > DLX_RECORD_MAX)
 			break;				/* a hold left out only misses a cycle */
 		appendStringInfo(buf, "hold %s\n", path);
@@ -663,7 +664,7 @@ sweep_listed(int rc, const struct String_vector *strings, const void *data)
 				strncmp(name, mine, strlen(mine)) == 0)
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dir, name);
-			(void) zklock_delete_add(path, NULL, false, c->session_gen, 0, 0);
+			(void) zklock_deletes_add(path, NULL, false, c->session_gen, 0, 0);
 		}
 	}
 	else if (zklock_rc_retryable(rc))
@@ -725,7 +726,7 @@ zklock_dlx_rec_pass(void)
 			char		path[ZKLOCK_FULL_PATH_SIZE + 96];
 
 			zklock_dlx_rec_path(r->name, path, sizeof(path));
-			(void) zklock_delete_add(path, NULL, false, r->session_gen, 0, 0);
+			(void) zklock_deletes_add(path, NULL, false, r->session_gen, 0, 0);
 			zklock_dlx_rec_forget(i);
 		}
 		else if (r->state == DLX_LIVE && r->check_asked)

@@ -19,6 +19,9 @@
 #include "zklock.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 static void resume(int idx);
 static void pickup(int i);
@@ -35,14 +38,14 @@ resume(int idx)
 	WorkerReq  *req = &zklock_reqs[idx];
 	bool		recover = (req->wait == ZKWS_PARKED_RECOVER);
 
-	/* the deletes queued so far (zklock_send_deletes') leave first */
+	/* the deletes queued so far (zklock_deletes_send') leave first */
 	zklock_batch_flush();
 	zklock_req_set_wait(idx, ZKWS_NONE);
 	req->skip_lists = 0;
 	if (ops->resume)
 		ops->resume(idx, recover);
 	else
-		zklock_start_request(idx);
+		zklock_req_start(idx);
 }
 
 /*
@@ -50,7 +53,7 @@ resume(int idx)
  * what it made, as any failed request).  Caller holds the lock.
  */
 void
-zklock_fail_auth_rejected(int idx)
+zklock_dispatch_fail_auth_rejected(int idx)
 {
 	zklock_reqs[idx].serial = zklock_shared->slots[idx].serial;
 	zklock_req_fail(idx, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
@@ -85,11 +88,11 @@ pickup(int i)
 		slot->phase = ZKP_START;
 	}
 	if (zklock_auth_rejected())
-		zklock_fail_auth_rejected(i);
+		zklock_dispatch_fail_auth_rejected(i);
 	else if (zklock_secure_failed())
 		zklock_secure_fail_request(i);
 	else
-		zklock_start_request(i);
+		zklock_req_start(i);
 }
 
 /*
@@ -105,7 +108,7 @@ pickup(int i)
  * protection prefix) is applied after the create anyway.
  */
 void
-zklock_run_requests(void)
+zklock_dispatch_run_requests(void)
 {
 	ZklockShared *sh = zklock_shared;
 	static ZklockMonoTime next_local_check = 0;
@@ -128,7 +131,7 @@ zklock_run_requests(void)
 		zklock_req_withdraw(given_back[i]);
 	if (now >= next_local_check)
 	{
-		zklock_lk_check_local_waits();
+		zklock_layer_check_local_waits();
 		(void) zklock_pathidx_check();
 		zklock_cache_tick(now);
 		next_local_check = ZKLOCK_MONO_PLUS_MS(now, LOCAL_WAIT_CHECK_MS);
@@ -153,7 +156,7 @@ zklock_run_requests(void)
 		}
 		zklock_dlx_check_pass();
 		if (zklock_deletes_due(zklock_mono_now()))
-			zklock_send_deletes();
+			zklock_deletes_send();
 		LWLockRelease(sh->lock);
 		return;
 	}
@@ -169,7 +172,7 @@ zklock_run_requests(void)
 			zklock_req_withdraw(i);
 	}
 	if (zklock_deletes_due(zklock_mono_now()))
-		zklock_send_deletes();
+		zklock_deletes_send();
 
 	for (i = 0; i < sh->nslots; i++)
 	{
@@ -191,8 +194,8 @@ zklock_run_requests(void)
 			 */
 			zklock_req_reset(i);
 			req->serial = slot->serial;
-			zklock_park(i, slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
-						slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0');
+			zklock_req_park(i, slot->nodes[ZKN_MAIN].uuid[0] != '\0' ||
+							slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0');
 			if (zklock_connected)
 				resume(i);
 		}
@@ -247,7 +250,7 @@ fail_new_downgrade(int i, const char *why)
  * whose place it takes is lost.  Caller holds the lock.
  */
 void
-zklock_sweep_lost_session(const char *why)
+zklock_dispatch_sweep_lost_session(const char *why)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -285,7 +288,7 @@ zklock_sweep_lost_session(const char *why)
 							  why, slot->path + slot->user_path_off);
 				}
 				else
-					zklock_park(i, false);
+					zklock_req_park(i, false);
 				break;
 			case ZKS_CANCEL:
 			case ZKS_RELEASE:
@@ -300,7 +303,7 @@ zklock_sweep_lost_session(const char *why)
 			zklock_req_reset(i);
 	}
 	zklock_cache_session_lost();
-	zklock_drop_session_deletes();
+	zklock_dtable_drop_session();
 	if (lost > 0)
 	{
 		sh->lost_epoch++;

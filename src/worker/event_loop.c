@@ -11,8 +11,8 @@
  * the async calls in this same thread.  One pass of the loop: reload the
  * configuration if asked, check the lease, open a handle if there is none,
  * send a heartbeat when one is due, take on the backends' requests
- * (zklock_run_requests), wait, check the lease again (a stalled worker
- * must not act on a stale session), and let the client process what
+ * (zklock_dispatch_run_requests), wait, check the lease again (a stalled
+ * worker must not act on a stale session), and let the client process what
  * arrived.
  *
  * src/README maps the other files of the worker, the slot states, the tag
@@ -42,6 +42,9 @@
 #include "common/settings.h"
 #include "common/session_file.h"
 #include "worker/worker.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 /*
  * What the loop is asked to do on its next pass: set through the
@@ -138,7 +141,7 @@ rebuild_wait_set(int fd, int interest)
 static void
 worker_exit(int code, Datum arg)
 {
-	zklock_deletes_persist();
+	zklock_dtable_persist();
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	zklock_shared->worker_pid = 0;
 	zklock_shared->worker_latch = NULL;
@@ -157,7 +160,7 @@ worker_attach(void)
 {
 	zklock_reqs = MemoryContextAllocZero(TopMemoryContext,
 								  sizeof(WorkerReq) * zklock_shared->nslots);
-	zklock_delete_progress = MemoryContextAllocZero(TopMemoryContext,
+	zklock_dtable_progress = MemoryContextAllocZero(TopMemoryContext,
 									sizeof(DeleteProgress) * zklock_shared->ndeletes);
 
 	zklock_defer_wakes();
@@ -281,8 +284,8 @@ renew_handle(void)
 		zklock_zh = NULL;
 		zklock_loop.need_reconnect = false;
 	}
-	if (zklock_zh == NULL && zklock_handle_may_open())
-		zklock_open_handle();
+	if (zklock_zh == NULL && zklock_auth_may_open())
+		zklock_conn_open();
 }
 
 /*
@@ -311,15 +314,15 @@ sync_wait_set(void)
 	errno = 0;
 	rc = zookeeper_interest(zklock_zh, &fd, &interest, &tv);
 	saved_errno = errno;
-	zklock_track_handshake(before);
+	zklock_lease_track_handshake(before);
 	if (rc != ZOK)
 		zklock_request_wait_set_rebuild();
 	else
-		zklock_cut_stuck_attempt(fd, zklock_mono_now());
+		zklock_lease_cut_stuck_attempt(fd, zklock_mono_now());
 	if (rc != ZOK)
 	{
 		zklock_secure_call_failed(zklock_zh, rc);
-		zklock_connect_failed(rc, saved_errno);
+		zklock_conn_failed(rc, saved_errno);
 	}
 	if (rc == ZINVALIDSTATE)
 		zklock_request_reconnect();
@@ -401,14 +404,14 @@ process_zookeeper(int zkevents)
 		errno = 0;
 		rc = zookeeper_process(zklock_zh, zkevents);
 		saved_errno = errno;
-		zklock_track_handshake(before);
+		zklock_lease_track_handshake(before);
 
 		/* the grants of this reply: the completions let go of the lock */
 		zklock_flush_wakes();
 		if (rc != ZOK && rc != ZNOTHING)
 		{
 			zklock_secure_call_failed(zklock_zh, rc);
-			zklock_connect_failed(rc, saved_errno);
+			zklock_conn_failed(rc, saved_errno);
 			zklock_request_wait_set_rebuild();
 			break;
 		}
@@ -484,12 +487,12 @@ zklock_worker_main(Datum main_arg)
 		if (ConfigReloadPending)
 			reload_config();
 
-		zklock_check_lease(zklock_mono_now());
+		zklock_lease_check(zklock_mono_now());
 		renew_handle();
 
 		/* a heartbeat due goes out ahead of the requests of this round */
-		zklock_heartbeat(zklock_mono_now());
-		zklock_run_requests();
+		zklock_lease_heartbeat(zklock_mono_now());
+		zklock_dispatch_run_requests();
 		/* the deletes this pass queued leave together, before the wait */
 		zklock_batch_send_ready();
 		zklock_flush_wakes();
@@ -498,7 +501,7 @@ zklock_worker_main(Datum main_arg)
 		timeout_ms = next_timeout(sync_wait_set());
 
 		/* what this trip changed in the persistent deletes, on disk */
-		zklock_deletes_persist();
+		zklock_dtable_persist();
 		zklock_flush_wakes();
 		zklock_worker_log_flush();
 		set_cork(false);
@@ -507,7 +510,7 @@ zklock_worker_main(Datum main_arg)
 		set_cork(true);
 
 		/* first of all after a wait (or a stall): is the lease still good? */
-		zklock_check_lease(zklock_mono_now());
+		zklock_lease_check(zklock_mono_now());
 		if (zklock_loop.need_reconnect)
 			continue;
 		zkevents = take_events(events, nevents);
@@ -516,6 +519,6 @@ zklock_worker_main(Datum main_arg)
 		/* and those the completions queued, ahead of the next pass's calls */
 		zklock_batch_send_ready();
 		zklock_worker_log_flush();
-		zklock_deletes_persist();
+		zklock_dtable_persist();
 	}
 }

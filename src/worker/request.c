@@ -15,6 +15,8 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "worker/worker.h"
+#include "worker/deletes/deletes.h"
+#include "worker/locks/locks.h"
 
 /* the process-local state of each slot (worker_attach allocates it) */
 WorkerReq *zklock_reqs = NULL;
@@ -142,7 +144,7 @@ zklock_req_withdraw(int idx)
  * lock.
  */
 void
-zklock_grant(int idx)
+zklock_req_grant(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -158,7 +160,7 @@ zklock_grant(int idx)
  * the resumed request first looks for the node it may have created.
  */
 void
-zklock_park(int idx, bool recover)
+zklock_req_park(int idx, bool recover)
 {
 	WorkerReq  *req = &zklock_reqs[idx];
 
@@ -188,7 +190,7 @@ zklock_req_set_wait(int idx, ZklockWaitState to)
  * caller must stop).
  */
 bool
-zklock_settle_cancel(int idx)
+zklock_req_settle_cancel(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 
@@ -203,39 +205,39 @@ zklock_settle_cancel(int idx)
  * Common start of a request's completion: take the lock, find the request
  * the reply belongs to, count the reply in, and stop if the backend gave
  * up meanwhile.  Returns the slot index when the request carries on, -1
- * otherwise; the caller ends with zklock_completion_end either way.
+ * otherwise; the caller ends with zklock_req_completion_end either way.
  */
 int
-zklock_completion_begin(const void *data)
+zklock_req_completion_begin(const void *data)
 {
 	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx < 0)
 		return -1;
 	zklock_reqs[idx].inflight--;
-	if (zklock_settle_cancel(idx))
+	if (zklock_req_settle_cancel(idx))
 		return -1;
 	return idx;
 }
 
 /*
  * Common start of the completion of a listing of a request: like
- * zklock_completion_begin, but a listing pipelined behind a create that
- * failed (zklock_create_failed counted it in skip_lists) is dropped: only
+ * zklock_req_completion_begin, but a listing pipelined behind a create that
+ * failed (zklock_req_create_failed counted it in skip_lists) is dropped: only
  * a cancel is settled.  Returns the slot index when the caller should
  * look at the answer, -1 otherwise; the caller ends with
- * zklock_completion_end either way.
+ * zklock_req_completion_end either way.
  */
 int
-zklock_listing_begin(const void *data)
+zklock_req_listing_begin(const void *data)
 {
 	int			idx;
 	WorkerReq  *req;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx < 0)
 		return -1;
 	req = &zklock_reqs[idx];
@@ -243,32 +245,32 @@ zklock_listing_begin(const void *data)
 	if (req->skip_lists > 0)
 	{
 		req->skip_lists--;
-		(void) zklock_settle_cancel(idx);
+		(void) zklock_req_settle_cancel(idx);
 		return -1;
 	}
-	if (zklock_settle_cancel(idx))
+	if (zklock_req_settle_cancel(idx))
 		return -1;
 	return idx;
 }
 
 /*
  * Common start of the completion of a create of a request's node: like
- * zklock_completion_begin, but a node created for a request that is gone is
- * queued for deletion (it must not linger), and a cancel is left for the
+ * zklock_req_completion_begin, but a node created for a request that is gone
+ * is queued for deletion (it must not linger), and a cancel is left for the
  * caller to settle once it has recorded what the reply created.  Returns the
- * slot index or -1; the caller ends with zklock_completion_end either way.
+ * slot index or -1; the caller ends with zklock_req_completion_end either way.
  */
 int
-zklock_create_begin(int rc, const char *value, const void *data)
+zklock_req_create_begin(int rc, const char *value, const void *data)
 {
 	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx < 0)
 	{
 		if (rc == ZOK && value != NULL)
-			zklock_queue_delete(value, NULL);
+			zklock_deletes_queue(value, NULL);
 		return -1;
 	}
 	zklock_reqs[idx].inflight--;
@@ -276,13 +278,13 @@ zklock_create_begin(int rc, const char *value, const void *data)
 }
 
 /*
- * Common end of a completion begun with zklock_completion_begin,
- * zklock_listing_begin or zklock_create_begin (or a counter fold's
+ * Common end of a completion begun with zklock_req_completion_begin,
+ * zklock_req_listing_begin or zklock_req_create_begin (or a counter fold's
  * fold_completion_begin), at each of its exits: release the lock the
  * begin took.  Caller holds the lock.
  */
 void
-zklock_completion_end(void)
+zklock_req_completion_end(void)
 {
 	LWLockRelease(zklock_shared->lock);
 }
@@ -293,8 +295,8 @@ zklock_completion_end(void)
  * doubt any more.
  */
 void
-zklock_create_took(int idx, const char *value, char *node, Size node_size,
-				   bool *create_sent)
+zklock_req_create_took(int idx, const char *value, char *node, Size node_size,
+					   bool *create_sent)
 {
 	const char *base = strrchr(value, '/');
 
@@ -313,19 +315,19 @@ zklock_create_took(int idx, const char *value, char *node, Size node_size,
  * first.  Returns true when the caller should send the create again.
  */
 bool
-zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
-					 bool fixed_name, bool listing_follows, const char *what)
+zklock_req_create_failed(int idx, int rc, char *uuid, bool *create_sent,
+						 bool fixed_name, bool listing_follows, const char *what)
 {
 	*create_sent = (rc != ZNONODE && zklock_rc_retryable(rc));
 	if (!fixed_name && zklock_rc_refused(rc))
 		uuid[0] = '\0';
 	if (listing_follows)
 		zklock_reqs[idx].skip_lists++;
-	if (zklock_settle_cancel(idx))
+	if (zklock_req_settle_cancel(idx))
 		return false;
 	if (rc == ZNONODE && !fixed_name)
-		return zklock_retry_with_parents(idx);
-	zklock_call_failed(idx, rc, what);
+		return zklock_req_retry_with_parents(idx);
+	zklock_req_call_failed(idx, rc, what);
 	return false;
 }
 
@@ -336,7 +338,7 @@ zklock_create_failed(int idx, int rc, char *uuid, bool *create_sent,
  * send its create again.
  */
 bool
-zklock_retry_with_parents(int idx)
+zklock_req_retry_with_parents(int idx)
 {
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	WorkerReq  *req = &zklock_reqs[idx];
@@ -357,10 +359,10 @@ zklock_retry_with_parents(int idx)
  * trouble, leave session ends to the session watcher, fail otherwise.
  */
 void
-zklock_call_failed(int idx, int rc, const char *what)
+zklock_req_call_failed(int idx, int rc, const char *what)
 {
 	if (zklock_rc_retryable(rc))
-		zklock_park(idx, true);
+		zklock_req_park(idx, true);
 	else if (!zklock_rc_session_gone(rc))
 		zklock_req_fail(idx, zklock_rc_sqlstate(rc), "could not %s \"%s\": %s", what,
 				  zklock_shared->slots[idx].path + zklock_shared->slots[idx].user_path_off,
@@ -371,7 +373,7 @@ zklock_call_failed(int idx, int rc, const char *what)
  * A try found the lock taken: delete what we made, report not granted.
  */
 void
-zklock_give_up_try(int idx)
+zklock_req_give_up_try(int idx)
 {
 	(void) record_slot_deletes(idx, false);
 	zklock_req_clear_nodes(&zklock_shared->slots[idx]);
@@ -389,11 +391,11 @@ zklock_give_up_try(int idx)
  * Caller holds the lock.
  */
 void
-zklock_start_request(int idx)
+zklock_req_start(int idx)
 {
 	if (!zklock_connected)
 	{
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	zklock_worker_ops(zklock_shared->slots[idx].op)->start(idx);
@@ -403,14 +405,14 @@ zklock_start_request(int idx)
  * A watch fired for a request: take its next look.  Caller holds the lock.
  */
 void
-zklock_continue_request(int idx)
+zklock_req_continue(int idx)
 {
 	const ZklockWorkerOps *ops = zklock_worker_ops(zklock_shared->slots[idx].op);
 
 	if (ops->next)
 		ops->next(idx);
 	else
-		zklock_start_request(idx);
+		zklock_req_start(idx);
 }
 
 /*
@@ -419,10 +421,10 @@ zklock_continue_request(int idx)
  * send it (the connection is not there).  Caller holds the lock.
  */
 void
-zklock_call_sent(int idx, int rc)
+zklock_req_call_sent(int idx, int rc)
 {
 	if (rc != ZOK)
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -431,7 +433,7 @@ zklock_call_sent(int idx, int rc)
  * Watcher of every recipe: the node we wait on changed; look again.
  */
 void
-zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
+zklock_req_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
 {
 	int			idx;
 
@@ -439,13 +441,13 @@ zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void 
 		return;					/* the session watcher handles those */
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(ctx);
+	idx = zklock_zkio_tag_current(ctx);
 	if (idx >= 0 && zklock_wait_for_event(zklock_reqs[idx].wait) &&
 		zklock_reqs[idx].inflight == 0 &&
 		zklock_shared->slots[idx].state == ZKS_ACTIVE)
 	{
 		zklock_req_set_wait(idx, ZKWS_NONE);
-		zklock_continue_request(idx);
+		zklock_req_continue(idx);
 	}
 	LWLockRelease(zklock_shared->lock);
 }
@@ -457,23 +459,23 @@ zklock_step_watcher(zhandle_t *zzh, int type, int state, const char *path, void 
  * Caller holds the lock.
  */
 void
-zklock_send_listing(int idx, const char *path, strings_completion_t done, bool watch,
+zklock_req_send_listing(int idx, const char *path, strings_completion_t done, bool watch,
 			 bool recover)
 {
 	int			rc;
 
 	if (!zklock_connected)
 	{
-		zklock_park(idx, recover);
+		zklock_req_park(idx, recover);
 		return;
 	}
 	if (watch)
-		rc = zoo_awget_children(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-								done, zklock_slot_tag(idx));
+		rc = zoo_awget_children(zklock_zh, path, zklock_req_step_watcher, (void *) zklock_zkio_slot_tag(idx),
+								done, zklock_zkio_slot_tag(idx));
 	else
-		rc = zoo_aget_children(zklock_zh, path, 0, done, zklock_slot_tag(idx));
+		rc = zoo_aget_children(zklock_zh, path, 0, done, zklock_zkio_slot_tag(idx));
 	if (rc != ZOK)
-		zklock_park(idx, recover);
+		zklock_req_park(idx, recover);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -483,11 +485,11 @@ zklock_send_listing(int idx, const char *path, strings_completion_t done, bool w
  * parks the request when that cannot be sent now.  Caller holds the lock.
  */
 void
-zklock_send_listing2(int idx, const char *path, strings_stat_completion_t done)
+zklock_req_send_listing2(int idx, const char *path, strings_stat_completion_t done)
 {
 	if (!zklock_connected ||
-		zoo_aget_children2(zklock_zh, path, 0, done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, false);
+		zoo_aget_children2(zklock_zh, path, 0, done, zklock_zkio_slot_tag(idx)) != ZOK)
+		zklock_req_park(idx, false);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -498,13 +500,13 @@ zklock_send_listing2(int idx, const char *path, strings_stat_completion_t done)
  * holds the lock.
  */
 bool
-zklock_send_exists_watch(int idx, const char *path, stat_completion_t done, bool recover)
+zklock_req_send_exists_watch(int idx, const char *path, stat_completion_t done, bool recover)
 {
 	if (!zklock_connected ||
-		zoo_awexists(zklock_zh, path, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-					 done, zklock_slot_tag(idx)) != ZOK)
+		zoo_awexists(zklock_zh, path, zklock_req_step_watcher, (void *) zklock_zkio_slot_tag(idx),
+					 done, zklock_zkio_slot_tag(idx)) != ZOK)
 	{
-		zklock_park(idx, recover);
+		zklock_req_park(idx, recover);
 		return false;
 	}
 	zklock_reqs[idx].inflight++;
@@ -540,7 +542,7 @@ record_slot_deletes(int idx, bool can_wait)
 	in.aux_node = slot->nodes[ZKN_LEASE_LOCK].name;
 	in.aux_uuid = slot->nodes[ZKN_LEASE_LOCK].uuid;
 	n = zklock_cleanup_plan(&in, steps);
-	if (can_wait && !zklock_deletes_have_room(n))
+	if (can_wait && !zklock_dtable_have_room(n))
 		return false;
 	for (k = 0; k < n; k++)
 	{
@@ -560,14 +562,14 @@ record_slot_deletes(int idx, bool can_wait)
 				break;
 		}
 		if (steps[k].by_prefix)
-			zklock_queue_delete(parent, steps[k].prefix);
+			zklock_deletes_queue(parent, steps[k].prefix);
 		else
 		{
 			snprintf(buf, sizeof(buf), "%s/%s", parent, steps[k].name);
-			zklock_queue_delete(buf, NULL);
+			zklock_deletes_queue(buf, NULL);
 		}
 	}
-	/* late creates (worker/ghosts.c) */
+	/* late creates (worker/deletes/ghosts.c) */
 	zklock_ghosts_sweep_doubted(idx, false);
 	return true;
 }

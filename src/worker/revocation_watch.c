@@ -32,7 +32,7 @@ revoke_data_done(int rc, const char *value, int value_len,
 	int			idx;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(data);
+	idx = zklock_zkio_tag_current(data);
 	if (idx >= 0 && rc != ZOK)
 	{
 		/*
@@ -73,7 +73,7 @@ revoke_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx)
 	if (type != ZOO_CHANGED_EVENT)
 		return;
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	idx = zklock_tag_current(ctx);
+	idx = zklock_zkio_tag_current(ctx);
 	if (idx >= 0)
 	{
 		ZklockSlotState st = zklock_shared->slots[idx].state;
@@ -93,8 +93,8 @@ zklock_revoke_watch(int idx)
 	ZklockSlot *slot = &zklock_shared->slots[idx];
 	char		buf[ZKLOCK_NODE_PATH_SIZE];
 
-	zklock_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
+	zklock_zkio_node_path(slot, slot->nodes[ZKN_MAIN].name, buf, sizeof(buf));
 	zklock_reqs[idx].revoke_armed =
-		zoo_awget(zklock_zh, buf, revoke_watcher, (void *) zklock_slot_tag(idx),
-				  revoke_data_done, zklock_slot_tag(idx)) == ZOK;
+		zoo_awget(zklock_zh, buf, revoke_watcher, (void *) zklock_zkio_slot_tag(idx),
+				  revoke_data_done, zklock_zkio_slot_tag(idx)) == ZOK;
 }

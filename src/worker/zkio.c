@@ -2,8 +2,8 @@
  *
  * worker/zkio.c
  *	  ZooKeeper I/O helpers of the worker: the tags that tie a reply to
- *	  its request, result codes, node paths and ACLs, parent containers, and
- *	  the listing and exists calls every recipe sends.
+ *	  its request, node paths and ACLs, parent containers, UUIDs.  What a
+ *	  result code means is worker/result_codes.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,7 +21,7 @@ static void container_done(int rc, const char *value, const void *data);
  * hands back to completions and watchers.
  */
 const void *
-zklock_make_tag(int idx, uint32 serial)
+zklock_zkio_make_tag(int idx, uint32 serial)
 {
 	return (const void *) (uintptr_t) (((uint64) serial << ZKLOCK_TAG_INDEX_BITS) | (uint64) idx);
 }
@@ -30,9 +30,9 @@ zklock_make_tag(int idx, uint32 serial)
  * Tag of the request now running in slot idx.
  */
 const void *
-zklock_slot_tag(int idx)
+zklock_zkio_slot_tag(int idx)
 {
-	return zklock_make_tag(idx, zklock_shared->slots[idx].serial);
+	return zklock_zkio_make_tag(idx, zklock_shared->slots[idx].serial);
 }
 
 /*
@@ -40,7 +40,7 @@ zklock_slot_tag(int idx)
  * request running in that slot, -1 when it is stale.
  */
 int
-zklock_tag_current(const void *tag)
+zklock_zkio_tag_current(const void *tag)
 {
 	uint64		v = (uint64) (uintptr_t) tag;
 	int			idx = (int) (v & ZKLOCK_TAG_INDEX_MASK);
@@ -54,94 +54,11 @@ zklock_tag_current(const void *tag)
 }
 
 /*
- * Map a ZooKeeper result code to an SQLSTATE for errors handed to a
- * backend.
- */
-int
-zklock_rc_sqlstate(int rc)
-{
-	switch (rc)
-	{
-		case ZNOAUTH:
-		case ZAUTHFAILED:
-			return ERRCODE_INSUFFICIENT_PRIVILEGE;
-		case ZCONNECTIONLOSS:
-		case ZSESSIONCLOSEDREQUIRESASLAUTH:
-		case ZOPERATIONTIMEOUT:
-		case ZSESSIONEXPIRED:
-		case ZSESSIONMOVED:
-		case ZCLOSING:
-		case ZINVALIDSTATE:
-			return ERRCODE_CONNECTION_FAILURE;
-		case ZBADARGUMENTS:
-			return ERRCODE_INVALID_PARAMETER_VALUE;
-		case ZNOCHILDRENFOREPHEMERALS:
-			return ERRCODE_WRONG_OBJECT_TYPE;
-		case ZNOTEMPTY:
-			return ERRCODE_OBJECT_IN_USE;
-		default:
-			return ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
-	}
-}
-
-/*
- * True for the result codes after which the call may or may not have been
- * applied and should be tried again once the connection is back: the
- * connection was lost or timed out; the session moved to another server
- * (which drops this connection, and the client reconnects); the client
- * closed its socket after a send error or an out-of-order reply (the
- * 3.8 client reports that as a runtime inconsistency); the server
- * rejected zklock.auth on this connection and closed it (the session
- * watcher fails the waiting requests then); the server requires a SASL
- * login the session has not made, refused the request unapplied and
- * closed the connection (worker/secure.c says why and fails the waiting
- * requests).
- */
-bool
-zklock_rc_retryable(int rc)
-{
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-		rc == ZSESSIONMOVED || rc == ZRUNTIMEINCONSISTENCY ||
-		rc == ZAUTHFAILED || rc == ZSESSIONCLOSEDREQUIRESASLAUTH;
-}
-
-/*
- * True for the result codes with which the server refused a create: no
- * node was made.
- */
-bool
-zklock_rc_refused(int rc)
-{
-	switch (rc)
-	{
-		case ZNONODE:
-		case ZNOAUTH:
-		case ZNODEEXISTS:
-		case ZINVALIDACL:
-		case ZBADARGUMENTS:
-		case ZNOCHILDRENFOREPHEMERALS:
-			return true;
-		default:
-			return false;
-	}
-}
-
-/*
- * True for the result codes that mean the session is ending; the session
- * watcher deals with every request then.
- */
-bool
-zklock_rc_session_gone(int rc)
-{
-	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
-}
-
-/*
  * Full path of a node of a slot: leases live under P/leases, everything
  * else directly under P.
  */
 void
-zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
+zklock_zkio_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
 {
 	if (zklock_worker_ops(slot->op)->flags & ZKW_NODE_IN_LEASES)
 		zklock_recipe_path(buf, len, slot->path, ZKLOCK_LEASES_DIR, name);
@@ -156,7 +73,7 @@ zklock_node_path(ZklockSlot *slot, const char *name, char *buf, size_t len)
  * that share such a path authenticate with the same digest credentials.
  */
 struct ACL_vector *
-zklock_node_acl(void)
+zklock_zkio_node_acl(void)
 {
 	return zklock_acl == ZKLOCK_ACL_CREATOR ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
 }
@@ -177,7 +94,7 @@ container_done(int rc, const char *value, const void *data)
  * parents in place, since one session's requests are applied in order.
  */
 void
-zklock_create_containers(const char *path, bool include_self)
+zklock_zkio_create_containers(const char *path, bool include_self)
 {
 	char		parent[ZKLOCK_NODE_PATH_SIZE];
 	char	   *p;
@@ -192,7 +109,7 @@ zklock_create_containers(const char *path, bool include_self)
 			if (saved == '\0' && !include_self)
 				break;
 			*p = '\0';
-			(void) zoo_acreate(zklock_zh, parent, "", 0, zklock_node_acl(),
+			(void) zoo_acreate(zklock_zh, parent, "", 0, zklock_zkio_node_acl(),
 							   ZOO_CONTAINER, container_done, NULL);
 			*p = saved;
 			if (saved == '\0')
@@ -205,7 +122,7 @@ zklock_create_containers(const char *path, bool include_self)
  * A fresh protection id.
  */
 bool
-zklock_new_uuid(char *out)
+zklock_zkio_new_uuid(char *out)
 {
 	unsigned char bytes[16];
 

@@ -46,7 +46,7 @@ my ($cnode) = @{ $peer->children('/t151/c') };
 refused("SELECT zk_barrier_remove('/t151/c/$cnode')", '22023', 'removing the Curator holder\'s lock node');
 is($s2->value(q{SELECT zk_mutex_try_acquire('/t151/c')}), 'f', 'Curator still holds it');
 # A refused try returns at once and its node's delete follows (an owed
-# delete, src/worker/deletes.c): wait for it, so that the count below sees
+# delete, src/worker/deletes/deletes.c): wait for it, so that the count below sees
 # what the refused barrier calls did and nothing else.
 ok(wait_children_count($peer, '/t151/c', 1), 'the refused try leaves no node');
 refused(q{SELECT zk_barrier_set('/t151/c/lock-0000000000')}, '22023', 'setting a barrier named like a lock node');

@@ -13,7 +13,7 @@
 #      is deleted about zklock.lock_cache_idle later, not 120 s later;
 #   2. forward: the released node of a handover to a local waiter whose
 #      node was deleted from outside (its guarded delete finds the guard
-#      gone, worker/deletes.c) is kept zklock.commit_min_lease (5 s), the
+#      gone, worker/deletes/deletes.c) is kept zklock.commit_min_lease (5 s), the
 #      time a COMMIT that checked the handed lock just before may still
 #      take, and only then deleted: the Curator client queued behind gets
 #      the lock after those 5 s, not at the step (which comes inside

@@ -1,29 +1,29 @@
 /*-------------------------------------------------------------------------
  *
- * worker/deletes.c
+ * worker/deletes/deletes.c
  *	  Guaranteed deletes: the entries of the shared pending-delete table
- *	  (worker/delete_table.c) sent and retried for the life of the session,
- *	  and what a request records in it.  The entries of persistent nodes
- *	  (P/ready) are also kept on disk, so they outlive shared memory (a
+ *	  (worker/deletes/delete_table.c) sent and retried for the life of the
+ *	  session, and what a request records in it.  The entries of persistent
+ *	  nodes (P/ready) are also kept on disk, so they outlive shared memory (a
  *	  crash-restart or a restart of the server).
  *
- *	  zklock_delete_add			record a delete and send it
- *	  zklock_queue_delete		the same for an ephemeral node of this session
- *	  zklock_send_deletes		send every entry that is due
+ *	  zklock_deletes_add			record a delete and send it
+ *	  zklock_deletes_queue		the same for an ephemeral node of this session
+ *	  zklock_deletes_send		send every entry that is due
  *	  zklock_deletes_due		is a pass over the entries due?
  *	  zklock_deletes_ready		deletes queued for the end of the pass
  *	  zklock_deletes_take_ready	take them for one multi (worker/batch.c)
- *	  zklock_delete_send_alone	send one of them on its own
- *	  zklock_delete_batch_answer	apply a multi's answer to one of them
- *	  zklock_delete_guard		make a queued delete wait for a check of the
+ *	  zklock_deletes_send_alone	send one of them on its own
+ *	  zklock_deletes_batch_answer	apply a multi's answer to one of them
+ *	  zklock_deletes_guard		make a queued delete wait for a check of the
  *								node the lock was handed to
  *	  zklock_deletes_load		put the persistent entries on disk back
- *	  (zklock_node_gone_hook, worker/handover_layer.c, is told of a queued
- *	  delete by name; zklock_guard_answer_hook of a guarded delete's
+ *	  (zklock_node_gone_hook, worker/locks/handover_layer.c, is told of a
+ *	  queued delete by name; zklock_guard_answer_hook of a guarded delete's
  *	  answer)
  *
  *	  A guarded delete (the released node of a handover at memory speed,
- *	  worker/handover.c) is one multi of a check that the guard node is
+ *	  worker/locks/handover.c) is one multi of a check that the guard node is
  *	  there and the delete, sent alone: the released node goes only while
  *	  the node the lock was handed to is there, so it never goes while
  *	  nobody holds the lock by ZooKeeper's queue.  Its answers:
@@ -52,7 +52,8 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes_int.h"
+#include "worker/locks/locks.h"
 
 /*
  * The deletes by name that became due in this pass of the worker's event
@@ -113,8 +114,8 @@ static void
 delete_send(int i, ZklockMonoTime now)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteProgress *dl = zklock_delete_progress_of(i);
-	const void *tag = zklock_make_tag(i, e->serial);
+	DeleteProgress *dl = zklock_dtable_progress_of(i);
+	const void *tag = zklock_zkio_make_tag(i, e->serial);
 	int			rc;
 
 	if (dl->inflight || zklock_zh == NULL || !zklock_connected)
@@ -159,7 +160,7 @@ delete_send(int i, ZklockMonoTime now)
 static bool
 delete_queue_ready(int i)
 {
-	DeleteProgress *dl = zklock_delete_progress_of(i);
+	DeleteProgress *dl = zklock_dtable_progress_of(i);
 
 	if (ready_idx == NULL)
 	{
@@ -192,7 +193,7 @@ zklock_deletes_ready(void)
  * Take up to max of the queued deletes, oldest first, into idx and serial
  * (those whose entry was freed or reused meanwhile are dropped).  They
  * stay marked in flight: the caller sends them, or answers them with
- * zklock_delete_batch_answer.  Caller holds the lock.
+ * zklock_deletes_batch_answer.  Caller holds the lock.
  */
 int
 zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
@@ -205,9 +206,9 @@ zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
 		uint32		s = ready_serial[ready_head];
 
 		ready_head++;
-		if (zklock_deletes[i].serial != s || !zklock_delete_progress_of(i)->batched)
+		if (zklock_deletes[i].serial != s || !zklock_dtable_progress_of(i)->batched)
 			continue;
-		zklock_delete_progress[i].batched = false;
+		zklock_dtable_progress[i].batched = false;
 		idx[n] = i;
 		serial[n] = s;
 		n++;
@@ -223,15 +224,15 @@ zklock_deletes_take_ready(int *idx, uint32 *serial, int max)
  * Caller holds the lock.
  */
 void
-zklock_delete_send_alone(int i)
+zklock_deletes_send_alone(int i)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteProgress *dl = zklock_delete_progress_of(i);
+	DeleteProgress *dl = zklock_dtable_progress_of(i);
 
 	dl->inflight = true;
 	if (zklock_zh == NULL || !zklock_connected ||
 		zoo_adelete(zklock_zh, e->path, -1, delete_done,
-					zklock_make_tag(i, e->serial)) != ZOK)
+					zklock_zkio_make_tag(i, e->serial)) != ZOK)
 	{
 		/* the client took nothing (its connection is going): later */
 		dl->inflight = false;
@@ -249,22 +250,22 @@ zklock_delete_send_alone(int i)
  * would have had alone (NoNode frees it).  Caller holds the lock.
  */
 void
-zklock_delete_batch_answer(int i, uint32 serial, int rc)
+zklock_deletes_batch_answer(int i, uint32 serial, int rc)
 {
 	DeleteProgress *dl;
 
-	if (zklock_delete_progress == NULL || zklock_deletes[i].serial != serial)
+	if (zklock_dtable_progress == NULL || zklock_deletes[i].serial != serial)
 		return;
-	dl = zklock_delete_progress_of(i);
+	dl = zklock_dtable_progress_of(i);
 	if (rc == ZOK)
-		zklock_delete_free(i);
+		zklock_dtable_free(i);
 	else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 		delete_retry(i, rc);
 	else
 	{
 		dl->inflight = false;
 		dl->retry_at = 0;
-		zklock_delete_send_alone(i);
+		zklock_deletes_send_alone(i);
 	}
 }
 
@@ -289,7 +290,7 @@ delete_send_guarded(int i)
 	zoo_delete_op_init(&g->ops[1], g->path, -1);
 	/* an answer that fills in nothing must not read as applied */
 	g->results[0].err = g->results[1].err = ZSYSTEMERROR;
-	g->tag = zklock_make_tag(i, e->serial);
+	g->tag = zklock_zkio_make_tag(i, e->serial);
 	rc = zoo_amulti(zklock_zh, 2, g->ops, g->results, delete_guarded_done, g);
 	if (rc != ZOK)
 		pfree(g);
@@ -306,18 +307,18 @@ delete_guarded_done(int rc, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = zklock_delete_tag_current(g->tag);
+	i = zklock_dtable_tag_current(g->tag);
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteProgress *dl = zklock_delete_progress_of(i);
+		DeleteProgress *dl = zklock_dtable_progress_of(i);
 
 		if (rc == ZOK ||
 			(!zklock_rc_retryable(rc) && !zklock_rc_session_gone(rc) &&
 			 g->results[0].err == ZOK && g->results[1].err == ZNONODE))
 		{
 			zklock_guard_answer_hook(e->path, e->guard, true);
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 		}
 		else if (zklock_rc_retryable(rc) || zklock_rc_session_gone(rc))
 			delete_retry(i, rc);
@@ -346,14 +347,14 @@ delete_guarded_done(int rc, const void *data)
  * connected).  Caller holds the lock.
  */
 bool
-zklock_delete_guard(const char *path, const char *guard)
+zklock_deletes_guard(const char *path, const char *guard)
 {
-	int			i = zklock_delete_find_ephemeral(path);
+	int			i = zklock_dtable_find_ephemeral(path);
 	DeleteProgress *dl;
 
 	if (i < 0 || zklock_deletes[i].guard[0] != '\0' || !zklock_connected)
 		return false;
-	dl = zklock_delete_progress_of(i);
+	dl = zklock_dtable_progress_of(i);
 	if (!dl->batched)
 		return false;
 	/* out of the queue (take_ready skips it), then sent on its own */
@@ -365,19 +366,19 @@ zklock_delete_guard(const char *path, const char *guard)
 }
 
 /*
- * Add an entry (zklock_delete_record says which) and send it: at once when
+ * Add an entry (zklock_dtable_record says which) and send it: at once when
  * connected, or, a plain delete by name, at the end of the pass or at the
  * next zklock_batch_flush, whichever comes first: a request that must
  * reach the server behind it flushes first.  Returns false when the table
  * is full (the node is then named in the log).  Caller holds the lock.
  */
 bool
-zklock_delete_add(const char *path, const char *prefix, bool persistent,
-				  uint64 gen, int64 czxid, int64 ctime)
+zklock_deletes_add(const char *path, const char *prefix, bool persistent,
+				   uint64 gen, int64 czxid, int64 ctime)
 {
 	int			j;
 
-	if (!zklock_delete_record(path, prefix, persistent, gen, czxid, ctime, &j))
+	if (!zklock_dtable_record(path, prefix, persistent, gen, czxid, ctime, &j))
 		return false;
 	if (j >= 0)
 		delete_send(j, zklock_mono_now());
@@ -390,15 +391,15 @@ zklock_delete_add(const char *path, const char *prefix, bool persistent,
  * was lost).
  */
 void
-zklock_queue_delete(const char *path, const char *prefix)
+zklock_deletes_queue(const char *path, const char *prefix)
 {
-	(void) zklock_delete_add(path, prefix, false, zklock_shared->session_gen, 0, 0);
+	(void) zklock_deletes_add(path, prefix, false, zklock_shared->session_gen, 0, 0);
 	if (prefix == NULL)
 	{
 		/*
 		 * waiters on it look again: zklock_node_gone_hook is data, defined
-		 * with the handover layer (worker/handover_layer.c), so the delete
-		 * table calls nothing above it by name
+		 * with the handover layer (worker/locks/handover_layer.c), so the
+		 * delete table calls nothing above it by name
 		 */
 		zklock_node_gone_hook(path);
 	}
@@ -413,7 +414,7 @@ static void
 delete_retry(int i, int rc)
 {
 	ZklockDelete *e = &zklock_deletes[i];
-	DeleteProgress *dl = zklock_delete_progress_of(i);
+	DeleteProgress *dl = zklock_dtable_progress_of(i);
 	ZklockMonoTime now = zklock_mono_now();
 
 	dl->inflight = false;
@@ -456,14 +457,14 @@ delete_done(int rc, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = zklock_delete_tag_current(data);
+	i = zklock_dtable_tag_current(data);
 	if (i >= 0)
 	{
 		if (rc == ZOK || rc == ZNONODE)
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 		else if (rc == ZBADVERSION && zklock_deletes[i].czxid != 0)
 		{
-			DeleteProgress *dl = zklock_delete_progress_of(i);
+			DeleteProgress *dl = zklock_dtable_progress_of(i);
 
 			dl->inflight = false;
 			dl->retry_at = 0;
@@ -491,13 +492,13 @@ delete_stat_done(int rc, const struct Stat *stat, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = zklock_delete_tag_current(data);
+	i = zklock_dtable_tag_current(data);
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
 
 		if (rc == ZNONODE)
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 		else if (rc == ZOK && (stat->czxid != e->czxid ||
 							   (e->ctime != 0 && stat->ctime != e->ctime)))
 		{
@@ -507,12 +508,12 @@ delete_stat_done(int rc, const struct Stat *stat, const void *data)
 					 errdetail("Its creation zxid and time are %lld and %lld, the delete was recorded for %lld and %lld, which is gone.",
 							   (long long) stat->czxid, (long long) stat->ctime,
 							   (long long) e->czxid, (long long) e->ctime)));
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 		}
 		else if (rc == ZOK)
 		{
 			int			zrc = zoo_adelete(zklock_zh, e->path, stat->version,
-										  delete_done, zklock_make_tag(i, e->serial));
+										  delete_done, zklock_zkio_make_tag(i, e->serial));
 
 			if (zrc != ZOK)
 				delete_retry(i, ZCONNECTIONLOSS);
@@ -539,16 +540,16 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = zklock_delete_tag_current(data);
+	i = zklock_dtable_tag_current(data);
 	if (i >= 0 && rc == ZOK)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteProgress *dl = zklock_delete_progress_of(i);
+		DeleteProgress *dl = zklock_dtable_progress_of(i);
 		int			first = zklock_find_protected(strings->data, strings->count,
 												  e->prefix);
 
 		if (first < 0)
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 		else
 		{
 			char		child[ZKLOCK_NODE_PATH_SIZE];
@@ -556,7 +557,7 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 			snprintf(child, sizeof(child), "%s/%s", e->path, strings->data[first]);
 			/* dl->inflight stays set: the delete is the entry's call now */
 			if (zoo_adelete(zklock_zh, child, -1, delete_prefix_child_done,
-							zklock_make_tag(i, e->serial)) != ZOK)
+							zklock_zkio_make_tag(i, e->serial)) != ZOK)
 			{
 				dl->inflight = false;
 				dl->retry_at = ZKLOCK_MONO_PLUS_MS(zklock_mono_now(), DELETE_RETRY_MIN_MS);
@@ -565,7 +566,7 @@ delete_prefix_done(int rc, const struct String_vector *strings, const void *data
 		}
 	}
 	else if (i >= 0 && rc == ZNONODE)
-		zklock_delete_free(i);
+		zklock_dtable_free(i);
 	else if (i >= 0)
 		delete_retry(i, rc);
 	LWLockRelease(zklock_shared->lock);
@@ -582,11 +583,11 @@ delete_prefix_child_done(int rc, const void *data)
 	int			i;
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	i = zklock_delete_tag_current(data);
+	i = zklock_dtable_tag_current(data);
 	if (i >= 0)
 	{
 		ZklockDelete *e = &zklock_deletes[i];
-		DeleteProgress *dl = zklock_delete_progress_of(i);
+		DeleteProgress *dl = zklock_dtable_progress_of(i);
 
 		if (rc == ZOK || rc == ZNONODE)
 		{
@@ -617,7 +618,7 @@ delete_prefix_child_done(int rc, const void *data)
  * session is dropped: that session's end removed the node.
  */
 void
-zklock_send_deletes(void)
+zklock_deletes_send(void)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockMonoTime now = zklock_mono_now();
@@ -633,7 +634,7 @@ zklock_send_deletes(void)
 			continue;
 		if (!e->persistent && e->session_gen != sh->session_gen)
 		{
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 			continue;
 		}
 		seen++;
@@ -654,7 +655,7 @@ zklock_deletes_due(ZklockMonoTime now)
 
 /*
  * A worker starts: put the persistent entries on disk (written by
- * zklock_deletes_persist, worker/delete_table.c) back into the table
+ * zklock_dtable_persist, worker/deletes/delete_table.c) back into the table
  * (those it does not hold already: a restarted worker finds them in shared
  * memory too).  They are sent once connected, on any session.  Takes the
  * lock.
@@ -679,7 +680,7 @@ zklock_deletes_load(void)
 	{
 		ZklockDelete *e = &saved[i];
 
-		if (zklock_delete_find_persistent(e->path, e->prefix, e->czxid) >= 0)
+		if (zklock_dtable_find_persistent(e->path, e->prefix, e->czxid) >= 0)
 			continue;			/* a restarted worker: the table has it */
 		if (!same_hosts && (e->czxid == 0 || e->ctime == 0))
 		{
@@ -698,12 +699,12 @@ zklock_deletes_load(void)
 							   file_hosts)));
 			continue;
 		}
-		if (zklock_delete_add(e->path, e->by_prefix ? e->prefix : NULL, true,
-							  sh->session_gen, e->czxid, e->ctime))
+		if (zklock_deletes_add(e->path, e->by_prefix ? e->prefix : NULL, true,
+							   sh->session_gen, e->czxid, e->ctime))
 			added++;
 	}
 	/* the file says from now on what the table says */
-	zklock_deletes_mark_dirty();
+	zklock_dtable_mark_dirty();
 	zklock_request_deletes_scan();
 	LWLockRelease(sh->lock);
 	if (added > 0)

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/tls_context.c
+ * worker/connection/tls_context.c
  *	  The TLS context of each connection the worker makes, and what it
  *	  checks of the server: zklock.tls_ca_file as the only trust anchors,
  *	  zklock.tls_crl_file, zklock.tls_min_version, the client certificate
@@ -10,8 +10,8 @@
  *	  certificate.  The C client asks for the context with the connection's
  *	  socket connected (zk-client-build/patches/tls-context-and-sasl.patch);
  *	  OpenSSL decides, this file only says why it refused, and what the
- *	  certificates' expiry is.  Below worker/secure.c, which opens the
- *	  handle and reports failures.
+ *	  certificates' expiry is.  Below worker/connection/secure.c, which opens
+ *	  the handle and reports failures.
  *
  *	  zklock_tls_connection_context	the context of a connection (the
  *									client's ctx_fn)
@@ -38,7 +38,7 @@
 #include "compat.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 #if ZKLOCK_HAVE_ZK_TLS
 #include <openssl/err.h>

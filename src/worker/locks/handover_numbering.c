@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/handover_numbering.c
+ * worker/locks/handover_numbering.c
  *	  What the worker knows of the children of a lock path, so that a
  *	  create can go without the listing that Curator sends behind every
  *	  create.  The rule is zklock_seq_* in core/handover_rules.c: a listing
@@ -39,7 +39,9 @@
 #include "zklock.h"
 #include "core/handover_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
+#include "worker/connection/connection.h"
+#include "worker/deletes/deletes.h"
 
 /* paths the worker keeps knowledge of */
 #define KNOWN_MAX			4096
@@ -120,7 +122,7 @@ known_lookup(const char *base, bool create)
 
 /*
  * Is child (a node under base) a node of this worker: the node of one of
- * its requests (the slots under base: worker/path_index.c), or one whose
+ * its requests (the slots under base: worker/locks/path_index.c), or one whose
  * delete it has recorded and not seen answered?  Caller holds the lock.
  */
 static bool
@@ -145,7 +147,7 @@ known_child_ours(const char *base, const char *child)
 			return true;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", base, child);
-	return zklock_delete_pending(buf);
+	return zklock_dtable_pending(buf);
 }
 
 /*
@@ -339,6 +341,6 @@ zklock_numbering_first(int idx, const LockTarget *t, bool proven)
 			ahead = (seq < 0 || seq < ours);
 		}
 	}
-	pending = zklock_delete_pending_under(t->base);
+	pending = zklock_dtable_pending_under(t->base);
 	return zklock_first_unlisted(proven, ahead, pending);
 }

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/lock_cache.c
+ * worker/locks/lock_cache.c
  *	  Lock caching (zklock.lock_cache): a mutex node that this worker keeps
  *	  after its last local release, granted again to the next local acquire
  *	  of the same path with no ZooKeeper request, and given up as soon as
@@ -40,7 +40,7 @@
  *	  knowing every node of this worker on the path: a node is kept only
  *	  when its holder is the only request this worker has taken on for the
  *	  path (another one's create may be on its way, and its answer judged
- *	  by the path's numbering, worker/handover_numbering.c, as if no node
+ *	  by the path's numbering, worker/locks/handover_numbering.c, as if no node
  *	  of ours were ahead); every later request of the path comes here
  *	  first (zklock_lk_create), and one that does not take the node queues
  *	  its delete before its own create leaves (deletes go first,
@@ -74,7 +74,8 @@
 #include "zklock.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
+#include "worker/deletes/deletes.h"
 
 static ZklockCacheEntry *cache_find(const char *base);
 static int	cache_index(const ZklockCacheEntry *e);
@@ -134,7 +135,7 @@ cache_drop(ZklockCacheEntry *e, bool cool)
 		char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 		snprintf(buf, sizeof(buf), "%s/%s", e->base, e->node.name);
-		zklock_queue_delete(buf, NULL);
+		zklock_deletes_queue(buf, NULL);
 	}
 	e->gen++;
 	e->watched = false;
@@ -177,7 +178,7 @@ cache_holder_valid(const ZklockCacheEntry *e)
  * other one the worker has taken on (waiting, holding, being withdrawn)
  * may have a create on its way that left before the node was kept, whose
  * answer the handover layer would judge without knowing of a kept node
- * (worker/handover_numbering.c: no node of this worker before it), so a
+ * (worker/locks/handover_numbering.c: no node of this worker before it), so a
  * node is kept only when alone.  Requests not yet picked up come through
  * zklock_cache_take first.  The path index may list slots no longer under
  * base: they count too (keeping less is always safe).  Caller holds the
@@ -339,10 +340,10 @@ zklock_cache_keep(int idx, const LockTarget *t, int handed_over)
 	/*
 	 * alone: no other request of ours on the path, and no node handed over
 	 * ahead of it still there (its guarded delete pending: the handover to
-	 * this node is not confirmed, worker/handover.c)
+	 * this node is not confirmed, worker/locks/handover.c)
 	 */
 	f.alone = cache_path_alone(idx, t->base) &&
-		!zklock_delete_guarded_by(t->base, slot->nodes[ZKN_MAIN].name);
+		!zklock_dtable_guarded_by(t->base, slot->nodes[ZKN_MAIN].name);
 	/* cooling down, or (never seen) another node of ours kept there */
 	f.cooling = (e != NULL && !was_kept);
 	what = zklock_cache_keep_decide(&f);
@@ -394,9 +395,9 @@ cache_watch(ZklockCacheEntry *e)
 	int			rc;
 
 	rc = zoo_awget_children2(zklock_zh, e->base, cache_watcher,
-							 (void *) zklock_make_tag(cache_index(e), e->gen),
+							 (void *) zklock_zkio_make_tag(cache_index(e), e->gen),
 							 cache_listing_done,
-							 zklock_make_tag(cache_index(e), e->gen));
+							 zklock_zkio_make_tag(cache_index(e), e->gen));
 	if (rc != ZOK)
 		cache_contended(e, false);
 	else

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/handover.c
+ * worker/locks/handover.c
  *	  Local handover: a lock released by a session of this cluster goes to
  *	  a waiter of this cluster that ZooKeeper's queue puts next, at once
  *	  (in memory, the released node's delete guarded by a check of the
@@ -36,7 +36,7 @@
  *	                                         gets the waiter's node W as
  *	                                         its guard and leaves alone as
  *	                                         multi(check W, delete N)
- *	                                         (worker/deletes.c); the
+ *	                                         (worker/deletes/deletes.c); the
  *	                                         waiter is granted now
  *	  confirm  zklock_handover_guard_answer  applied: W was there when N
  *	                                         went, W is the lowest; the
@@ -70,7 +70,7 @@
  *	  there (delete refused or never  protocol (a node deleted from
  *	  sent), or no lease              outside queues again, as Curator's
  *	                                  waiter would)
- *	  any other answer (connection    zklock_call_failed: park, list again
+ *	  any other answer (connection    zklock_req_call_failed: park, list again
  *	  loss)                           once connected (after the deletes)
  *	  no delete recorded for N (the   the waiter lists at once
  *	  table was full)
@@ -114,7 +114,8 @@
 #include "core/handover_rules.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
+#include "worker/deletes/deletes.h"
 
 static void handover_check_done(int rc, const struct Stat *stat,
 								const void *data);
@@ -166,9 +167,9 @@ zklock_handover_choose(const char *base, const char *node, bool held_mutex)
 		return 0;
 
 	/*
-	 * The slots indexed under base (worker/path_index.c).  A twin's slot is a
-	 * read lock of P = base, so it is there too, once the worker picked it
-	 * up; a downgrade the worker has not picked up yet cannot meet a
+	 * The slots indexed under base (worker/locks/path_index.c).  A twin's slot
+	 * is a read lock of P = base, so it is there too, once the worker picked
+	 * it up; a downgrade the worker has not picked up yet cannot meet a
 	 * release of its writer: its backend waits for it until it is granted
 	 * or given back, and gives its writer back only after that (a give-back
 	 * of it is applied before any withdrawal).
@@ -235,7 +236,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u parks: not connected",
 			 idx, zklock_shared->slots[idx].serial);
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, req->pred);
@@ -248,7 +249,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	 */
 	if (!zklock_shared->slots[idx].revocable &&
 		zklock_lease_valid(zklock_mono_now(), NULL) &&
-		zklock_delete_guard(buf, t->node))
+		zklock_deletes_guard(buf, t->node))
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u granted at once: %s goes only with %s/%s there",
 			 idx, zklock_shared->slots[idx].serial, buf, t->base, t->node);
@@ -258,7 +259,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 		zklock_lk_granted(idx);
 		return;
 	}
-	if (!zklock_delete_pending(buf))
+	if (!zklock_dtable_pending(buf))
 	{
 		elog(DEBUG2, "zklock: handover: slot %d serial %u lists: no delete of %s recorded",
 			 idx, zklock_shared->slots[idx].serial, buf);
@@ -268,10 +269,10 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 	snprintf(buf, sizeof(buf), "%s/%s", t->base, t->node);
 	zklock_batch_flush();		/* the queued delete of pred leaves first */
 	/* still ZKWS_HANDOVER while the check is on its way */
-	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_slot_tag(idx));
+	rc = zoo_aexists(zklock_zh, buf, 0, handover_check_done, zklock_zkio_slot_tag(idx));
 	elog(DEBUG2, "zklock: handover: slot %d serial %u checks %s behind the delete of %s (rc %d)",
 		 idx, zklock_shared->slots[idx].serial, buf, req->pred, rc);
-	zklock_call_sent(idx, rc);
+	zklock_req_call_sent(idx, rc);
 }
 
 /*
@@ -288,7 +289,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 static void
 handover_check_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -299,7 +300,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 		zklock_req_set_wait(idx, ZKWS_NONE);
 		zklock_lk_target(idx, &t);
 		snprintf(buf, sizeof(buf), "%s/%s", t.base, req->pred);
-		if (rc == ZOK && !zklock_delete_pending(buf) && zklock_connected &&
+		if (rc == ZOK && !zklock_dtable_pending(buf) && zklock_connected &&
 			zklock_lease_valid(zklock_mono_now(), NULL))
 		{
 			elog(DEBUG2, "zklock: handover: slot %d serial %u granted: %s gone, own node there",
@@ -313,14 +314,14 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 			elog(DEBUG2, "zklock: handover: slot %d serial %u lists: %s",
 				 idx, zklock_shared->slots[idx].serial,
 				 rc == ZNONODE ? "its own node is gone" :
-				 zklock_delete_pending(buf) ? "the delete was not confirmed" :
+				 zklock_dtable_pending(buf) ? "the delete was not confirmed" :
 				 "no connection or lease");
 			zklock_lk_list(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "check the lock node handed over to");
+			zklock_req_call_failed(idx, rc, "check the lock node handed over to");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -330,8 +331,8 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
  * confirmed), or it was gone, deleted by another client before the
  * handover, so ZooKeeper's queue never named it holder and path is still
  * there.  Then the lock of guard's request is lost now, before path goes
- * (worker/deletes.c deletes it only zklock.commit_min_lease later): a held
- * lock is called lost (COMMIT under it fails with 40000), a lease request
+ * (worker/deletes/deletes.c deletes it only zklock.commit_min_lease later): a
+ * held lock is called lost (COMMIT under it fails with 40000), a lease request
  * taking its P/locks mutex fails.  Caller holds the lock.
  */
 void
@@ -409,7 +410,7 @@ released_node_pending(const char *base, const char *node)
 
 /*
  * The safety net of the handover, run every second with the local waits'
- * (zklock_lk_check_local_waits): a waiter chosen for a handover whose
+ * (zklock_layer_check_local_waits): a waiter chosen for a handover whose
  * check was not sent lists again when its released node is no longer
  * being withdrawn (its release ended some way this worker did not
  * announce); one whose release waits for room in the pending-delete table

@@ -1,25 +1,25 @@
 /*-------------------------------------------------------------------------
  *
- * worker/delete_table.c
+ * worker/deletes/delete_table.c
  *	  The entries of the shared pending-delete table (zklock_deletes, see
  *	  ZklockDelete) and the worker's progress on each (DeleteProgress):
  *	  recording one, freeing one, looking one up, and the copy of the
  *	  persistent ones on disk.  Sending them and their completions are
- *	  worker/deletes.c's, above it.
+ *	  worker/deletes/deletes.c's, above it.
  *
- *	  zklock_delete_record		record an entry (not sent yet)
- *	  zklock_delete_free		free an entry: its node is gone
- *	  zklock_delete_progress_of	the worker's progress on an entry
- *	  zklock_delete_tag_current	the entry a completion's tag names, or -1
- *	  zklock_delete_find_persistent	a persistent node's entry, or -1
- *	  zklock_delete_pending		is a delete of path by name pending?
- *	  zklock_delete_pending_under	is any delete at or under path pending?
- *	  zklock_delete_find_ephemeral	an ephemeral node's entry by name, or -1
- *	  zklock_delete_guarded_by	does a pending delete wait for this node?
- *	  zklock_deletes_have_room	room for n more, keeping the reserve?
- *	  zklock_drop_session_deletes	the session ended: drop its entries
- *	  zklock_deletes_mark_dirty	write the persistent entries again
- *	  zklock_deletes_persist		write them to disk if they changed
+ *	  zklock_dtable_record		record an entry (not sent yet)
+ *	  zklock_dtable_free		free an entry: its node is gone
+ *	  zklock_dtable_progress_of	the worker's progress on an entry
+ *	  zklock_dtable_tag_current	the entry a completion's tag names, or -1
+ *	  zklock_dtable_find_persistent	a persistent node's entry, or -1
+ *	  zklock_dtable_pending		is a delete of path by name pending?
+ *	  zklock_dtable_pending_under	is any delete at or under path pending?
+ *	  zklock_dtable_find_ephemeral	an ephemeral node's entry by name, or -1
+ *	  zklock_dtable_guarded_by	does a pending delete wait for this node?
+ *	  zklock_dtable_have_room	room for n more, keeping the reserve?
+ *	  zklock_dtable_drop_session	the session ended: drop its entries
+ *	  zklock_dtable_mark_dirty	write the persistent entries again
+ *	  zklock_dtable_persist		write them to disk if they changed
  *
  *-------------------------------------------------------------------------
  */
@@ -29,10 +29,10 @@
 #include "core/curator_rules.h"
 #include "common/shmem.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes_int.h"
 
 /* the worker's progress on each entry (worker_attach allocates it) */
-DeleteProgress *zklock_delete_progress = NULL;
+DeleteProgress *zklock_dtable_progress = NULL;
 
 static int	delete_hint = 0;	/* where to look for a free entry */
 
@@ -59,7 +59,7 @@ static bool delete_pending_match(const char *path, bool under);
  * What must be deleted is recorded in the shared pending-delete table in
  * the same critical section that frees or finishes the request slot that
  * owned the node, so a worker that dies at any step leaves it to the
- * next one.  Every function here but zklock_deletes_persist expects the
+ * next one.  Every function here but zklock_dtable_persist expects the
  * caller to hold the lock.
  * ---------------------------------------------------------------------
  */
@@ -69,9 +69,9 @@ static bool delete_pending_match(const char *path, bool under);
  * entry was reused.
  */
 DeleteProgress *
-zklock_delete_progress_of(int i)
+zklock_dtable_progress_of(int i)
 {
-	DeleteProgress *dl = &zklock_delete_progress[i];
+	DeleteProgress *dl = &zklock_dtable_progress[i];
 
 	if (dl->serial != zklock_deletes[i].serial)
 	{
@@ -86,13 +86,13 @@ zklock_delete_progress_of(int i)
  * still names the entry, -1 when it is stale.
  */
 int
-zklock_delete_tag_current(const void *tag)
+zklock_dtable_tag_current(const void *tag)
 {
 	uint64		v = (uint64) (uintptr_t) tag;
 	int			i = (int) (v & ZKLOCK_TAG_INDEX_MASK);
 	uint32		serial = (uint32) (v >> ZKLOCK_TAG_INDEX_BITS);
 
-	if (zklock_delete_progress == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
+	if (zklock_dtable_progress == NULL || serial == 0 || i >= zklock_shared->ndeletes ||
 		zklock_deletes[i].serial != serial)
 		return -1;
 	return i;
@@ -102,14 +102,14 @@ zklock_delete_tag_current(const void *tag)
  * Free entry i: the node is gone (or went with its session).
  */
 void
-zklock_delete_free(int i)
+zklock_dtable_free(int i)
 {
 	ZklockShared *sh = zklock_shared;
 
 	if (zklock_deletes[i].persistent)
 		persist_dirty = true;
 	zklock_deletes[i].serial = 0;
-	zklock_delete_progress[i].serial = 0;
+	zklock_dtable_progress[i].serial = 0;
 	sh->deletes_used--;
 	if (sh->deletes_full_logged && sh->deletes_used <= sh->ndeletes / 2)
 		sh->deletes_full_logged = false;
@@ -139,7 +139,7 @@ log_deletes_full(const char *consequence)
  * full: the caller keeps its slot until there is room.
  */
 bool
-zklock_deletes_have_room(int n)
+zklock_dtable_have_room(int n)
 {
 	ZklockShared *sh = zklock_shared;
 
@@ -162,7 +162,7 @@ zklock_deletes_have_room(int n)
  * Caller holds the lock.
  */
 bool
-zklock_delete_record(const char *path, const char *prefix, bool persistent,
+zklock_dtable_record(const char *path, const char *prefix, bool persistent,
 					 uint64 gen, int64 czxid, int64 ctime, int *entry)
 {
 	ZklockShared *sh = zklock_shared;
@@ -173,7 +173,7 @@ zklock_delete_record(const char *path, const char *prefix, bool persistent,
 
 	/* one entry per persistent node is enough (every leave records it) */
 	*entry = -1;
-	if (persistent && zklock_delete_find_persistent(path, prefix ? prefix : "", czxid) >= 0)
+	if (persistent && zklock_dtable_find_persistent(path, prefix ? prefix : "", czxid) >= 0)
 		return true;
 	if (sh->deletes_used >= n)
 	{
@@ -218,7 +218,7 @@ zklock_delete_record(const char *path, const char *prefix, bool persistent,
  * zxid, or -1.
  */
 int
-zklock_delete_find_persistent(const char *path, const char *prefix, int64 czxid)
+zklock_dtable_find_persistent(const char *path, const char *prefix, int64 czxid)
 {
 	DeleteScan	scan = {0, 0};
 	ZklockDelete *e;
@@ -238,7 +238,7 @@ zklock_delete_find_persistent(const char *path, const char *prefix, int64 czxid)
  * has been answered.  Caller holds the lock.
  */
 bool
-zklock_delete_pending(const char *path)
+zklock_dtable_pending(const char *path)
 {
 	return delete_pending_match(path, false);
 }
@@ -249,7 +249,7 @@ zklock_delete_pending(const char *path)
  * worker is about to remove may still be there.  Caller holds the lock.
  */
 bool
-zklock_delete_pending_under(const char *path)
+zklock_dtable_pending_under(const char *path)
 {
 	return delete_pending_match(path, true);
 }
@@ -259,7 +259,7 @@ zklock_delete_pending_under(const char *path)
  * Caller holds the lock.
  */
 int
-zklock_delete_find_ephemeral(const char *path)
+zklock_dtable_find_ephemeral(const char *path)
 {
 	DeleteScan	scan = {0, 0};
 	ZklockDelete *e;
@@ -272,10 +272,10 @@ zklock_delete_find_ephemeral(const char *path)
 
 /*
  * Is a pending delete of a child of base guarded by node (a handover to
- * node not yet confirmed, worker/handover.c)?  Caller holds the lock.
+ * node not yet confirmed, worker/locks/handover.c)?  Caller holds the lock.
  */
 bool
-zklock_delete_guarded_by(const char *base, const char *node)
+zklock_dtable_guarded_by(const char *base, const char *node)
 {
 	DeleteScan	scan = {0, 0};
 	size_t		len = strlen(base);
@@ -335,7 +335,7 @@ delete_scan_next(DeleteScan *scan)
  * deletes are done.  The deletes of persistent nodes (P/ready) stay.
  */
 void
-zklock_drop_session_deletes(void)
+zklock_dtable_drop_session(void)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -343,7 +343,7 @@ zklock_drop_session_deletes(void)
 	for (i = 0; i < sh->ndeletes && sh->deletes_used > 0; i++)
 	{
 		if (zklock_deletes[i].serial != 0 && !zklock_deletes[i].persistent)
-			zklock_delete_free(i);
+			zklock_dtable_free(i);
 	}
 }
 
@@ -361,10 +361,10 @@ zklock_drop_session_deletes(void)
 
 /*
  * The file is to say what the table says, whatever it was written with
- * last: write it on the next zklock_deletes_persist.
+ * last: write it on the next zklock_dtable_persist.
  */
 void
-zklock_deletes_mark_dirty(void)
+zklock_dtable_mark_dirty(void)
 {
 	persist_dirty = true;
 }
@@ -375,7 +375,7 @@ zklock_deletes_mark_dirty(void)
  * without the lock.
  */
 void
-zklock_deletes_persist(void)
+zklock_dtable_persist(void)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockDelete *copy;

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/lock_engine.c
+ * worker/locks/lock_engine.c
  *	  Curator's lock engine (LockInternals with StandardLockInternalsDriver),
  *	  as asynchronous steps of the worker: create the protected node, list,
  *	  decide, watch the predecessor, adopt a node whose create reply was
@@ -28,7 +28,8 @@
  *	    validateOurIndex: our node gone         d.lost -> lk_start_fresh
  *	  getData().usingWatcher(watcher) on      lk_decide: zoo_awget of the
  *	    the predecessor; NoNode: loop           predecessor, lk_watch_done;
- *	                                            the watch: zklock_step_watcher
+ *	                                            the watch:
+ *	                                            zklock_req_step_watcher
  *	  checkRevocableWatcher / revocable-      zklock_revoke_watch
  *	    Watcher (makeRevocable)                 (worker/revocation_watch.c) on grant
  *	  deleteOurPath on failure or timeout     the request layer records the
@@ -37,11 +38,11 @@
  *	  releaseLock: deleteOurPath              the same, on withdraw
  *
  *	  Where zklock does more than Curator can, it is the handover layer
- *	  (worker/handover_layer.c), reached only through the recipe's ops entry
- *	  (.handover, lk_handover() below): a create sent without its listing
+ *	  (worker/locks/handover_layer.c), reached only through the recipe's ops
+ *	  entry (.handover, lk_handover() below): a create sent without its listing
  *	  (create_alone, then placed; also when the path's sequence numbers
  *	  can prove it first: listed, created, forget,
- *	  worker/handover_numbering.c), a wait without a watch behind a node
+ *	  worker/locks/handover_numbering.c), a wait without a watch behind a node
  *	  of this worker (wait_behind), a reader's answer shared with the readers
  *	  right behind it (settle_followers), and a node going away
  *	  (node_gone).  Without .handover this file is Curator's engine alone.
@@ -54,7 +55,7 @@
 #include "zklock.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
 
 static void lk_create_done(int rc, const char *value, const struct Stat *stat,
 						   const void *data);
@@ -71,7 +72,7 @@ static void lk_children_done(int rc, const struct String_vector *strings,
 static void lk_parent_listed(int rc, const struct String_vector *strings,
 							 const void *data);
 
-/* creates of lock nodes sent, ever (worker/handover_layer.c reads it) */
+/* creates of lock nodes sent, ever (worker/locks/handover_layer.c reads it) */
 uint64		zklock_lk_creates_sent = 0;
 
 /*
@@ -162,7 +163,7 @@ zklock_lk_resume(int idx, bool recover)
 static void
 lk_create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_create_begin(rc, value, data);
+	int			idx = zklock_req_create_begin(rc, value, data);
 
 	if (idx >= 0)
 	{
@@ -175,13 +176,13 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 		{
 			/* our own earlier create whose reply was lost */
 			*t.create_sent = false;
-			if (!zklock_settle_cancel(idx))
-				zklock_grant(idx);
+			if (!zklock_req_settle_cancel(idx))
+				zklock_req_grant(idx);
 		}
 		else if (rc == ZOK)
 		{
-			zklock_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
-							   t.create_sent);
+			zklock_req_create_took(idx, value, t.node, ZKLOCK_NODE_NAME_SIZE,
+								   t.create_sent);
 			/* count it in the path's numbering (a fixed name is not counted) */
 			zklock_reqs[idx].seq_proven = false;
 			if (lk_handover(idx) != NULL && downgrade)
@@ -192,10 +193,10 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 				slot->czxid = stat ? stat->czxid : 0;
 			if (slot->revocable && t.final && slot->state == ZKS_ACTIVE)
 				zklock_revoke_watch(idx);
-			if (zklock_settle_cancel(idx))
+			if (zklock_req_settle_cancel(idx))
 				;
 			else if (downgrade)
-				zklock_grant(idx);
+				zklock_req_grant(idx);
 			else if (!zklock_reqs[idx].list_piped)
 				lk_handover(idx)->placed(idx); /* only it sends a create alone */
 			/* otherwise the pipelined listing decides */
@@ -205,13 +206,13 @@ lk_create_done(int rc, const char *value, const struct Stat *stat, const void *d
 			/* the parent may be gone, or a create of ours lost: list again */
 			if (lk_handover(idx) != NULL)
 				lk_handover(idx)->forget(t.base);
-			if (zklock_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
-									 zklock_reqs[idx].list_piped,
-									 "create a lock node for"))
+			if (zklock_req_create_failed(idx, rc, t.uuid, t.create_sent, downgrade,
+										 zklock_reqs[idx].list_piped,
+										 "create a lock node for"))
 				zklock_lk_create(idx);
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -261,8 +262,9 @@ lk_downgrade_allowed(int idx)
  * the listing: the create's reply most likely shows the node right behind
  * that one (lk_placed), and then the listing would tell nothing new; so
  * does a create on a path whose numbering will prove it first or not
- * (worker/handover_numbering.c).  A create that goes alone waits for the end of the
- * worker's pass in the batch (worker/batch.c).  Caller holds the lock.
+ * (worker/locks/handover_numbering.c).  A create that goes alone waits for the
+ * end of the worker's pass in the batch (worker/batch.c).  Caller holds the
+ * lock.
  */
 void
 zklock_lk_create(int idx)
@@ -292,17 +294,17 @@ zklock_lk_create(int idx)
 	}
 	if (!zklock_connected)
 	{
-		zklock_park(idx, false);
+		zklock_req_park(idx, false);
 		return;
 	}
 	zklock_lk_target(idx, &t);
-	/* a node kept on the path (worker/lock_cache.c): ours, or given up first */
+	/* a node kept on the path (locks/lock_cache.c): ours, or given up first */
 	if (zklock_cache_take(idx, &t))
 	{
 		zklock_lk_granted(idx);
 		return;
 	}
-	if (t.uuid[0] == '\0' && !zklock_new_uuid(t.uuid))
+	if (t.uuid[0] == '\0' && !zklock_zkio_new_uuid(t.uuid))
 	{
 		zklock_req_fail(idx, ERRCODE_INTERNAL_ERROR, "could not generate a random lock id");
 		return;
@@ -316,10 +318,10 @@ zklock_lk_create(int idx)
 
 			strlcpy(parent, t.base, sizeof(parent));
 			*strrchr(parent, '/') = '\0';
-			zklock_send_listing(idx, parent, lk_parent_listed, false, false);
+			zklock_req_send_listing(idx, parent, lk_parent_listed, false, false);
 			return;
 		}
-		zklock_create_containers(t.base, true);
+		zklock_zkio_create_containers(t.base, true);
 		req->need_parents = false;
 	}
 
@@ -334,7 +336,10 @@ zklock_lk_create(int idx)
 				sizeof(slot->nodes[ZKN_MAIN].name));
 		mode = ZOO_EPHEMERAL;
 	}
-	/* the path's numbering will tell whether it is first (worker/handover_numbering.c) */
+	/*
+	 * the path's numbering will tell whether it is first
+	 * (worker/locks/handover_numbering.c)
+	 */
 	by_numbers = (slot->downgrade_seq[0] == '\0' && lk_handover(idx) != NULL &&
 				  lk_handover(idx)->may_skip(idx, &t));
 	if (slot->downgrade_seq[0] != '\0' || by_numbers)
@@ -347,25 +352,25 @@ zklock_lk_create(int idx)
 	 * A create that goes alone on the path's numbering waits for the end
 	 * of the pass, to leave in one multi with the others
 	 * (worker/batch.c), unless it is a read node: a reader may share the
-	 * answer of a reader released after its create left (worker/handover_layer.c's
-	 * released_readers), which counts on the create leaving when it is
-	 * numbered.  A create alone behind a node of this worker is not
-	 * batched: with no other lock's create to share the multi, the exists
-	 * that gives a batch its token would only cost a round trip.
-	 * Anything else leaves now, behind the deletes queued so far (a
+	 * answer of a reader released after its create left
+	 * (worker/locks/handover_layer.c's released_readers), which counts on the
+	 * create leaving when it is numbered.  A create alone behind a node of
+	 * this worker is not batched: with no other lock's create to share the
+	 * multi, the exists that gives a batch its token would only cost a round
+	 * trip.  Anything else leaves now, behind the deletes queued so far (a
 	 * backend's release goes ahead of its next acquire).
 	 */
 	batched = (by_numbers && !t.read && mode == ZOO_EPHEMERAL_SEQUENTIAL &&
-			   zklock_batch_create(name, data, strlen(data), mode, zklock_node_acl(),
-								   lk_create_done, zklock_slot_tag(idx)));
+			   zklock_batch_create(name, data, strlen(data), mode, zklock_zkio_node_acl(),
+								   lk_create_done, zklock_zkio_slot_tag(idx)));
 	if (!batched)
 	{
 		zklock_batch_flush();
-		rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_node_acl(), mode,
-						  lk_create_done, zklock_slot_tag(idx));
+		rc = zoo_acreate2(zklock_zh, name, data, strlen(data), zklock_zkio_node_acl(), mode,
+						  lk_create_done, zklock_zkio_slot_tag(idx));
 		if (rc != ZOK)
 		{
-			zklock_park(idx, false);
+			zklock_req_park(idx, false);
 			return;
 		}
 	}
@@ -389,7 +394,7 @@ zklock_lk_create(int idx)
 static void
 lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
 {
-	int			idx = zklock_listing_begin(data);
+	int			idx = zklock_req_listing_begin(data);
 
 	if (idx >= 0)
 	{
@@ -412,9 +417,9 @@ lk_parent_listed(int rc, const struct String_vector *strings, const void *data)
 			zklock_lk_create(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the parent of the lock");
+			zklock_req_call_failed(idx, rc, "list the parent of the lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -447,7 +452,7 @@ static void
 lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 			  const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -456,9 +461,9 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 		else if (rc == ZNONODE)
 			zklock_lk_list(idx);		/* predecessor already gone */
 		else
-			zklock_call_failed(idx, rc, "watch the zookeeper lock");
+			zklock_req_call_failed(idx, rc, "watch the zookeeper lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -471,7 +476,7 @@ lk_watch_done(int rc, const char *value, int value_len, const struct Stat *stat,
 static void
 adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_completion_begin(data);
+	int			idx = zklock_req_completion_begin(data);
 
 	if (idx >= 0)
 	{
@@ -485,7 +490,7 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 
 		zklock_lk_target(idx, &t);
 		if (rc != ZOK && rc != ZNONODE)
-			zklock_call_failed(idx, rc, "check the recovered node of");
+			zklock_req_call_failed(idx, rc, "check the recovered node of");
 		else if (ops->adopted && ops->adopted(idx, ours ? stat : NULL, rc == ZOK))
 			;					/* a step of the recipe's own took it on */
 		else if (ours)
@@ -506,12 +511,12 @@ adopt_stat_done(int rc, const struct Stat *stat, const void *data)
 				char		buf[ZKLOCK_NODE_PATH_SIZE];
 
 				snprintf(buf, sizeof(buf), "%s/%s", t.base, req->adopt_name);
-				zklock_queue_delete(buf, NULL);
+				zklock_deletes_queue(buf, NULL);
 			}
 			lk_start_fresh(idx);
 		}
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -525,8 +530,8 @@ zklock_lk_adopt_check(int idx, const char *base, const char *name)
 
 	strlcpy(zklock_reqs[idx].adopt_name, name, sizeof(zklock_reqs[idx].adopt_name));
 	snprintf(buf, sizeof(buf), "%s/%s", base, name);
-	if (zoo_aexists(zklock_zh, buf, 0, adopt_stat_done, zklock_slot_tag(idx)) != ZOK)
-		zklock_park(idx, true);
+	if (zoo_aexists(zklock_zh, buf, 0, adopt_stat_done, zklock_zkio_slot_tag(idx)) != ZOK)
+		zklock_req_park(idx, true);
 	else
 		zklock_reqs[idx].inflight++;
 }
@@ -612,7 +617,7 @@ lk_decide(int idx, char **children, int n)
 	else if (d.holds)
 		zklock_lk_granted(idx);
 	else if (slot->try_only)
-		zklock_give_up_try(idx);
+		zklock_req_give_up_try(idx);
 	else if (lk_handover(idx) != NULL &&
 			 lk_handover(idx)->wait_behind(idx, &t, children[d.watch_index], d.blockers))
 		;						/* behind a node of this worker: no watch */
@@ -622,9 +627,9 @@ lk_decide(int idx, char **children, int n)
 		int			rc;
 
 		snprintf(wpath, sizeof(wpath), "%s/%s", t.base, children[d.watch_index]);
-		rc = zoo_awget(zklock_zh, wpath, zklock_step_watcher, (void *) zklock_slot_tag(idx),
-					   lk_watch_done, zklock_slot_tag(idx));
-		zklock_call_sent(idx, rc);
+		rc = zoo_awget(zklock_zh, wpath, zklock_req_step_watcher, (void *) zklock_zkio_slot_tag(idx),
+					   lk_watch_done, zklock_zkio_slot_tag(idx));
+		zklock_req_call_sent(idx, rc);
 		if (rc == ZOK)
 		{
 			strlcpy(req->pred, children[d.watch_index], sizeof(req->pred));
@@ -645,7 +650,7 @@ static void
 lk_children_done(int rc, const struct String_vector *strings,
 				 const struct Stat *stat, const void *data)
 {
-	int			idx = zklock_listing_begin(data);
+	int			idx = zklock_req_listing_begin(data);
 
 	if (idx >= 0)
 	{
@@ -657,10 +662,10 @@ lk_children_done(int rc, const struct String_vector *strings,
 			int			n = strings->count;
 			LockTarget	t;
 
-			/* late creates of our own requests go first (worker/ghosts.c) */
+			/* late creates of our own requests go first (deletes/ghosts.c) */
 			zklock_lk_target(idx, &t);
 			zklock_ghosts_delete(t.base, strings->data, n);
-			/* what the next creates may skip (worker/handover_numbering.c) */
+			/* what the next creates may skip (locks/handover_numbering.c) */
 			if (lk_handover(idx) != NULL)
 				lk_handover(idx)->listed(t.base, stat, strings->data, n);
 			/* sort a copy of the pointers; the client frees the strings */
@@ -676,9 +681,9 @@ lk_children_done(int rc, const struct String_vector *strings,
 			lk_start_fresh(idx);
 		}
 		else
-			zklock_call_failed(idx, rc, "list the zookeeper lock");
+			zklock_req_call_failed(idx, rc, "list the zookeeper lock");
 	}
-	zklock_completion_end();
+	zklock_req_completion_end();
 }
 
 /*
@@ -693,5 +698,5 @@ zklock_lk_list(int idx)
 	if (!zklock_req_parked(&zklock_reqs[idx]))
 		zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_lk_target(idx, &t);
-	zklock_send_listing2(idx, t.base, lk_children_done);
+	zklock_req_send_listing2(idx, t.base, lk_children_done);
 }

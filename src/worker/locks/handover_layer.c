@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * worker/handover_layer.c
+ * worker/locks/handover_layer.c
  *	  The lock engine's handover layer: what one worker, seeing every
  *	  waiter and holder of its cluster, may decide without Curator's round
  *	  trips.  A waiter behind a node of this worker waits without a watch
  *	  (local waits); a release hands the lock to the waiter next in line
  *	  once ZooKeeper applied the released node's delete (local handover,
- *	  worker/handover.c, whose banner has its sequence and outcomes); a
+ *	  worker/locks/handover.c, whose banner has its sequence and outcomes); a
  *	  read node right behind a read node of this worker shares its answer
  *	  (read joins, with the ring of readers released lately); a create
  *	  behind a node of this worker is placed without a listing.  src/README
@@ -17,9 +17,9 @@
  *	  zklock_node_gone_hook		told by the delete table of a node going
  *								away (registered here, where it is defined)
  *	  zklock_guard_answer_hook	told by it of a guarded delete's answer
- *	  zklock_lk_released		a release: choose the next holder, remember
+ *	  zklock_layer_released		a release: choose the next holder, remember
  *								a released reader
- *	  zklock_lk_check_local_waits	the safety net of local waits (and of
+ *	  zklock_layer_check_local_waits	the safety net of local waits (and of
  *								the handover), every second
  *
  *-------------------------------------------------------------------------
@@ -31,7 +31,7 @@
 #include "core/handover_rules.h"
 #include "core/curator_rules.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
 
 static void lk_placed(int idx);
 static int	local_node_owner(const char *base, const char *name, int except);
@@ -70,8 +70,8 @@ static ReleasedReader released_readers[RELEASED_READERS];
 static int	released_readers_next = 0;
 
 /*
- * The one way up from the delete table (worker/deletes.c): told when the
- * delete of a node of this worker is queued by name, so the waiters on
+ * The one way up from the delete table (worker/deletes/deletes.c): told when
+ * the delete of a node of this worker is queued by name, so the waiters on
  * that node look again (or send their handover check).
  */
 void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
@@ -79,7 +79,7 @@ void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
 /*
  * Told by the delete table of the answer to a guarded delete: the node the
  * lock was handed to was there when the released node went (there), or
- * it was gone (worker/handover.c).
+ * it was gone (worker/locks/handover.c).
  */
 void		(*const zklock_guard_answer_hook) (const char *path, const char *guard,
 											   bool there) = zklock_handover_guard_answer;
@@ -102,7 +102,7 @@ const ZklockHandoverLayer zklock_handover_layer = {
  * normally follows it on the session?  Yes when the node will most likely
  * sit right behind a node of this worker that then decides for it
  * (lk_placed; the rule is zklock_create_alone).  (The lock engine asks
- * may_skip, worker/handover_numbering.c, first.)  Caller holds the lock.
+ * may_skip, worker/locks/handover_numbering.c, first.)  Caller holds the lock.
  */
 static bool
 local_create_alone(int idx, const LockTarget *t)
@@ -149,9 +149,9 @@ local_wait_behind(int idx, const LockTarget *t, const char *pred, int blockers)
  *   with it, or we list when it has to wait; behind a read lock released
  *   since our create left, the lock is ours (follows_released_reader).
  *
- * Before that, the path's numbering (worker/handover_numbering.c): a create sent alone
- * because a listing taught that only this worker has nodes there is
- * first, and holds, when its number proves that nobody else created a
+ * Before that, the path's numbering (worker/locks/handover_numbering.c): a
+ * create sent alone because a listing taught that only this worker has nodes
+ * there is first, and holds, when its number proves that nobody else created a
  * node since and no node of this worker is ahead (zklock_numbering_first).  A
  * write node is sent alone only then, and otherwise lists.
  *
@@ -196,7 +196,7 @@ lk_placed(int idx)
 			join_reader(idx);
 			break;
 		case ZKLOCK_PLACE_GIVE_UP_TRY:
-			zklock_give_up_try(idx);
+			zklock_req_give_up_try(idx);
 			break;
 		case ZKLOCK_PLACE_FOLLOW_READER:
 		case ZKLOCK_PLACE_WAIT_BEHIND:
@@ -359,7 +359,7 @@ static void
 end_local_wait(int idx)
 {
 	zklock_req_set_wait(idx, ZKWS_NONE);
-	zklock_continue_request(idx);
+	zklock_req_continue(idx);
 }
 
 /*
@@ -444,7 +444,7 @@ lk_node_gone(const char *path)
  * (zklock_handover_safety_net).  Caller holds the lock.
  */
 void
-zklock_lk_check_local_waits(void)
+zklock_layer_check_local_waits(void)
 {
 	ZklockShared *sh = zklock_shared;
 	int			i;
@@ -490,10 +490,10 @@ zklock_lk_check_local_waits(void)
  * goes to the local waiters next in line, if there are any, and a read
  * lock is remembered for the read nodes created just behind it
  * (released_readers); a mutex nobody of ours takes over may keep its node
- * (worker/lock_cache.c).  Caller holds the lock.
+ * (worker/locks/lock_cache.c).  Caller holds the lock.
  */
 void
-zklock_lk_released(int idx)
+zklock_layer_released(int idx)
 {
 	LockTarget	t;
 	int			handed_over = 0;

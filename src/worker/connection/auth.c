@@ -1,19 +1,21 @@
 /*-------------------------------------------------------------------------
  *
- * worker/auth.c
+ * worker/connection/auth.c
  *	  Credentials the servers reject (zklock.auth), and what zk_status says
  *	  of the connection while the worker is not connected, which they
- *	  decide too.  Below worker/lease.c (a heartbeat's answer proves the
- *	  credentials passed) and worker/connection.c.
+ *	  decide too.  Below worker/connection/lease.c (a heartbeat's answer proves
+ *	  the credentials passed) and worker/connection/connection.c.
  *
- *	  zklock_auth_failed_at		when the servers began to reject them (0: no)
- *	  zklock_credentials_rejected	a server rejected them: say so, fail requests
- *	  zklock_credentials_accepted	a server accepted them again
- *	  zklock_not_connected_state	zk_status's state while not connected
- *	  zklock_handle_may_open	may a new handle be opened now?
- *	  zklock_auth_retry_later	the next try only after AUTH_RETRY_MS
- *	  zklock_auth_retry_now		a reload: try again at once
- *	  zklock_auth_wakeup_ms		ms until the next try is due
+ *	  zklock_auth_failed_at				when the servers began to reject them
+ *										(0: no)
+ *	  zklock_auth_credentials_rejected	a server rejected them: say so, fail
+ *										requests
+ *	  zklock_auth_credentials_accepted	a server accepted them again
+ *	  zklock_auth_not_connected_state	zk_status's state while not connected
+ *	  zklock_auth_may_open				may a new handle be opened now?
+ *	  zklock_auth_retry_later			the next try only after AUTH_RETRY_MS
+ *	  zklock_auth_retry_now				a reload: try again at once
+ *	  zklock_auth_wakeup_ms				ms until the next try is due
  *
  *-------------------------------------------------------------------------
  */
@@ -22,11 +24,11 @@
 #include "zklock.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 /*
  * The servers rejected zklock.auth: when that began (0: they did not; see
- * worker/worker.h), and when the next handle may be opened.
+ * worker/connection/connection.h), and when the next handle may be opened.
  */
 TimestampTz zklock_auth_failed_at = 0;
 static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
@@ -37,13 +39,13 @@ static ZklockMonoTime auth_retry_at = 0;	/* monotonic: a step of the
 
 /*
  * What zk_status says while the worker is not connected: tls_failed or
- * sasl_failed while such a failure stands (worker/secure.c), suspended
- * while it has a session to resume, expired from the loss of a session
- * until the next one is made, connecting before the first.  Caller holds
- * the lock.
+ * sasl_failed while such a failure stands (worker/connection/secure.c),
+ * suspended while it has a session to resume, expired from the loss of a
+ * session until the next one is made, connecting before the first.  Caller
+ * holds the lock.
  */
 ZklockConnState
-zklock_not_connected_state(void)
+zklock_auth_not_connected_state(void)
 {
 	if (zklock_secure_failed())
 		return zklock_secure_failed_state(ZKC_CONNECTING);
@@ -59,7 +61,7 @@ zklock_not_connected_state(void)
  * as made from now on.  Caller holds the lock.
  */
 void
-zklock_credentials_accepted(void)
+zklock_auth_credentials_accepted(void)
 {
 	ZklockShared *sh = zklock_shared;
 	const char *server = zklock_zh ? zoo_get_current_server(zklock_zh) : NULL;
@@ -78,7 +80,7 @@ zklock_credentials_accepted(void)
 		sh->connected_count++;
 	}
 	else
-		sh->conn_state = zklock_not_connected_state();
+		sh->conn_state = zklock_auth_not_connected_state();
 	sh->state_since = GetCurrentTimestamp();
 	zklock_request_rescan();
 }
@@ -93,7 +95,7 @@ zklock_credentials_accepted(void)
  * configuration reload.  Caller holds the lock.
  */
 void
-zklock_credentials_rejected(zhandle_t *zzh)
+zklock_auth_credentials_rejected(zhandle_t *zzh)
 {
 	ZklockShared *sh = zklock_shared;
 	TimestampTz now = GetCurrentTimestamp();
@@ -127,7 +129,7 @@ zklock_credentials_rejected(zhandle_t *zzh)
 		ZklockSlotState st = sh->slots[i].state;
 
 		if (st == ZKS_NEW || st == ZKS_ACTIVE)
-			zklock_fail_auth_rejected(i);
+			zklock_dispatch_fail_auth_rejected(i);
 	}
 }
 
@@ -144,10 +146,10 @@ zklock_auth_retry_later(void)
 /*
  * May a new handle be opened now?  Always, except while the servers reject
  * zklock.auth: then once every AUTH_RETRY_MS, and while a TLS or SASL
- * failure stands (worker/secure.c).
+ * failure stands (worker/connection/secure.c).
  */
 bool
-zklock_handle_may_open(void)
+zklock_auth_may_open(void)
 {
 	if (!zklock_secure_may_open())
 		return false;

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/path_index.c
+ * worker/locks/path_index.c
  *	  The worker's index of its lock engine slots by the parent of their
  *	  lock nodes (LockTarget.base: P for a mutex or a read/write lock,
  *	  P/locks for a semaphore's lock, ...), so that the handover layer finds
@@ -52,7 +52,7 @@
 
 #include "zklock.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/locks/locks_int.h"
 
 typedef struct PathIdxEntry
 {

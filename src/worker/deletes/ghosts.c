@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/ghosts.c
+ * worker/deletes/ghosts.c
  *	  Ghost nodes: a node that carries the protection prefix of a live
  *	  request of this worker but is not that request's node.  A create sent
  *	  on an older connection (or by an earlier worker) whose reply never
@@ -17,7 +17,7 @@
 
 #include "zklock.h"
 #include "common/shmem.h"
-#include "worker/worker.h"
+#include "worker/deletes/deletes.h"
 
 
 /*
@@ -90,13 +90,13 @@ zklock_ghosts_delete(const char *base, char *const *children, int n)
 		char		path[ZKLOCK_NODE_PATH_SIZE];
 
 		snprintf(path, sizeof(path), "%s/%s", base, children[ghosts[i]]);
-		if (zklock_delete_pending(path))
+		if (zklock_dtable_pending(path))
 			continue;
 		ereport(LOG,
 				(errmsg("zklock: deleting zookeeper node \"%s\": it carries the protection prefix of a request of this worker but is not that request's node",
 						path),
 				 errdetail("A create whose reply never came was applied after the request had found or made its node.")));
-		zklock_queue_delete(path, NULL);
+		zklock_deletes_queue(path, NULL);
 		queued++;
 	}
 	/* they leave before anything the listing's decision sends */
@@ -153,7 +153,7 @@ zklock_ghosts_sweep_doubted(int idx, bool aux_only)
 		else
 			strlcpy(parent, slot->path, sizeof(parent));
 		zklock_protected_prefix(slot->nodes[ZKN_MAIN].uuid, prefix);
-		zklock_queue_delete(parent, prefix);
+		zklock_deletes_queue(parent, prefix);
 	}
 	if (req->nodes[ZKN_LEASE_LOCK].doubt &&
 		slot->nodes[ZKN_LEASE_LOCK].uuid[0] != '\0' &&
@@ -161,7 +161,7 @@ zklock_ghosts_sweep_doubted(int idx, bool aux_only)
 	{
 		zklock_recipe_path(parent, sizeof(parent), slot->path, ZKLOCK_LOCKS_DIR, NULL);
 		zklock_protected_prefix(slot->nodes[ZKN_LEASE_LOCK].uuid, prefix);
-		zklock_queue_delete(parent, prefix);
+		zklock_deletes_queue(parent, prefix);
 	}
 	if (!aux_only)
 		req->nodes[ZKN_MAIN].doubt = false;

@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * worker/connection.c
+ * worker/connection/connection.c
  *	  The worker's connection: opening the handle (resuming the session in
  *	  shared memory), the session watcher that follows the client's
  *	  connection and session states into zk_status and the lease
- *	  (worker/lease.c), and the answer to the credentials
- *	  (worker/auth.c).  TLS and SASL are worker/secure.c's.
+ *	  (worker/connection/lease.c), and the answer to the credentials
+ *	  (worker/connection/auth.c).  TLS and SASL are
+ *	  worker/connection/secure.c's.
  *
- *	  zklock_open_handle		open a handle, resuming the session if any
- *	  zklock_connect_failed		an attempt failed before a session was made
+ *	  zklock_conn_open		open a handle, resuming the session if any
+ *	  zklock_conn_failed		an attempt failed before a session was made
  *	  zklock_zh, zklock_connected, zklock_conn_serial,
  *	  zklock_connected_hosts	the handle and its connection's state
  *
@@ -25,7 +26,8 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
+#include "worker/locks/locks.h"
 
 /*
  * The handle (NULL: none; the event loop closes it to reconnect), whether
@@ -64,7 +66,7 @@ static void session_watcher(zhandle_t *zzh, int type, int state,
  * Completion of zoo_add_auth on the handle of generation data.  It comes
  * with the first answer of a server to the credentials (or with the loss
  * of the first connection, after which later answers call nothing, so the
- * heartbeat also tells: see heartbeat_done, worker/lease.c).
+ * heartbeat also tells: see heartbeat_done, worker/connection/lease.c).
  */
 static void
 auth_done(int rc, const void *data)
@@ -72,7 +74,7 @@ auth_done(int rc, const void *data)
 	if (rc != ZOK || (uint32) (uintptr_t) data != handle_gen || zklock_auth_failed_at == 0)
 		return;
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-	zklock_credentials_accepted();
+	zklock_auth_credentials_accepted();
 	LWLockRelease(zklock_shared->lock);
 }
 
@@ -103,7 +105,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (!sh->have_session || sh->session_id != cid->client_id)
 		{
 			if (sh->have_session)
-				zklock_sweep_lost_session("was replaced");
+				zklock_dispatch_sweep_lost_session("was replaced");
 			/* what was known about an earlier session says nothing now */
 			zklock_lease_forget();
 			sh->session_gen++;
@@ -172,11 +174,11 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (zklock_connected)
 			sh->suspended_count++;
 		zklock_connected = false;
-		/* kept nodes are watched no more (worker/lock_cache.c) */
+		/* kept nodes are watched no more (worker/locks/lock_cache.c) */
 		zklock_cache_connection_lost();
 		if (zklock_auth_failed_at == 0)
 		{
-			sh->conn_state = zklock_not_connected_state();
+			sh->conn_state = zklock_auth_not_connected_state();
 			sh->state_since = GetCurrentTimestamp();
 		}
 	}
@@ -185,7 +187,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		ereport(LOG, (errmsg("zklock: zookeeper session expired")));
 		zklock_connected = false;
 		zklock_lease_forget();
-		zklock_sweep_lost_session("expired");
+		zklock_dispatch_sweep_lost_session("expired");
 		sh->have_session = false;
 		zklock_session_forget();
 		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :
@@ -197,7 +199,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 	else if (state == ZOO_AUTH_FAILED_STATE && zklock_secure_uses_sasl())
 		zklock_secure_login_refused(zzh);
 	else if (state == ZOO_AUTH_FAILED_STATE)
-		zklock_credentials_rejected(zzh);
+		zklock_auth_credentials_rejected(zzh);
 	LWLockRelease(sh->lock);
 	if (save_session)
 		zklock_session_save(saved.client_id, saved.passwd);
@@ -208,7 +210,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
  * there is one (the worker was restarted, the cluster was not).
  */
 void
-zklock_open_handle(void)
+zklock_conn_open(void)
 {
 	ZklockShared *sh = zklock_shared;
 	clientid_t	cid;
@@ -223,7 +225,7 @@ zklock_open_handle(void)
 	}
 	if (zklock_auth_failed_at == 0)
 	{
-		sh->conn_state = zklock_not_connected_state();
+		sh->conn_state = zklock_auth_not_connected_state();
 		sh->state_since = GetCurrentTimestamp();
 	}
 	else
@@ -247,7 +249,7 @@ zklock_open_handle(void)
 		int			err = errno;
 		char		why[ZKLOCK_CONN_FAILURE_LEN];
 
-		/* a TLS or SASL failure said why already (worker/secure.c) */
+		/* a TLS or SASL failure said why already (connection/secure.c) */
 		if (!zklock_secure_failed())
 		{
 			/* the client maps getaddrinfo's EAI_NONAME to ENOENT */
@@ -322,11 +324,11 @@ note_failure(const char *why)
  * The client's zookeeper_interest or zookeeper_process returned rc (not
  * ZOK), errno err, before a session was made on this connection: say why
  * in zk_status's connection_failure and the log (note_failure).  A TLS or
- * SASL failure stands on its own (worker/secure.c); a loss after the
- * connection was made is the session watcher's.
+ * SASL failure stands on its own (worker/connection/secure.c); a loss after
+ * the connection was made is the session watcher's.
  */
 void
-zklock_connect_failed(int rc, int err)
+zklock_conn_failed(int rc, int err)
 {
 	const char *server;
 	char		why[ZKLOCK_CONN_FAILURE_LEN];

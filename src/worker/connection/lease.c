@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * worker/lease.c
+ * worker/connection/lease.c
  *	  The session's lease (ZklockShared.lease_until): what proves that the
  *	  ZooKeeper leader counts the session alive (the handshake, heartbeats
  *	  and the chain of syncs through an ensemble), the kind of server it is
@@ -8,16 +8,20 @@
  *	  nothing proves it in time.  core/lease_rules.c decides; this file
  *	  sends, times and applies.
  *
- *	  zklock_lease_connected	a connection was made: its first steps
- *	  zklock_lease_forget		the session is lost or replaced
- *	  zklock_lease_timeout_seen	a connection negotiated a session timeout
- *	  zklock_lease_settings_changed	the lease's settings may have changed
- *	  zklock_track_handshake	follow the client's handshake after a call
- *	  zklock_heartbeat		send a heartbeat when one is due
- *	  zklock_lease_wakeup_ms	ms until the next heartbeat or the lease's end
- *	  zklock_check_lease		the lease ran out: the session is expired
- *	  zklock_cut_stuck_attempt	cut a connection attempt without an answer,
- *					or a connection to an observer
+ *	  zklock_lease_connected			a connection was made: its first steps
+ *	  zklock_lease_forget				the session is lost or replaced
+ *	  zklock_lease_timeout_seen			a connection negotiated a session
+ *										timeout
+ *	  zklock_lease_settings_changed		the lease's settings may have changed
+ *	  zklock_lease_track_handshake		follow the client's handshake after a
+ *										call
+ *	  zklock_lease_heartbeat			send a heartbeat when one is due
+ *	  zklock_lease_wakeup_ms			ms until the next heartbeat or the
+ *										lease's end
+ *	  zklock_lease_check				the lease ran out: the session is
+ *										expired
+ *	  zklock_lease_cut_stuck_attempt	cut a connection attempt without an
+ *										answer, or a connection to an observer
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +34,7 @@
 #include "common/shmem.h"
 #include "common/settings.h"
 #include "common/session_file.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 /* ZooKeeper's default maxSessionTimeout, in tickTimes */
 #define ZKLOCK_DEFAULT_MAX_TICKS	20
@@ -64,8 +68,8 @@ static int	chain_len = 0;
 
 /*
  * The handshake: a lower bound of the send time of the connection request
- * in flight, 0 when none is known.  Set by zklock_track_handshake from the
- * client's state, used once when the connection is made.
+ * in flight, 0 when none is known.  Set by zklock_lease_track_handshake from
+ * the client's state, used once when the connection is made.
  */
 static ZklockMonoTime handshake_sent_after = 0;
 static int	handshake_last_state = 0;
@@ -86,17 +90,17 @@ static ZklockMonoTime handshake_proof = 0;
 #define ZKLOCK_SSL_CONNECTING_STATE 7
 
 /*
- * zklock_cut_stuck_attempt shut the current connection attempt down (no
+ * zklock_lease_cut_stuck_attempt shut the current connection attempt down (no
  * answer): the TLS handshake it cut failed for that reason, not for one of
  * the configuration (zklock_secure_call_failed).  Reset by the next attempt.
  */
-bool		zklock_attempt_cut = false;
+bool		zklock_lease_attempt_cut = false;
 
 /*
- * Observers: the connection (zklock_conn_serial) that zklock_cut_stuck_attempt
- * is to shut down, 0 for none; and the last observer warned about since
- * the last connection to another kind of server ("" for none), so that
- * going round zklock.hosts warns once per observer.
+ * Observers: the connection (zklock_conn_serial) that
+ * zklock_lease_cut_stuck_attempt is to shut down, 0 for none; and the last
+ * observer warned about since the last connection to another kind of server
+ * ("" for none), so that going round zklock.hosts warns once per observer.
  */
 static uint32 observer_cut_serial = 0;
 static char observer_warned[128] = "";
@@ -213,7 +217,7 @@ chain_append(ZklockMonoTime sent, ZklockMonoTime answered)
  * makes the lease shorter.
  */
 void
-zklock_track_handshake(ZklockMonoTime before)
+zklock_lease_track_handshake(ZklockMonoTime before)
 {
 	int			state = zklock_zh ? zoo_state(zklock_zh) : 0;
 
@@ -252,7 +256,7 @@ zklock_lease_connected(zhandle_t *zzh)
 			lease_extend(handshake_proof);
 		handshake_proof = 0;
 	}
-	zklock_heartbeat(zklock_mono_now());
+	zklock_lease_heartbeat(zklock_mono_now());
 }
 
 /*
@@ -298,7 +302,7 @@ heartbeat_done(int rc, const char *value, const void *data)
 	if (zklock_auth_failed_at != 0)
 	{
 		LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
-		zklock_credentials_accepted();
+		zklock_auth_credentials_accepted();
 		LWLockRelease(zklock_shared->lock);
 	}
 }
@@ -375,7 +379,7 @@ config_done(int rc, const char *value, int value_len, const struct Stat *stat,
  * one session timeout and then lose them.  So nothing is proven through
  * it: no lock is granted while connected to it, and held ones are lost
  * when the lease runs out.  The worker moves on to the next server of
- * zklock.hosts (zklock_cut_stuck_attempt cuts the connection), unless
+ * zklock.hosts (zklock_lease_cut_stuck_attempt cuts the connection), unless
  * every one of them is an observer too: then it stays, and the log says
  * so.  Warned once per observer until a connection to another server.
  * Worker only, without the shared lock.
@@ -446,7 +450,7 @@ heartbeat_interval_ms(void)
  * after connecting: hb_last_sent is reset then).
  */
 void
-zklock_heartbeat(ZklockMonoTime now)
+zklock_lease_heartbeat(ZklockMonoTime now)
 {
 	int			interval;
 	uint32		ticket;
@@ -503,7 +507,7 @@ zklock_lease_wakeup_ms(ZklockMonoTime now, long max_ms)
  * grants nothing on stale replies.
  */
 void
-zklock_check_lease(ZklockMonoTime now)
+zklock_lease_check(ZklockMonoTime now)
 {
 	ZklockShared *sh = zklock_shared;
 	ZklockMonoTime until;
@@ -517,7 +521,7 @@ zklock_check_lease(ZklockMonoTime now)
 	zklock_lease_forget();
 	sh->lease_expired_count++;
 	zklock_connected = false;
-	zklock_sweep_lost_session("lease ran out");
+	zklock_dispatch_sweep_lost_session("lease ran out");
 	if (sh->have_session)
 		sh->expired_count++;
 	sh->have_session = false;
@@ -550,7 +554,7 @@ zklock_check_lease(ZklockMonoTime now)
  * server.  fd is the client's socket (-1 when it has none).  Worker only.
  */
 void
-zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
+zklock_lease_cut_stuck_attempt(int fd, ZklockMonoTime now)
 {
 	static int	attempt_fd = -1;
 	static ZklockMonoTime attempt_start = 0;
@@ -580,7 +584,7 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 	{
 		attempt_fd = fd;
 		attempt_start = now;
-		zklock_attempt_cut = false;
+		zklock_lease_attempt_cut = false;
 		return;
 	}
 	if (now >= ZKLOCK_MONO_PLUS_MS(attempt_start, Max(1000, timeout / 6)))
@@ -589,6 +593,6 @@ zklock_cut_stuck_attempt(int fd, ZklockMonoTime now)
 			 Max(1000, timeout / 6));
 		(void) shutdown(fd, SHUT_RDWR);
 		attempt_fd = -1;
-		zklock_attempt_cut = (state == ZKLOCK_SSL_CONNECTING_STATE);
+		zklock_lease_attempt_cut = (state == ZKLOCK_SSL_CONNECTING_STATE);
 	}
 }

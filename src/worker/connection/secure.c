@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * worker/secure.c
+ * worker/connection/secure.c
  *	  TLS and SASL of the worker's connection (zklock.tls*, zklock.sasl_*):
  *	  the handle opened with zookeeper_init_ssl_ctx (TLS, with a SASL login
- *	  inside it when one is asked; worker/tls_context.c makes each
+ *	  inside it when one is asked; worker/connection/tls_context.c makes each
  *	  connection's context) or zookeeper_init_sasl as the settings ask, the
  *	  client's files checked before, why a handshake failed or a login was
  *	  refused, and what zk_status shows of it.  Never
  *	  a fallback: when TLS or SASL is asked and cannot be had, no handle is
  *	  opened, the log and zk_status say why, and requests fail with 08006
  *	  and that reason until a connection is made.  Below worker/dispatch.c
- *	  (a pickup fails while a failure stands) and worker/connection.c.
+ *	  (a pickup fails while a failure stands) and
+ *	  worker/connection/connection.c.
  *
  *	  zklock_secure_init_handle		open a handle as the settings ask
  *	  zklock_secure_call_failed	a call of the client failed: a TLS
@@ -41,7 +42,7 @@
 #include "compat.h"
 #include "common/shmem.h"
 #include "common/settings.h"
-#include "worker/worker.h"
+#include "worker/connection/connection_int.h"
 
 #include "common/hashfn.h"
 
@@ -343,8 +344,8 @@ sasl_refused(zhandle_t *zzh, int rc)
  * the server refuses a client certificate after the client's side of the
  * handshake is done: the client then sees its alert as a lost
  * connection).  Why, from OpenSSL's errors, which the client leaves
- * queued.  A handshake zklock_cut_stuck_attempt cut (no answer) is no such
- * failure: the client tries the next server.
+ * queued.  A handshake zklock_lease_cut_stuck_attempt cut (no answer) is no
+ * such failure: the client tries the next server.
  */
 void
 zklock_secure_call_failed(zhandle_t *zzh, int rc)
@@ -363,12 +364,12 @@ zklock_secure_call_failed(zhandle_t *zzh, int rc)
 		ERR_clear_error();
 		return;
 	}
-	if (zklock_attempt_cut)
+	if (zklock_lease_attempt_cut)
 	{
 		/* no answer: the client goes on with the next server */
 		elog(DEBUG1, "zklock: the TLS handshake with zookeeper server %s was cut: no answer",
 			 server ? server : "?");
-		zklock_attempt_cut = false;
+		zklock_lease_attempt_cut = false;
 		ERR_clear_error();
 		return;
 	}
