@@ -28,29 +28,6 @@
 #define STAT_NCOLS		(STAT_NCOUNTERS + 1)
 
 /*
- * Read the worker's counters from the shared table.  Caller holds its
- * lock.
- */
-static void
-read_counters(const ZklockShared *sh, ZklockWorkerCounters *c)
-{
-	c->connected_count = sh->connected_count;
-	c->suspended_count = sh->suspended_count;
-	c->expired_count = sh->expired_count;
-	c->locks_lost = sh->locks_lost_count;
-	c->leases_expired = sh->lease_expired_count;
-	c->handovers = sh->handover_count;
-	c->read_joins = sh->read_join_count;
-	c->listings_skipped = sh->listing_skip_count;
-	c->batches = sh->batches;
-	c->batched_deletes = sh->batched_deletes;
-	c->batched_creates = sh->batched_creates;
-	c->batches_failed = sh->batches_failed;
-	c->cache_grants = sh->cache_grants;
-	c->connection_attempts = sh->connection_attempts;
-}
-
-/*
  * Error out when there is no shared table (the library was not preloaded).
  */
 static ZklockShared *
@@ -93,7 +70,7 @@ zk_stat_worker(PG_FUNCTION_ARGS)
 			 tupdesc->natts, (int) STAT_NCOLS);
 
 	zklock_lock_table(LW_SHARED);
-	read_counters(sh, &now);
+	now = sh->counters;
 	base = sh->stat_base;
 	reset = sh->stats_reset;
 	LWLockRelease(sh->lock);
@@ -121,7 +98,7 @@ zk_stat_reset(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 
 	zklock_lock_table(LW_EXCLUSIVE);
-	read_counters(sh, &sh->stat_base);
+	sh->stat_base = sh->counters;
 	sh->stats_reset = now;
 	LWLockRelease(sh->lock);
 	PG_RETURN_VOID();

@@ -218,25 +218,32 @@ typedef struct ZklockCacheEntry
 } ZklockCacheEntry;
 
 /*
- * The worker's counters as zk_stat_worker shows them (backend/stat_worker.c
- * reads them from ZklockShared, where each has its own field).
+ * The worker's counters, each counting since the server started: what
+ * zk_status() and zk_stat_worker show (zk_stat_worker in this order, less
+ * ZklockShared.stat_base).  Written by the worker under the table's lock.
  */
 typedef struct ZklockWorkerCounters
 {
-	int64		connected_count;
+	int64		connected_count;	/* transitions into each state */
 	int64		suspended_count;
 	int64		expired_count;
-	int64		locks_lost;
-	int64		leases_expired;
-	int64		handovers;
-	int64		read_joins;
-	int64		listings_skipped;
-	int64		batches;
-	int64		batched_deletes;
-	int64		batched_creates;
-	int64		batches_failed;
-	int64		cache_grants;
-	int64		connection_attempts;
+	int64		locks_lost;		/* held locks lost */
+	int64		leases_expired; /* leases that ran out unanswered */
+	int64		handovers;		/* locks handed over locally */
+	int64		read_joins;		/* read locks granted without a listing,
+								 * from the reader before them */
+	int64		listings_skipped;	/* lock nodes granted without a listing
+									 * because the sequence numbers proved
+									 * them first */
+	int64		batches;		/* multis of creates and deletes sent: each
+								 * one zookeeper request (worker/batch.c) */
+	int64		batched_deletes;	/* the deletes they carried */
+	int64		batched_creates;	/* the creates they carried */
+	int64		batches_failed; /* answered by a failed op (each op then
+								 * sent alone) */
+	int64		cache_grants;	/* locks granted from a cached node
+								 * (worker/locks/lock_cache.c) */
+	int64		connection_attempts;	/* handles the worker opened */
 } ZklockWorkerCounters;
 
 typedef struct ZklockShared
@@ -249,9 +256,7 @@ typedef struct ZklockShared
 	int			post_tail;
 	int			post_size;
 	bool		post_overflow;
-	int64		connected_count;	/* transitions into each state */
-	int64		suspended_count;
-	int64		expired_count;
+	ZklockWorkerCounters counters;	/* the worker's, ever */
 	ZklockConnState conn_state;
 	TimestampTz state_since;
 	/* why no TLS or SASL connection is made (ZKC_TLS_FAILED, _SASL_FAILED) */
@@ -268,21 +273,6 @@ typedef struct ZklockShared
 	char		session_passwd[16];
 	uint64		session_gen;	/* bumped for every new session */
 	uint64		lost_epoch;		/* bumped whenever held locks are lost */
-	int64		locks_lost_count;	/* held locks lost, ever */
-	int64		lease_expired_count;	/* leases that ran out unanswered */
-	int64		handover_count; /* locks handed over locally, ever */
-	int64		read_join_count;	/* read locks granted without a listing,
-									 * from the reader before them, ever */
-	int64		listing_skip_count; /* lock nodes granted without a listing
-									 * because the sequence numbers proved
-									 * them first, ever */
-	int64		batches;		/* multis of creates and deletes sent,
-								 * ever: each one zookeeper request
-								 * (worker/batch.c) */
-	int64		batched_deletes;	/* the deletes they carried */
-	int64		batched_creates;	/* the creates they carried */
-	int64		batches_failed; /* answered by a failed op (each op then
-								 * sent alone) */
 
 	/*
 	 * Lease: the instant, on the monotonic clock (ZklockMonoTime), until
@@ -323,11 +313,8 @@ typedef struct ZklockShared
 	int			deletes_used;	/* entries in use: zk_status().deletes_pending */
 	uint32		delete_serial;	/* last serial handed to an entry */
 	bool		deletes_full_logged;	/* "table full" was logged */
-	/* lock caching (worker/locks/lock_cache.c) */
-	int64		cache_grants;	/* locks granted from a cached node, ever */
-	int64		connection_attempts;	/* handles the worker opened, ever */
 	/*
-	 * zk_stat_worker: the counters above as they were at the last
+	 * zk_stat_worker: the counters as they were at the last
 	 * zk_stat_reset() (zeros at startup), and when that was; the view shows
 	 * each counter less its value here.  Written by zk_stat_reset() only.
 	 */

@@ -318,9 +318,9 @@ send_batch(int ndel, const int *idx, const uint32 *serial, QueuedCreate *cr, int
 		pfree(b);
 		return;
 	}
-	zklock_shared->batches++;
-	zklock_shared->batched_deletes += ndel;
-	zklock_shared->batched_creates += b->count - ndel;
+	zklock_shared->counters.batches++;
+	zklock_shared->counters.batched_deletes += ndel;
+	zklock_shared->counters.batched_creates += b->count - ndel;
 }
 
 /*
@@ -392,7 +392,7 @@ batch_done(int rc, const void *data)
 
 	LWLockAcquire(zklock_shared->lock, LW_EXCLUSIVE);
 	if (rc != ZOK && !lost)
-		zklock_shared->batches_failed++;
+		zklock_shared->counters.batches_failed++;
 	for (k = 0; k < b->ndeletes; k++)
 		zklock_deletes_batch_answer(b->idx[k], b->serial[k], rc);
 	if (b->ndeletes == b->count)

@@ -307,7 +307,7 @@ zklock_dispatch_sweep_lost_session(const char *why)
 	if (lost > 0)
 	{
 		sh->lost_epoch++;
-		sh->locks_lost_count += lost;
+		sh->counters.locks_lost += lost;
 		ereport(LOG,
 				(errmsg("zklock: %d lock(s) lost because the zookeeper session %s",
 						lost, why)));

@@ -51,7 +51,7 @@ zklock_auth_not_connected_state(void)
 		return zklock_secure_failed_state(ZKC_CONNECTING);
 	if (zklock_shared->have_session)
 		return ZKC_SUSPENDED;
-	if (zklock_shared->expired_count > 0 || zklock_shared->lease_expired_count > 0)
+	if (zklock_shared->counters.expired_count > 0 || zklock_shared->counters.leases_expired > 0)
 		return ZKC_EXPIRED;
 	return ZKC_CONNECTING;
 }
@@ -77,7 +77,7 @@ zklock_auth_credentials_accepted(void)
 	if (zklock_connected)
 	{
 		sh->conn_state = ZKC_CONNECTED;
-		sh->connected_count++;
+		sh->counters.connected_count++;
 	}
 	else
 		sh->conn_state = zklock_auth_not_connected_state();

@@ -157,7 +157,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (zklock_auth_failed_at == 0)
 		{
 			sh->conn_state = ZKC_CONNECTED;
-			sh->connected_count++;
+			sh->counters.connected_count++;
 			sh->state_since = now;
 		}
 		/* else the first answer tells whether the credentials pass now */
@@ -172,7 +172,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		if (zklock_connected)
 			ereport(LOG, (errmsg("zklock: connection to zookeeper lost, session may still be alive")));
 		if (zklock_connected)
-			sh->suspended_count++;
+			sh->counters.suspended_count++;
 		zklock_connected = false;
 		/* kept nodes are watched no more (worker/locks/lock_cache.c) */
 		zklock_cache_connection_lost();
@@ -192,7 +192,7 @@ session_watcher(zhandle_t *zzh, int type, int state, const char *path, void *ctx
 		zklock_session_forget();
 		sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :
 			zklock_secure_failed_state(ZKC_EXPIRED);
-		sh->expired_count++;
+		sh->counters.expired_count++;
 		sh->state_since = GetCurrentTimestamp();
 		zklock_request_reconnect();
 	}
@@ -234,7 +234,7 @@ zklock_conn_open(void)
 		zklock_auth_retry_later();
 	}
 	handle_gen++;
-	sh->connection_attempts++;
+	sh->counters.connection_attempts++;
 	sh->timeout_asked = zklock_session_timeout;
 	LWLockRelease(sh->lock);
 

@@ -519,11 +519,11 @@ zklock_lease_check(ZklockMonoTime now)
 	LWLockAcquire(sh->lock, LW_EXCLUSIVE);
 	lease_timeout = sh->lease_timeout;
 	zklock_lease_forget();
-	sh->lease_expired_count++;
+	sh->counters.leases_expired++;
 	zklock_connected = false;
 	zklock_dispatch_sweep_lost_session("lease ran out");
 	if (sh->have_session)
-		sh->expired_count++;
+		sh->counters.expired_count++;
 	sh->have_session = false;
 	zklock_session_forget();
 	sh->conn_state = zklock_auth_failed_at != 0 ? ZKC_AUTH_FAILED :

@@ -255,7 +255,7 @@ zklock_handover_node_gone(int idx, const LockTarget *t)
 			 idx, zklock_shared->slots[idx].serial, buf, t->base, t->node);
 		zklock_req_set_wait(idx, ZKWS_NONE);
 		req->pred[0] = '\0';
-		zklock_shared->handover_count++;
+		zklock_shared->counters.handovers++;
 		zklock_lk_granted(idx);
 		return;
 	}
@@ -306,7 +306,7 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 			elog(DEBUG2, "zklock: handover: slot %d serial %u granted: %s gone, own node there",
 				 idx, zklock_shared->slots[idx].serial, buf);
 			req->pred[0] = '\0';
-			zklock_shared->handover_count++;
+			zklock_shared->counters.handovers++;
 			zklock_lk_granted(idx);
 		}
 		else if (rc == ZOK || rc == ZNONODE)
@@ -366,7 +366,7 @@ zklock_handover_guard_answer(const char *path, const char *guard, bool there)
 		{
 			zklock_slot_lose(slot);
 			sh->lost_epoch++;
-			sh->locks_lost_count++;
+			sh->counters.locks_lost++;
 			zklock_wake_backend(slot);
 			ereport(LOG,
 					(errmsg("zklock: lock \"%s\" is lost: its node was deleted by another client before the lock was handed to it",

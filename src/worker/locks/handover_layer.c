@@ -173,7 +173,7 @@ lk_placed(int idx)
 		/* no other client created a node, none of ours is ahead: first */
 		zklock_req_set_wait(idx, ZKWS_NONE);
 		zklock_reqs[idx].pred[0] = '\0';
-		zklock_shared->listing_skip_count++;
+		zklock_shared->counters.listings_skipped++;
 		zklock_lk_granted(idx);
 		return;
 	}
@@ -244,7 +244,7 @@ join_reader(int idx)
 {
 	zklock_req_set_wait(idx, ZKWS_NONE);
 	zklock_reqs[idx].pred[0] = '\0';
-	zklock_shared->read_join_count++;
+	zklock_shared->counters.read_joins++;
 	zklock_lk_granted(idx);
 }
 

@@ -288,7 +288,7 @@ zklock_cache_take(int idx, const LockTarget *t)
 	e->state = ZKCE_IN_USE;
 	e->holder = idx;
 	e->holder_serial = slot->serial;
-	sh->cache_grants++;
+	sh->counters.cache_grants++;
 	elog(DEBUG2, "zklock: lock cache: slot %d serial %u granted %s/%s from the cache",
 		 idx, slot->serial, e->base, e->node.name);
 	return true;
