@@ -28,9 +28,12 @@ typedef enum ZklockWaitState
 	ZKWS_FOLLOWING,				/* a read node right behind a reader of this
 								 * worker still deciding: that answer is its
 								 * own */
-	ZKWS_HANDOVER,				/* chosen to take pred's lock once pred's
-								 * delete is applied and its own node is
-								 * confirmed */
+	ZKWS_HANDOVER,				/* chosen to take pred's lock when pred's
+								 * delete is queued: at once, that delete
+								 * guarded by a check of its node, or, a
+								 * revocable waiter, once that delete and
+								 * the check behind it are answered
+								 * (worker/handover.c) */
 	ZKWS_PARKED,				/* waits for the connection, then resumes */
 	ZKWS_PARKED_RECOVER			/* same, and first looks for a node a lost
 								 * create may have made (by prefix) */
