@@ -2,7 +2,9 @@
  *
  * core/handover_rules.c
  *	  The handover layer's decisions as pure functions (no PostgreSQL or
- *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c).  Why
+ *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c),
+ *	  with the sequence numbering, batching and lock cache decisions that
+ *	  core/handover_rules.h lists.  Why
  *	  each is safe is argued in worker/handover.c's banner (local handover)
  *	  and src/README ("Local handover": local waits, read joins, creates
  *	  placed without a listing).

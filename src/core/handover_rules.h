@@ -3,7 +3,13 @@
  * core/handover_rules.h
  *	  The handover layer's decisions (worker/handover_layer.c and
  *	  worker/handover.c), as pure functions: no PostgreSQL or ZooKeeper
- *	  calls, unit-tested in test/unit.
+ *	  calls, unit-tested in test/unit.  Besides the wait state's moves and
+ *	  the handover's choice: the sequence numbers a create placed without
+ *	  a listing relies on (zklock_node_seq, zklock_seq_*,
+ *	  worker/handover_numbering.c), how many queued ops go as one multi
+ *	  (zklock_batch_take, worker/batch.c) and the lock cache's decisions
+ *	  (zklock_cache_may_take, zklock_cache_keep_decide,
+ *	  worker/lock_cache.c).
  *
  *-------------------------------------------------------------------------
  */
