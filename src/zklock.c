@@ -2,9 +2,11 @@
  *
  * zklock.c
  *	  Module entry point: defines the settings (common/settings.c), checks
- *	  the recipe registry (recipes/registry.c), installs the shared memory
- *	  hooks, the backend's loss hooks and the extension's drop guard, and
- *	  registers the ZooKeeper worker.
+ *	  that the session timeout leaves room for a lease and the recipe
+ *	  registry (recipes/registry.c), installs the shared memory hooks, the
+ *	  backend's loss hooks and the extension's drop guard, registers the
+ *	  ZooKeeper worker, and in the postmaster an exit hook that closes the
+ *	  session the worker left (zklock_postmaster_exit).
  *
  *-------------------------------------------------------------------------
  */

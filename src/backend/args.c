@@ -2,7 +2,10 @@
  *
  * backend/args.c
  *	  Argument parsing and validation of the SQL functions: paths, counts,
- *	  timeouts and flags, refused before anything reaches ZooKeeper.
+ *	  timeouts and flags, refused before anything reaches ZooKeeper; and
+ *	  ZooKeeper's UTF-8 text in the database's encoding, as \x-hex when it
+ *	  is invalid or cannot be converted (zklock_text_from_utf8,
+ *	  zklock_utf8_text_datum).
  *
  *-------------------------------------------------------------------------
  */

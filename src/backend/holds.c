@@ -5,10 +5,11 @@
  *	  often this backend holds each lock, at session and transaction
  *	  level; what a transaction does with them is backend/xact.c's), the
  *	  locks lost with the session, backend exit, and zklock_backend_setup,
- *	  which every SQL entry point calls first and nothing below the entry
- *	  points calls.
+ *	  which every SQL entry point that sends a request or takes, releases
+ *	  or asks about this backend's holds calls first (the views and
+ *	  zk_stat_reset do not), and nothing below the entry points calls.
  *
- *	  zklock_backend_setup		first call of every SQL entry point
+ *	  zklock_backend_setup		first call of those SQL entry points
  *	  zklock_notice_lost_locks	catch up: due holds, locks lost meanwhile
  *	  zklock_add_hold			remember a new hold of a lock
  *	  zklock_add_granted_hold	the same for a lock just granted

@@ -3,7 +3,9 @@
  * core/curator_rules.c
  *		Pure decision functions of the zklock recipe core: the order of a
  *		lock's children, who holds, what to watch, the double barrier's
- *		leave steps, what a failed request must delete, back-off.
+ *		leave steps, what a failed request must delete, back-off, the
+ *		pending-delete table's room, a counter write's fence, a
+ *		downgrade's create, LeaderLatch's participants.
  *
  * Everything here is a function of its arguments: no PostgreSQL calls, no
  * ZooKeeper calls, no allocation, no global state.  The rules are those of

@@ -3,10 +3,15 @@
  * core/curator_rules.h
  *		Pure decision functions of Curator's recipes (core/curator_rules.c):
  *		sorting of children, "do I hold the lock", which node to watch,
- *		who holds, double-barrier leave order, what a request must delete.
- *		Node names and paths are core/names.h.  They make no PostgreSQL
- *		or ZooKeeper calls and use only libc, so that they can be
- *		unit-tested on their own (test/unit).
+ *		who holds, double-barrier leave order, what a request must delete,
+ *		the pending-delete table's size and room (zklock_delete_may_add),
+ *		the retry delay (zklock_retry_delay_ms), a counter write's fence
+ *		(zklock_write_fence), when a downgrade's node may be created
+ *		(zklock_downgrade_may_create) and LeaderLatch's participants
+ *		(zklock_latch_participants).  Node names and paths are
+ *		core/names.h, but for the latch's (ZKLOCK_LATCH_NAME, here).  They
+ *		make no PostgreSQL or ZooKeeper calls and use only libc, so that
+ *		they can be unit-tested on their own (test/unit).
  *
  * src/core/curator_rules.h
  *

@@ -4,7 +4,9 @@
  *	  The deadlock detector's decisions (backend/deadlock.c), as pure
  *	  functions: which node of a lock's queue, held or waiting, a wait is
  *	  blocked by, the search for a cycle of waits through the checking
- *	  process, and the victim rule.
+ *	  process, the victim rule, and for waits across clusters the edges
+ *	  of the published wait records (zklock_record_edges) and whether a
+ *	  cycle crosses clusters (zklock_cycle_crosses).
  *	  No PostgreSQL or ZooKeeper calls, unit-tested in
  *	  test/unit/test_deadlock_rules.c.
  *

@@ -2,10 +2,12 @@
  *
  * core/handover_rules.c
  *	  The handover layer's decisions as pure functions (no PostgreSQL or
- *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c).  Why
- *	  each is safe is argued in worker/locks/handover.c's banner (local
- *	  handover) and src/README ("Local handover": local waits, read joins,
- *	  creates placed without a listing).
+ *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c),
+ *	  with the sequence numbering, batching and lock cache decisions that
+ *	  core/handover_rules.h lists.  Why
+ *	  each is safe is argued in worker/locks/handover.c's banner (local handover)
+ *	  and src/README ("Local handover": local waits, read joins, creates
+ *	  placed without a listing).
  *
  *-------------------------------------------------------------------------
  */

@@ -3,7 +3,13 @@
  * core/handover_rules.h
  *	  The handover layer's decisions (worker/locks/handover_layer.c and
  *	  worker/locks/handover.c), as pure functions: no PostgreSQL or ZooKeeper
- *	  calls, unit-tested in test/unit.
+ *	  calls, unit-tested in test/unit.  Besides the wait state's moves and
+ *	  the handover's choice: the sequence numbers a create placed without
+ *	  a listing relies on (zklock_node_seq, zklock_seq_*,
+ *	  worker/locks/handover_numbering.c), how many queued ops go as one multi
+ *	  (zklock_batch_take, worker/batch.c) and the lock cache's decisions
+ *	  (zklock_cache_may_take, zklock_cache_keep_decide,
+ *	  worker/locks/lock_cache.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,9 +34,12 @@ typedef enum ZklockWaitState
 	ZKWS_FOLLOWING,				/* a read node right behind a reader of this
 								 * worker still deciding: that answer is its
 								 * own */
-	ZKWS_HANDOVER,				/* chosen to take pred's lock once pred's
-								 * delete is applied and its own node is
-								 * confirmed */
+	ZKWS_HANDOVER,				/* chosen to take pred's lock when pred's
+								 * delete is queued: at once, that delete
+								 * guarded by a check of its node, or, a
+								 * revocable waiter, once that delete and
+								 * the check behind it are answered
+								 * (worker/locks/handover.c) */
 	ZKWS_PARKED,				/* waits for the connection, then resumes */
 	ZKWS_PARKED_RECOVER			/* same, and first looks for a node a lost
 								 * create may have made (by prefix) */

@@ -3,7 +3,10 @@
  * core/lease_rules.h
  *		Pure rules of the lease: what an answered request proves about the
  *		ZooKeeper leader's view of the session, and how long a lock may be
- *		trusted after it.
+ *		trusted after it; the heartbeat interval, the least session
+ *		timeout that leaves room for a lease, the server's mode from its
+ *		/zookeeper/config and whether it (or every host of zklock.hosts)
+ *		is an observer, and the parsing of host:port.
  *
  * Like core/curator_rules.h, libc only, no PostgreSQL or ZooKeeper calls, so the
  * rules are unit-tested on their own (test/unit/test_lease_rules.c).  Times

@@ -6,11 +6,13 @@
  *	  from the listing of P they make anyway (a mutex, a read/write lock, a
  *	  leader latch, a double barrier entering); a barrier's wait lists P
  *	  only when its exists showed children (numChildren), which a barrier
- *	  node normally has none of; a semaphore, whose nodes are under
- *	  P/locks and P/leases, lists P only when it has to make those (its
- *	  first create under P/locks found no parent).  The call then fails with 22023 naming
- *	  what P holds, and nothing else changes (Curator clients on the path
- *	  are not refused anything).
+ *	  node normally has none of; a counter lists P only when its read
+ *	  found children (recipes/counter_fence.c, zklock_counter_guard), which
+ *	  its node has none of; a semaphore, whose nodes are under P/locks and
+ *	  P/leases, lists P only when it has to make those (its first create
+ *	  under P/locks found no parent).  The call then fails with 22023
+ *	  naming what P holds, and nothing else changes (Curator clients on
+ *	  the path are not refused anything).
  *
  *	  Only unambiguous shapes count.  A child is another recipe's only when
  *	  its whole name is that recipe's node name: Curator's protected name

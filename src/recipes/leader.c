@@ -41,7 +41,9 @@
  *	  at its exit like any request); one of scope 'cluster' belongs to
  *	  nobody (pid 0) and lives until zk_leader_leave, across backend exits,
  *	  worker restarts (an ACTIVE slot is taken over) and session expiries
- *	  (it joins again).
+ *	  (it joins again).  Its slot's rstate.latch says whether it is a
+ *	  member and the leader, and holds the leadership epoch that
+ *	  zk_leader_xact's COMMIT compares.
  *
  *-------------------------------------------------------------------------
  */

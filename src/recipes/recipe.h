@@ -7,13 +7,13 @@
  *	  record and request calls; it includes the ZooKeeper client's header)
  *	  and recipes/recipe_sql.h (the SQL side's types and calls).  A recipe
  *	  file includes postgres.h, PostgreSQL's own headers, this header, the
- *	  side headers it uses and those of the others it reads (zklock.h,
- *	  common/shmem.h, common/settings.h, compat.h, core/), nothing else of
- *	  ours.
+ *	  side headers it uses, those of the others it reads (zklock.h,
+ *	  common/shmem.h, common/settings.h, compat.h, core/) and a header its
+ *	  own files share (counter.h), nothing else of ours.
  *
  * A recipe is one file (more when it is long: the counter's are counter.c,
- * counter_fold.c, counter_fence.c and counter_sql.c) that ends with its
- * descriptor,
+ * counter_fold.c, counter_fence.c, which share counter.h, and
+ * counter_sql.c) that ends with its descriptor,
  *
  *		const ZklockRecipe zklock_recipe_<name> = { ... };
  *
@@ -195,8 +195,8 @@ typedef struct ZklockWorkerOps
 	/*
 	 * an ACTIVE slot of this op is a standing membership, no request
 	 * waiting for its answer (a leader latch member once its place is
-	 * decided): zk_stat_worker counts it neither queued nor held.
-	 * Backend, the lock held shared; NULL: never
+	 * decided): zk_status() counts it in neither requests_queued nor
+	 * requests_held.  Backend, the lock held shared; NULL: never
 	 */
 	bool		(*standing) (const ZklockSlot *slot);
 	uint32		flags;			/* ZKW_* */

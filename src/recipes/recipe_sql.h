@@ -24,7 +24,7 @@
 
 /* ---------------------------------------------------------------------
  * SQL side calls: what a recipe's SQL functions may use, by the file that
- * offers it.  Each SQL function calls zklock_backend_setup() first.
+ * offers it.  A recipe's SQL function calls zklock_backend_setup() first.
  * ---------------------------------------------------------------------
  */
 
