@@ -24,8 +24,9 @@
  *
  * Beside it, zklock.deletes keeps the pending deletes of persistent nodes
  * (P/ready of a double barrier), which no session end removes and which
- * must outlive shared memory (worker/deletes/deletes.c writes and reads it
- * through the functions at the end of this file).  Unlike the session file it
+ * must outlive shared memory (worker/deletes/delete_table.c writes it and
+ * worker/deletes/deletes.c reads it, through the functions at the end of
+ * this file).  Unlike the session file it
  * is acted on by any later server run: a delete names the node's creation
  * zxid, so only that very node is deleted (one that does not is applied
  * only with the same zklock.hosts).

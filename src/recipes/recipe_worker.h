@@ -63,7 +63,8 @@ typedef struct WorkerReq
 	struct						/* the handover layer's own
 								 * (worker/locks/handover_layer.c) */
 	{
-		int			owner;		/* following (ZKWS_FOLLOWING): the slot
+		int			owner;		/* a local or following wait
+								 * (ZKWS_LOCAL, ZKWS_FOLLOWING): the slot
 								 * owning pred */
 		uint32		owner_serial;	/* ... and its serial then */
 	}			follow;
@@ -95,8 +96,9 @@ zklock_req_parked(const WorkerReq *req)
 	return req->wait == ZKWS_PARKED || req->wait == ZKWS_PARKED_RECOVER;
 }
 
-/* the worker's handle, whether it is connected, and the request records
- * beside zklock_shared->slots (worker/event_loop.c) */
+/* the worker's handle and whether it is connected
+ * (worker/connection/connection.c), and the request records beside
+ * zklock_shared->slots (worker/request.c) */
 extern zhandle_t *zklock_zh;
 extern bool zklock_connected;
 extern WorkerReq *zklock_reqs;
