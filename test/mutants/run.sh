@@ -14,10 +14,11 @@
 # copy and applies its patch, and says what it would run, without running.
 #
 # For each one, a fresh copy of the committed tree (git archive of the
-# commit HEAD was at when the script started, so a commit made meanwhile
-# changes nothing) into a temporary folder under /var/tmp; zk-client/ copied from this
-# tree, so the ZooKeeper C client is not built again), the patch applied
-# (git apply), then for each seed, one after the other, the inner loop:
+# commit HEAD was at when the script started, and the patch as it was
+# then, so a commit made meanwhile changes nothing) into a temporary
+# folder under /var/tmp; zk-client/ copied from this tree, so the
+# ZooKeeper C client is not built again), the patch applied (git apply),
+# then for each seed, one after the other, the inner loop:
 #   ZKLOCK_KEEP_LOGS=1 ZKLOCK_ADVERSARY_SEED=S ZKLOCK_ADVERSARY_MODE=M
 #   ZKLOCK_ADVERSARY_SECONDS=N make check-tap T=905
 # (build with -Werror, the server copied into the copy's tmp_install/, 905
@@ -139,6 +140,13 @@ mkdir -p "$RESULTS" || die "cannot make $RESULTS"
 WORK=$(mktemp -d /var/tmp/zklock-mutant-tree.XXXXXX) || die "mktemp failed"
 chmod 755 "$WORK"
 RUN_PID=""
+# the patches as they are now: a commit or checkout made during the run
+# (one that moves the files they patch) changes them no more than the tree
+mkdir "$WORK/patches" || die "cannot make $WORK/patches"
+for i in "${!PATCHES[@]}"; do
+	cp "${PATCHES[$i]}" "$WORK/patches/" || die "cannot copy ${PATCHES[$i]}"
+	PATCHES[$i]=$WORK/patches/$(basename "${PATCHES[$i]}")
+done
 
 cleanup() {
 	if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then
