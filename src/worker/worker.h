@@ -66,7 +66,7 @@ extern ZklockLoopFlags zklock_loop;
 /*
  * Look at every slot on the next pass, not only the posted ones: a request
  * waits for something no post announces (the connection, room in the
- * delete table, a watch to arm again).
+ * pending-delete table, a watch to arm again).
  */
 static inline void
 zklock_request_rescan(void)
