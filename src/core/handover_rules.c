@@ -4,10 +4,10 @@
  *	  The handover layer's decisions as pure functions (no PostgreSQL or
  *	  ZooKeeper calls; unit-tested in test/unit/test_handover_rules.c),
  *	  with the sequence numbering, batching and lock cache decisions that
- *	  core/handover_rules.h lists.  Why
- *	  each is safe is argued in worker/locks/handover.c's banner (local handover)
- *	  and src/README ("Local handover": local waits, read joins, creates
- *	  placed without a listing).
+ *	  core/handover_rules.h lists.  Why each is safe is argued in
+ *	  worker/locks/handover.c's banner (local handover), src/README ("Local
+ *	  handover": the local waits), doc/failure-model.md ("Read joins") and
+ *	  zklock_placement's comment below (creates placed without a listing).
  *
  *-------------------------------------------------------------------------
  */

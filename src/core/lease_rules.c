@@ -33,7 +33,7 @@
  *   does go through the leader (an ObserverMaster passes createSession on
  *   to the leader, and a revalidation too, and answers the observer only
  *   once the leader answered), but zklock takes no proof through an
- *   observer at all (zklock_server_is_observer; worker/connection/connection.c
+ *   observer at all (zklock_server_is_observer; worker/connection/lease.c
  *   says why and what the worker does instead).
  *
  * The chain of three syncs (zklock_sync_proof).  Let syncs i, m, j of one

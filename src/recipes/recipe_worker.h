@@ -6,9 +6,9 @@
  *	  WorkerReq (zklock_reqs[idx], beside zklock_shared->slots[idx]) with
  *	  its per-recipe union rcp (ZklockRecipeWork, common/recipe_fields.h),
  *	  the worker's handle, and the calls a recipe's worker steps may make,
- *	  by the file of worker/ that offers them.  It includes the ZooKeeper client's header; worker/worker.h
- *	  includes it, and a recipe file that has worker steps.  backend/ never
- *	  includes it (test/callgraph.pl).
+ *	  by the file of worker/ that offers them.  It includes the ZooKeeper
+ *	  client's header; worker/worker.h includes it, and a recipe file that
+ *	  has worker steps.  backend/ never includes it (test/callgraph.pl).
  *
  *-------------------------------------------------------------------------
  */

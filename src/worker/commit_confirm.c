@@ -4,7 +4,8 @@
  *	  zklock.commit_confirm's request: a sync, so the answer comes through
  *	  the leader, then an exists of the held node.  Not a recipe, but run
  *	  like one: its descriptor (zklock_recipe_commit_confirm, the file's
- *	  only export) is listed in recipes/registry.c.
+ *	  only export) is listed in ZKLOCK_RECIPE_LIST
+ *	  (common/recipe_fields.h), which recipes/registry.c indexes.
  *
  *-------------------------------------------------------------------------
  */
@@ -83,7 +84,8 @@ confirm_start(int idx)
 
 /*
  * The commit confirmation's descriptor: not a recipe, but listed with
- * them (recipes/registry.c) so the request layer runs it the same way.
+ * them (ZKLOCK_RECIPE_LIST, common/recipe_fields.h; indexed by
+ * recipes/registry.c) so the request layer runs it the same way.
  */
 static const ZklockWorkerOps confirm_ops[] = {
 	{.op = ZKOP_CONFIRM, .start = confirm_start},

@@ -3,6 +3,9 @@
  * worker/deferred_log.c
  *	  The worker never writes its log while it holds the shared lock.
  *
+ *	  zklock_worker_log_init			install the hook (the worker's start)
+ *	  zklock_worker_log_flush			write the messages kept back
+ *
  * Writing a log line can block: on a full pipe to the logging collector,
  * on a slow terminal or syslog.  A worker blocked there while holding
  * zklock_shared->lock would hold up every backend that needs the table.

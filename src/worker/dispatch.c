@@ -7,8 +7,17 @@
  *	  handover layer's periodic check; and the sweep when the session is lost.
  *	  This is the top of the worker's request handling: it calls the
  *	  request layer (worker/request.c), the recipes through their
- *	  descriptors (zklock_worker_ops), the lock engine and the local
+ *	  descriptors (zklock_worker_ops), the lock engine and its handover
  *	  layer; nothing below calls it.
+ *
+ *	  zklock_dispatch_run_requests		one pass over the table (the event
+ *										loop's)
+ *	  zklock_dispatch_fail_auth_rejected
+ *										fail a request: the servers reject
+ *										zklock.auth
+ *	  zklock_dispatch_sweep_lost_session
+ *										the session is gone: its locks lost,
+ *										its waits failed
  *
  *-------------------------------------------------------------------------
  */

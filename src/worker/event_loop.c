@@ -4,6 +4,11 @@
  *	  The background worker that owns the cluster's ZooKeeper session and
  *	  runs the recipes for every backend: its entry point and event loop.
  *
+ *	  zklock_worker_main				the worker's entry point
+ *	  zklock_loop						what the loop is asked to do on its
+ *										next pass (set through the
+ *										zklock_request_* calls)
+ *
  * The worker is single-threaded.  It drives the single-threaded ZooKeeper
  * C client (libzookeeper_st) from a WaitEventSet that holds its latch and
  * the client's socket: zookeeper_interest() says which socket and timeout

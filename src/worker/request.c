@@ -1,9 +1,58 @@
 /*-------------------------------------------------------------------------
  *
  * worker/request.c
- *	  A request's life in the worker: picking it up, dispatching its steps,
- *	  parking and resuming it around connection loss, finishing, failing and
- *	  withdrawing it, and the sweep when the session is lost.
+ *	  A request's bookkeeping in the worker: its calls (counted in when
+ *	  sent, failed, the listing and exists helpers, the step watcher), its
+ *	  wait state (WorkerReq.wait), starting and continuing its work through
+ *	  its recipe's descriptor, parking, granting, finishing, failing and
+ *	  withdrawing it, and the deletes it must record when it ends.  It owns
+ *	  zklock_reqs, the requests' WorkerReq.  Picking a request up, resuming
+ *	  a parked one and the sweep when the session is lost are
+ *	  worker/dispatch.c's.
+ *
+ *	  zklock_reqs						each slot's process-local state
+ *										(WorkerReq)
+ *	  zklock_req_reset					forget a slot's state, freeing what it
+ *										holds
+ *	  zklock_req_memory					the memory of a request's own
+ *										allocations
+ *	  zklock_req_clear_nodes			forget a slot's nodes
+ *	  zklock_req_start					begin (or begin again) a request's work
+ *	  zklock_req_continue				a watch fired: take the next look
+ *	  zklock_req_set_wait				move the wait state (WorkerReq.wait):
+ *										the one place it changes
+ *	  zklock_req_park					stop until the connection is back
+ *	  zklock_req_grant					hand the lock to the backend
+ *	  zklock_req_finish					end with a result value
+ *	  zklock_req_fail					end with an error, the nodes' deletes
+ *										recorded
+ *	  zklock_req_give_up_try			a try found the lock taken: its nodes
+ *										deleted, not granted
+ *	  zklock_req_withdraw				a cancelled or released request: record
+ *										its deletes, free the slot
+ *	  zklock_req_settle_cancel			after a completion: withdraw if the
+ *										backend gave up
+ *	  zklock_req_call_sent				count in an async call just made, or
+ *										park
+ *	  zklock_req_call_failed			a call failed: park, leave it to the
+ *										session watcher, or fail
+ *	  zklock_req_completion_begin,
+ *	  zklock_req_listing_begin,
+ *	  zklock_req_create_begin			the common start of a completion (of
+ *										any call, a listing, a create)
+ *	  zklock_req_completion_end			their common end
+ *	  zklock_req_create_took			a create succeeded: record its node
+ *	  zklock_req_create_failed			a create failed: retry, or fail the
+ *										request
+ *	  zklock_req_retry_with_parents		a parent was missing: create the
+ *										parents first
+ *	  zklock_req_send_listing,
+ *	  zklock_req_send_listing2			ask for a path's children (with the
+ *										request's watch, or with the parent's
+ *										Stat), or park
+ *	  zklock_req_send_exists_watch		exists() with the request's watch, or
+ *										park
+ *	  zklock_req_step_watcher			the watcher of every recipe: look again
  *
  *-------------------------------------------------------------------------
  */
@@ -185,9 +234,9 @@ zklock_req_set_wait(int idx, ZklockWaitState to)
 
 /*
  * After any completion: if the backend gave up meanwhile, withdraw now
- * (as run_requests would: replies still in flight find the slot's serial
- * changed).  Returns true when the request is no longer active (the
- * caller must stop).
+ * (as zklock_dispatch_run_requests, worker/dispatch.c, would: replies
+ * still in flight find the slot's serial changed).  Returns true when the
+ * request is no longer active (the caller must stop).
  */
 bool
 zklock_req_settle_cancel(int idx)

@@ -9,6 +9,9 @@
  *	  The asking side (zk_revoke) is the revoke recipe,
  *	  recipes/revoke.c.  See doc/wire.md.
  *
+ *	  zklock_revoke_watch				arm the revocation watch on a holder's
+ *										node
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -4,14 +4,19 @@
  *	  What the files of the zklock worker share among themselves,
  *	  worker-wide: the flags of the event loop, and the functions one file
  *	  of the worker calls in another outside the three modules.  The
- *	  modules have their own headers, which include this one:
- *	  worker/connection/connection.h (the handle, credentials, TLS and
- *	  SASL, the lease), worker/deletes/deletes.h (the pending deletes),
- *	  worker/locks/locks.h (the lock engine); a file includes those it
- *	  calls.  What the recipes may use of the worker (the request record
- *	  WorkerReq, the handle, the request calls) is declared in
- *	  recipes/recipe_worker.h; it and the descriptor, recipes/recipe.h,
- *	  are included here.  Only the worker process includes it.
+ *	  modules have their own headers, which include this one (a module's
+ *	  files include it through theirs): worker/connection/connection.h
+ *	  (the handle, credentials, TLS and SASL, the lease),
+ *	  worker/deletes/deletes.h (the pending deletes), worker/locks/locks.h
+ *	  (the lock engine); a file includes those whose declarations it
+ *	  uses.  What the recipes may use of the worker (the request record
+ *	  WorkerReq, the handle, the request calls, and what they call of the
+ *	  modules: zklock_deletes_add and zklock_deletes_queue,
+ *	  zklock_ghosts_*, zklock_lk_*, the handover layer's table,
+ *	  zklock_layer_released, zklock_handover_choose) is declared in
+ *	  recipes/recipe_worker.h instead, so a file calls it without the
+ *	  module's header; it and the descriptor, recipes/recipe.h, are
+ *	  included here.  Only the worker process includes it.
  *
  *	  Interface: ZKLOCK_DELETE_BATCH_MAX, ZKLOCK_BATCH_MAX, zklock_loop and
  *	  the zklock_request_* calls that set its flags, and the functions of
@@ -61,7 +66,7 @@ extern ZklockLoopFlags zklock_loop;
 /*
  * Look at every slot on the next pass, not only the posted ones: a request
  * waits for something no post announces (the connection, room in the
- * delete table, a watch to arm again).
+ * pending-delete table, a watch to arm again).
  */
 static inline void
 zklock_request_rescan(void)

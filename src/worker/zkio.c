@@ -5,6 +5,15 @@
  *	  its request, node paths and ACLs, parent containers, UUIDs.  What a
  *	  result code means is worker/result_codes.c's.
  *
+ *	  zklock_zkio_make_tag				a slot index and serial as a tag
+ *	  zklock_zkio_slot_tag				the tag of the request now in a slot
+ *	  zklock_zkio_tag_current			the slot a tag names, or -1 when stale
+ *	  zklock_zkio_node_path				the full path of a node of a slot
+ *	  zklock_zkio_node_acl				the ACL of every node zklock creates
+ *	  zklock_zkio_create_containers		a path's ancestors created as
+ *										containers
+ *	  zklock_zkio_new_uuid				a fresh protection id
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

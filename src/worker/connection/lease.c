@@ -22,6 +22,9 @@
  *										expired
  *	  zklock_lease_cut_stuck_attempt	cut a connection attempt without an
  *										answer, or a connection to an observer
+ *	  zklock_lease_attempt_cut			the current attempt was cut for no
+ *										answer (its TLS handshake's failure is
+ *										not the configuration's)
  *
  *-------------------------------------------------------------------------
  */

@@ -9,6 +9,7 @@
  *
  *	  zklock_dtable_record		record an entry (not sent yet)
  *	  zklock_dtable_free		free an entry: its node is gone
+ *	  zklock_dtable_progress	the worker's progress on each entry
  *	  zklock_dtable_progress_of	the worker's progress on an entry
  *	  zklock_dtable_tag_current	the entry a completion's tag names, or -1
  *	  zklock_dtable_find_persistent	a persistent node's entry, or -1

@@ -399,7 +399,7 @@ zklock_deletes_queue(const char *path, const char *prefix)
 		/*
 		 * waiters on it look again: zklock_node_gone_hook is data, defined
 		 * with the handover layer (worker/locks/handover_layer.c), so the
-		 * delete table calls nothing above it by name
+		 * worker/deletes/ calls nothing above it by name
 		 */
 		zklock_node_gone_hook(path);
 	}

@@ -11,6 +11,11 @@
  *	  and a request that looked for its node by prefix deletes by prefix
  *	  when it ends (a late create after its last listing).
  *
+ *	  zklock_ghosts_delete				delete the ghosts a listing shows
+ *	  zklock_ghosts_note_doubt			a request looked for its node by prefix
+ *	  zklock_ghosts_sweep_doubted		such a request ends: delete by its
+ *										prefix
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

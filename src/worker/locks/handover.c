@@ -29,8 +29,9 @@
  *	           giving back P/locks), before  follower rule moves it; a
  *	           N's delete is recorded        watch on N fires into nothing)
  *	  delete   the withdrawal records N's    N's pending-delete entry,
- *	           delete (delete table), which  queued; the handover layer's
- *	           queues it for the batch       node_gone hook is told
+ *	           delete (pending-delete        queued; the handover layer's
+ *	           table), which queues it for   node_gone hook is told
+ *	           the batch
  *	  grant    zklock_handover_node_gone     not revocable, connected,
  *	                                         within the lease: N's entry
  *	                                         gets the waiter's node W as
@@ -77,8 +78,8 @@
  *	  not connected when N's delete   the waiter parks
  *	  is recorded
  *	  N's release waits for room in   the waiter stays chosen; the
- *	  the delete table, or ended      safety net relists it once N is no
- *	  unannounced                     longer being withdrawn
+ *	  the pending-delete table, or    safety net relists it once N is no
+ *	  ended unannounced               longer being withdrawn
  *
  *	  Why the waiter is next: when a plain mutex's holder releases N, N is
  *	  the lowest node of the lock (a holder's node is, and sequence numbers
@@ -326,10 +327,10 @@ handover_check_done(int rc, const struct Stat *stat, const void *data)
 
 /*
  * The answer to the guarded delete of path, the node released to a waiter
- * granted at once (the delete table's guard answer hook): guard, the node
- * it was handed to, was there when path went (there: the handover is
- * confirmed), or it was gone, deleted by another client before the
- * handover, so ZooKeeper's queue never named it holder and path is still
+ * granted at once (zklock_guard_answer_hook, which worker/deletes/deletes.c
+ * calls): guard, the node it was handed to, was there when path went (there:
+ * the handover is confirmed), or it was gone, deleted by another client before
+ * the handover, so ZooKeeper's queue never named it holder and path is still
  * there.  Then the lock of guard's request is lost now, before path goes
  * (worker/deletes/deletes.c deletes it only zklock.commit_min_lease later): a
  * held lock is called lost (COMMIT under it fails with 40000), a lease request

@@ -9,13 +9,16 @@
  *	  worker/locks/handover.c, whose banner has its sequence and outcomes); a
  *	  read node right behind a read node of this worker shares its answer
  *	  (read joins, with the ring of readers released lately); a create
- *	  behind a node of this worker is placed without a listing.  src/README
- *	  ("Local handover") gives the argument for the local waits, joins and
- *	  placements; doc/failure-model.md what a user may rely on.
+ *	  behind a node of this worker is placed without a listing.  Why each
+ *	  is safe: src/README ("Local handover") for the local waits,
+ *	  doc/failure-model.md ("Read joins") for the read joins,
+ *	  zklock_placement's comment (core/handover_rules.c) for the
+ *	  placements; doc/failure-model.md says what a user may rely on.
  *
  *	  zklock_handover_layer		the table the lock engine calls (.handover)
- *	  zklock_node_gone_hook		told by the delete table of a node going
- *								away (registered here, where it is defined)
+ *	  zklock_node_gone_hook		told by worker/deletes/deletes.c of a node
+ *								going away (registered here, where it is
+ *								defined)
  *	  zklock_guard_answer_hook	told by it of a guarded delete's answer
  *	  zklock_layer_released		a release: choose the next holder, remember
  *								a released reader
@@ -70,16 +73,17 @@ static ReleasedReader released_readers[RELEASED_READERS];
 static int	released_readers_next = 0;
 
 /*
- * The one way up from the delete table (worker/deletes/deletes.c): told when
- * the delete of a node of this worker is queued by name, so the waiters on
- * that node look again (or send their handover check).
+ * One of the two ways up from worker/deletes/deletes.c (the other is
+ * zklock_guard_answer_hook below): told when the delete of a node of this
+ * worker is queued by name, so the waiters on that node look again (or
+ * send their handover check).
  */
 void		(*const zklock_node_gone_hook) (const char *path) = lk_node_gone;
 
 /*
- * Told by the delete table of the answer to a guarded delete: the node the
- * lock was handed to was there when the released node went (there), or
- * it was gone (worker/locks/handover.c).
+ * Told by worker/deletes/deletes.c of the answer to a guarded delete: the
+ * node the lock was handed to was there when the released node went
+ * (there), or it was gone (worker/locks/handover.c).
  */
 void		(*const zklock_guard_answer_hook) (const char *path, const char *guard,
 											   bool there) = zklock_handover_guard_answer;

@@ -47,6 +47,20 @@
  *	  right behind it (settle_followers), and a node going away
  *	  (node_gone).  Without .handover this file is Curator's engine alone.
  *
+ *	  zklock_lk_create					create the request's protected node
+ *	  zklock_lk_list					ask for the children of the lock
+ *	  zklock_lk_adopt_check				stat a node found by its protection
+ *										prefix before adopting it
+ *	  zklock_lk_resume					the connection is back: look for the
+ *										node, or create it
+ *	  zklock_lk_target					where the lock engine works for a slot
+ *										(the recipe's lock_target hook)
+ *	  zklock_lk_target_own				a lock_target for recipes whose lock is
+ *										the request itself
+ *	  zklock_lk_granted					the lock engine got the lock: the
+ *										recipe's next step
+ *	  zklock_lk_creates_sent			creates of lock nodes sent, ever
+ *
  *-------------------------------------------------------------------------
  */
 

@@ -5,10 +5,13 @@
  *	  slots by their lock's base (path_index.c), each slot's lock target
  *	  (lock_engine.c), the checks of local waits and the hooks of the
  *	  handover layer (handover_layer.c), the cache of idle lock nodes
- *	  (lock_cache.c).  What the recipes call of it (zklock_lk_*, the
- *	  handover layer's table, zklock_handover_choose) is in
- *	  recipes/recipe_worker.h; what the module's files call of each other
- *	  (handover.c, handover_numbering.c among them) is in locks_int.h.
+ *	  (lock_cache.c).  What the recipes call of it is in
+ *	  recipes/recipe_worker.h: zklock_lk_create, zklock_lk_list,
+ *	  zklock_lk_adopt_check, zklock_lk_resume, zklock_lk_target_own, the
+ *	  handover layer's table, zklock_layer_released and
+ *	  zklock_handover_choose.  What the module's files call of each other
+ *	  (zklock_lk_granted, zklock_lk_creates_sent, handover.c,
+ *	  handover_numbering.c among them) is in locks_int.h.
  *
  *	  Interface: LOCAL_WAIT_CHECK_MS, zklock_node_gone_hook,
  *	  zklock_guard_answer_hook, and the functions below.

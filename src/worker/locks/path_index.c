@@ -43,6 +43,14 @@
  *	  second, and says so in the log if they disagree (a bug): the TAP
  *	  tests look for that message.
  *
+ *	  zklock_pathidx_init				create the index, filled from the table
+ *	  zklock_pathidx_add				index a slot under its request's base
+ *	  zklock_pathidx_remove				a slot the worker freed: out of its
+ *										list
+ *	  zklock_pathidx_first,
+ *	  zklock_pathidx_next				iterate over the slots of a base
+ *	  zklock_pathidx_check				compare the index with the table
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
