@@ -1,6 +1,7 @@
 
-# 901_soak: every recipe at once, on shared paths, under faults; nothing is
-# left behind.
+# 901_soak: the lock and barrier recipes at once (mutex, read/write lock,
+# semaphore mutex, multi-lock, semaphore, barrier, double barrier, with
+# revocation), on shared paths, under faults; nothing is left behind.
 #
 # What users rely on: whatever mix of recipes their sessions and their Java
 # services (Apache Curator) run on the same paths, and whatever fails in
